@@ -1,0 +1,30 @@
+"""robodata: robot episodes as one versioned Lance dataset with frame-level random access.
+
+>>> import robodata
+>>> robodata.ingest_episode("uploads/episode_000000", "data/demo")
+>>> ds = robodata.open("data/demo")
+>>> ds[0]["observation_images_top"].shape
+(480, 640, 3)
+"""
+
+from robodata.codec import EncoderSettings
+from robodata.edits import add_annotations, collect_garbage, delete_episodes
+from robodata.errors import BadUploadError, IncompatibleEpisodeError, RoboDataError
+from robodata.ingest import IngestResult, ingest_episode, write_episode
+from robodata.reader import RoboDataset
+from robodata.reader import open_dataset as open  # noqa: A001 - mirrors lance.dataset / robodata.open
+
+__all__ = [
+    "BadUploadError",
+    "EncoderSettings",
+    "IncompatibleEpisodeError",
+    "IngestResult",
+    "RoboDataError",
+    "RoboDataset",
+    "add_annotations",
+    "collect_garbage",
+    "delete_episodes",
+    "ingest_episode",
+    "open",
+    "write_episode",
+]

@@ -1,0 +1,1 @@
+"""Benchmark harness and the LeRobot-layout baseline."""

@@ -1,0 +1,179 @@
+"""The ``robodata`` command: sample data, ingest, inspect, edit, demo and benchmarks."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+from tqdm import tqdm
+
+COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
+
+
+def command(name: str, configure: Callable[[argparse.ArgumentParser], None]):
+    def register(run: Callable[[argparse.Namespace], int]):
+        COMMANDS[name] = (configure, run)
+        return run
+
+    return register
+
+
+def _sample_data_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("out", help="folder to write one upload folder per episode into")
+    p.add_argument("--episodes", type=int, default=4)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seconds", type=float, default=4.0, help="length of each episode")
+    p.add_argument("--start-index", type=int, default=0)
+
+
+@command("sample-data", _sample_data_args)
+def _sample_data(args: argparse.Namespace) -> int:
+    from robodata.sample_data import write_sample_episode
+
+    import numpy as np
+    from pathlib import Path
+
+    for i in tqdm(range(args.episodes), desc="sample episodes", unit="episode"):
+        index = args.start_index + i
+        write_sample_episode(Path(args.out), index, np.random.default_rng([args.seed, index]), args.seconds)
+    print(f"wrote {args.episodes} episodes to {args.out}")
+    return 0
+
+
+def _ingest_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("uploads", nargs="+", help="upload folders (each holds episode.json)")
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("--gop-size", type=int, default=8)
+    p.add_argument("--crf", type=int, default=23)
+    p.add_argument("--preset", default="veryfast")
+
+
+@command("ingest", _ingest_args)
+def _ingest(args: argparse.Namespace) -> int:
+    from robodata.ingest import ingest_episode
+    from robodata.storage import storage_options_from_env
+
+    options = storage_options_from_env() or None
+    for upload in tqdm(args.uploads, desc="ingest", unit="episode"):
+        result = ingest_episode(
+            upload, args.dataset, gop_size=args.gop_size, crf=args.crf, preset=args.preset, storage_options=options
+        )
+        tqdm.write(f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}")
+    return 0
+
+
+def _dataset_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset")
+    p.add_argument("--version", default=None, help="a version number or a tag")
+
+
+@command("info", _dataset_args)
+def _info(args: argparse.Namespace) -> int:
+    from robodata.summary import dataset_summary
+
+    print(json.dumps(dataset_summary(args.dataset, _version(args.version)), indent=2))
+    return 0
+
+
+def _delete_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset")
+    p.add_argument("episodes", nargs="+", type=int)
+
+
+@command("delete", _delete_args)
+def _delete(args: argparse.Namespace) -> int:
+    from robodata.edits import delete_episodes
+    from robodata.storage import storage_options_from_env
+
+    version = delete_episodes(args.dataset, args.episodes, storage_options_from_env() or None)
+    print(f"deleted episodes {args.episodes}; dataset is now at version {version}")
+    return 0
+
+
+def _tag_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset")
+    p.add_argument("name")
+    p.add_argument("--version", type=int, default=None)
+
+
+@command("tag", _tag_args)
+def _tag(args: argparse.Namespace) -> int:
+    from robodata.reader import open_dataset
+    from robodata.storage import storage_options_from_env
+
+    ds = open_dataset(args.dataset, version=args.version, storage_options=storage_options_from_env() or None)
+    print(f"tagged version {ds.tag(args.name)} as {args.name!r}")
+    return 0
+
+
+def _gc_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset")
+    p.add_argument("--dry-run", action="store_true")
+
+
+@command("gc", _gc_args)
+def _gc(args: argparse.Namespace) -> int:
+    from robodata.edits import collect_garbage
+    from robodata.storage import storage_options_from_env
+
+    report = collect_garbage(args.dataset, dry_run=args.dry_run, storage_options=storage_options_from_env() or None)
+    verb = "would delete" if args.dry_run else "deleted"
+    print(f"{report.unreferenced} unreferenced GOP rows; {verb} them (gops.lance version {report.gops_version})")
+    return 0
+
+
+def _demo_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workdir", default="demo", help="folder for uploads, dataset and DAGSTER_HOME")
+    p.add_argument("--episodes", type=int, default=4)
+    p.add_argument("--seconds", type=float, default=4.0)
+
+
+@command("demo", _demo_args)
+def _demo(args: argparse.Namespace) -> int:
+    from robodata.demo import run_demo
+
+    run_demo(args.workdir, episodes=args.episodes, seconds=args.seconds)
+    return 0
+
+
+def _readpath_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", default=None, help="an existing dataset; default: fresh sample data")
+    p.add_argument("--episodes", type=int, default=4)
+    p.add_argument("--seconds", type=float, default=6.0)
+    p.add_argument("--samples", type=int, default=200)
+
+
+@command("bench-readpath", _readpath_args)
+def _bench_readpath(args: argparse.Namespace) -> int:
+    from robodata.bench.readpath import main as readpath_main
+
+    return readpath_main(args)
+
+
+def _version(value: str | None) -> int | str | None:
+    if value is None:
+        return None
+    return int(value) if value.isdigit() else value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="robodata", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (configure, run) in COMMANDS.items():
+        p = sub.add_parser(name, help=(run.__doc__ or "").strip() or None)
+        configure(p)
+        p.set_defaults(run=run)
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except (ValueError, FileNotFoundError, KeyError) as exc:
+        from robodata.storage import redact
+
+        print(f"robodata {args.command}: {redact(str(exc))}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from robodata.format.ids import episode_filter
+from robodata.format.tables import frames_uri, open_table
+
+
+def delete_episodes(uri: str, episodes: list[int] | int, storage_options: dict | None = None) -> int:
+    """Delete episodes' rows from frames.lance (a deletion vector; no data file is rewritten)
+    and return the new version. Their GOPs stay until ``collect_garbage``.
+
+    >>> robodata.delete_episodes("data/demo", [3])
+    """
+    frames = open_table(frames_uri(uri), storage_options)
+    if frames is None:
+        raise FileNotFoundError(f"no robodata dataset at {uri}")
+    frames.delete(episode_filter(episodes))
+    return frames.version

@@ -1,0 +1,46 @@
+"""Remove GOP rows that no retained version of frames.lance references (left by a failed
+ingest, a re-ingest with new video, or deleted episodes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from robodata.format.schema import read_metadata, ref_columns
+from robodata.format.tables import frames_uri, gops_uri, open_table
+
+
+@dataclass
+class GarbageReport:
+    unreferenced: int
+    deleted: int
+    gops_version: int
+
+
+def collect_garbage(uri: str, *, dry_run: bool = False, storage_options: dict | None = None) -> GarbageReport:
+    """Delete gops.lance rows that no version of frames.lance still on disk points at.
+
+    Versions removed by Lance's ``cleanup_old_versions`` no longer protect their GOPs; tagged
+    versions always do. The bytes leave disk at the next compaction and cleanup of gops.lance.
+    """
+    frames = open_table(frames_uri(uri), storage_options)
+    gops = open_table(gops_uri(uri), storage_options)
+    if gops is None:
+        return GarbageReport(0, 0, 0)
+    referenced: set[int] = set()
+    if frames is not None:
+        for info in frames.versions():
+            version = frames.checkout_version(info["version"])
+            cameras = read_metadata(version.schema).cameras
+            columns = [ref_columns(c)[0] for c in cameras]
+            table = version.to_table(columns=columns)
+            for column in columns:
+                referenced.update(np.unique(table[column].to_numpy()).tolist())
+    stored = gops.to_table(columns=["ref_id"])["ref_id"].to_numpy()
+    orphans = sorted(set(stored.tolist()) - referenced)
+    if orphans and not dry_run:
+        for start in range(0, len(orphans), 1000):
+            chunk = orphans[start : start + 1000]
+            gops.delete(f"ref_id IN ({', '.join(str(int(r)) for r in chunk)})")
+    return GarbageReport(len(orphans), 0 if dry_run else len(orphans), gops.version)

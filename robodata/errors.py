@@ -1,0 +1,19 @@
+"""Errors a user sees: each names the file (or dataset) and the problem."""
+
+from __future__ import annotations
+
+
+class RoboDataError(Exception):
+    """Base class of robodata's own errors."""
+
+
+class BadUploadError(RoboDataError, ValueError):
+    """An upload that cannot be ingested; nothing was written."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path, self.problem = str(path), problem
+        super().__init__(f"{path}: {problem}")
+
+
+class IncompatibleEpisodeError(RoboDataError, ValueError):
+    """An episode whose cameras, joints or GOP size differ from the dataset's."""

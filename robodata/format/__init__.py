@@ -1,0 +1,1 @@
+"""The two-table schema (gops.lance + frames.lance), schema metadata, ids and naming rules."""

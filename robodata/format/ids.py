@@ -1,0 +1,46 @@
+"""Episode ids, GOP reference ids and the only way values reach a Lance filter string."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_EPISODE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def validate_episode_id(episode_id: str) -> str:
+    """Return ``episode_id`` if it is a safe folder and partition name, else raise ValueError.
+
+    Letters, digits, ``_``, ``-`` and ``.`` only (no ``..``), at most 128 characters.
+    """
+    if not isinstance(episode_id, str) or not _EPISODE_ID.match(episode_id) or ".." in episode_id:
+        raise ValueError(
+            f"invalid episode id {episode_id!r}: use 1-128 letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit"
+        )
+    return episode_id
+
+
+def validate_episode_index(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**62:
+        raise ValueError(f"episode_index must be a non-negative integer, got {value!r}")
+    return value
+
+
+def episode_filter(episode_indices: list[int] | int) -> str:
+    """A Lance filter selecting episodes, built only from validated integers."""
+    if isinstance(episode_indices, int):
+        episode_indices = [episode_indices]
+    values = [validate_episode_index(int(e)) for e in episode_indices]
+    if not values:
+        raise ValueError("no episodes given")
+    return f"episode_index IN ({', '.join(str(v) for v in values)})"
+
+
+def gop_ref_id(episode_index: int, camera: str, gop_index: int, data: bytes) -> int:
+    """A content-derived int64 id: the same GOP of the same episode always gets the same id,
+    so re-ingesting identical video finds its GOPs already stored."""
+    digest = hashlib.blake2b(digest_size=8)
+    digest.update(f"{episode_index}/{camera}/{gop_index}/".encode())
+    digest.update(data)
+    return int.from_bytes(digest.digest(), "little", signed=True)

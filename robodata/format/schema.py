@@ -1,0 +1,141 @@
+"""Schemas of gops.lance and frames.lance and the metadata that makes frames.lance self-describing."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+import lance
+import pyarrow as pa
+
+FORMAT_VERSION = "1"
+GOPS_TABLE = "gops.lance"
+FRAMES_TABLE = "frames.lance"
+METADATA_KEY = b"robodata"
+
+GOPS_SCHEMA = pa.schema(
+    [
+        pa.field("ref_id", pa.int64(), nullable=False),
+        pa.field("episode_index", pa.int64(), nullable=False),
+        pa.field("camera", pa.string(), nullable=False),
+        pa.field("gop_index", pa.int32(), nullable=False),
+        pa.field("n_frames", pa.int32(), nullable=False),
+        pa.field("timestamps_ns", pa.list_(pa.int64()), nullable=False),
+        pa.field("packet_sizes", pa.list_(pa.int32()), nullable=False),
+        pa.field("width", pa.int32(), nullable=False),
+        pa.field("height", pa.int32(), nullable=False),
+        pa.field("codec", pa.string(), nullable=False),
+        pa.field("crf", pa.int32(), nullable=False),
+        pa.field("preset", pa.string(), nullable=False),
+        lance.blob_field("gop"),
+    ]
+)
+
+REF_SUFFIXES = ("ref_id", "gop_index", "frame_index_in_gop")
+
+
+def image_column(camera: str) -> str:
+    """The user-facing name of a camera's decoded frames, e.g. ``observation_images_wrist``."""
+    return f"observation_images_{camera}"
+
+
+def ref_columns(camera: str) -> tuple[str, str, str]:
+    """The three frames.lance columns that point one row at one camera frame."""
+    base = image_column(camera)
+    return tuple(f"{base}_{suffix}" for suffix in REF_SUFFIXES)  # type: ignore[return-value]
+
+
+def camera_of(column: str, cameras: list[str]) -> str:
+    """The camera behind an ``observation_images_<cam>`` column, or a KeyError naming the choices."""
+    for camera in cameras:
+        if column == image_column(camera):
+            return camera
+    choices = ", ".join(image_column(c) for c in cameras)
+    raise KeyError(f"no image column {column!r}; this dataset has {choices}")
+
+
+@dataclass
+class CameraInfo:
+    width: int
+    height: int
+    fps: float
+
+
+@dataclass
+class DatasetMetadata:
+    """What frames.lance says about itself, stored as JSON in its Arrow schema metadata."""
+
+    control_hz: float
+    joint_names: list[str]
+    cameras: dict[str, CameraInfo]
+    gop_size: int
+    codec: dict[str, object]
+    robot_type: str = ""
+    format_version: str = FORMAT_VERSION
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def camera_fps(self) -> dict[str, float]:
+        return {name: cam.fps for name, cam in self.cameras.items()}
+
+    def to_json(self) -> str:
+        body = asdict(self)
+        body["camera_fps"] = self.camera_fps
+        return json.dumps(body, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> DatasetMetadata:
+        body = json.loads(text)
+        body.pop("camera_fps", None)
+        body["cameras"] = {k: CameraInfo(**v) for k, v in body["cameras"].items()}
+        return cls(**body)
+
+    def compatible_with(self, other: DatasetMetadata) -> list[str]:
+        """Differences that stop an episode described by ``other`` joining this dataset."""
+        problems = []
+        if self.joint_names != other.joint_names:
+            problems.append(f"joint_names {other.joint_names} != dataset's {self.joint_names}")
+        if sorted(self.cameras) != sorted(other.cameras):
+            problems.append(f"cameras {sorted(other.cameras)} != dataset's {sorted(self.cameras)}")
+        for name, cam in other.cameras.items():
+            mine = self.cameras.get(name)
+            if mine and (mine.width, mine.height) != (cam.width, cam.height):
+                problems.append(
+                    f"camera {name!r} is {cam.width}x{cam.height}, dataset's is "
+                    f"{mine.width}x{mine.height}"
+                )
+        if self.gop_size != other.gop_size:
+            problems.append(f"gop_size {other.gop_size} != dataset's {self.gop_size}")
+        return problems
+
+
+def frames_schema(meta: DatasetMetadata) -> pa.Schema:
+    """The frames.lance schema for a dataset with ``meta``'s cameras and joints."""
+    n_joints = len(meta.joint_names)
+    fields = [
+        pa.field("episode_index", pa.int64(), nullable=False),
+        pa.field("frame_index", pa.int64(), nullable=False),
+        pa.field("timestamp_ns", pa.int64(), nullable=False),
+        pa.field("task", pa.string()),
+        pa.field("split", pa.string()),
+        pa.field("observation_state", pa.list_(pa.float32(), n_joints)),
+        pa.field("action", pa.list_(pa.float32(), n_joints)),
+        pa.field("language_instruction", pa.string()),
+        pa.field("source", pa.string()),
+        pa.field("is_intervention", pa.bool_()),
+    ]
+    for camera in sorted(meta.cameras):
+        ref_id, gop_index, in_gop = ref_columns(camera)
+        fields += [
+            pa.field(ref_id, pa.int64(), nullable=False),
+            pa.field(gop_index, pa.int32(), nullable=False),
+            pa.field(in_gop, pa.int32(), nullable=False),
+        ]
+    return pa.schema(fields, metadata={METADATA_KEY: meta.to_json().encode()})
+
+
+def read_metadata(schema: pa.Schema) -> DatasetMetadata:
+    raw = (schema.metadata or {}).get(METADATA_KEY)
+    if raw is None:
+        raise ValueError("frames.lance has no robodata schema metadata; is this a robodata dataset?")
+    return DatasetMetadata.from_json(raw)

@@ -1,0 +1,50 @@
+"""An episode in memory, the shape every source (upload folder, LeRobot, HDF5) is read into."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+Frames = Iterator[tuple[int, np.ndarray]]  # (timestamp_ns, H x W x 3 uint8)
+
+
+@dataclass
+class CameraStream:
+    """One camera of an episode. ``frames()`` yields (timestamp_ns, RGB frame) in time order and
+    may raise BadUploadError; ``source`` names the file for errors."""
+
+    name: str
+    width: int
+    height: int
+    fps: float
+    frames: Callable[[], Frames]
+    source: str
+
+
+@dataclass
+class EpisodeData:
+    """One episode at the control rate, with its cameras still undecoded."""
+
+    episode_id: str
+    episode_index: int
+    control_hz: float
+    joint_names: list[str]
+    timestamps_ns: np.ndarray  # int64 [N], nanoseconds since the episode started
+    observation_state: np.ndarray  # float32 [N, J]
+    action: np.ndarray  # float32 [N, J]
+    cameras: list[CameraStream]
+    task: str = ""
+    language_instruction: str = ""
+    split: str = "train"
+    robot_type: str = ""
+    source: list[str] | None = None  # human / policy / intervention per step
+    is_intervention: np.ndarray | None = None
+    extra_columns: dict[str, pa.Array] = field(default_factory=dict)
+    extra_metadata: dict[str, object] = field(default_factory=dict)
+    origin: str = ""  # where the episode came from, for error messages
+
+    def __len__(self) -> int:
+        return len(self.timestamps_ns)

@@ -1,0 +1,229 @@
+"""Write one episode: its cameras as GOP rows in gops.lance, then its control-rate rows in
+frames.lance, replacing any earlier copy of the episode in a single commit."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import lance
+import numpy as np
+import pyarrow as pa
+
+from robodata.codec import EncoderSettings, GopEncoder
+from robodata.errors import BadUploadError, IncompatibleEpisodeError
+from robodata.format.ids import episode_filter, gop_ref_id
+from robodata.format.schema import (
+    GOPS_SCHEMA,
+    CameraInfo,
+    DatasetMetadata,
+    frames_schema,
+    read_metadata,
+    ref_columns,
+)
+from robodata.format.tables import append_or_create, frames_uri, gops_uri, open_table
+from robodata.ingest.alignment import nearest_frames
+from robodata.ingest.episode import CameraStream, EpisodeData
+
+
+@dataclass
+class IngestResult:
+    """What one ingest wrote."""
+
+    episode_id: str
+    episode_index: int
+    frames_version: int
+    gops_version: int
+    rows: int
+    gops: int
+    gops_written: int
+    video_bytes: int
+
+
+@dataclass
+class EncodedCamera:
+    gops: pa.Table  # rows for gops.lance
+    frame_times_ns: np.ndarray
+    fps: float
+    video_bytes: int
+
+
+def dataset_metadata(episode: EpisodeData, settings: EncoderSettings) -> DatasetMetadata:
+    return DatasetMetadata(
+        control_hz=episode.control_hz,
+        joint_names=list(episode.joint_names),
+        cameras={c.name: CameraInfo(c.width, c.height, c.fps) for c in episode.cameras},
+        gop_size=settings.gop_size,
+        codec={"name": settings.codec, "crf": settings.crf, "preset": settings.preset,
+               "pix_fmt": "yuv420p", "bframes": 0, "closed_gop": True},
+        robot_type=episode.robot_type,
+        extra=dict(episode.extra_metadata),
+    )
+
+
+def encode_camera(episode_index: int, camera: CameraStream, settings: EncoderSettings) -> EncodedCamera:
+    """Decode one camera's source and re-encode it into closed GOPs (rows for gops.lance)."""
+    encoder = GopEncoder(camera.width, camera.height, camera.fps, settings)
+    times: list[int] = []
+    gops = []
+    try:
+        for t_ns, rgb in camera.frames():
+            if times and t_ns <= times[-1]:
+                raise BadUploadError(camera.source, f"frame timestamps do not increase at frame {len(times)}")
+            times.append(t_ns)
+            gops += encoder.add(rgb)
+        gops += encoder.finish()
+    except ValueError as exc:
+        if isinstance(exc, BadUploadError):
+            raise
+        raise BadUploadError(camera.source, str(exc)) from None
+    frame_times = np.asarray(times, dtype=np.int64)
+    starts = np.cumsum([0] + [g.n_frames for g in gops])
+    table = pa.table(
+        {
+            "ref_id": [gop_ref_id(episode_index, camera.name, j, g.data) for j, g in enumerate(gops)],
+            "episode_index": [episode_index] * len(gops),
+            "camera": [camera.name] * len(gops),
+            "gop_index": list(range(len(gops))),
+            "n_frames": [g.n_frames for g in gops],
+            "timestamps_ns": [frame_times[starts[j] : starts[j + 1]].tolist() for j, g in enumerate(gops)],
+            "packet_sizes": [g.packet_sizes for g in gops],
+            "width": [camera.width] * len(gops),
+            "height": [camera.height] * len(gops),
+            "codec": [settings.codec] * len(gops),
+            "crf": [settings.crf] * len(gops),
+            "preset": [settings.preset] * len(gops),
+            "gop": lance.blob_array([g.data for g in gops]),
+        },
+        schema=GOPS_SCHEMA,
+    )
+    return EncodedCamera(table, frame_times, camera.fps, sum(len(g.data) for g in gops))
+
+
+def build_rows(episode: EpisodeData, encoded: dict[str, EncodedCamera], schema: pa.Schema) -> pa.Table:
+    """One frames.lance row per control step, each pointing at its nearest frame per camera."""
+    n, joints = len(episode), len(episode.joint_names)
+    columns: dict[str, object] = {
+        "episode_index": np.full(n, episode.episode_index, dtype=np.int64),
+        "frame_index": np.arange(n, dtype=np.int64),
+        "timestamp_ns": episode.timestamps_ns.astype(np.int64),
+        "task": [episode.task] * n,
+        "split": [episode.split] * n,
+        "observation_state": pa.FixedSizeListArray.from_arrays(
+            pa.array(episode.observation_state.reshape(-1), pa.float32()), joints
+        ),
+        "action": pa.FixedSizeListArray.from_arrays(
+            pa.array(episode.action.reshape(-1), pa.float32()), joints
+        ),
+        "language_instruction": [episode.language_instruction] * n,
+        "source": episode.source if episode.source is not None else ["human"] * n,
+        "is_intervention": (
+            episode.is_intervention
+            if episode.is_intervention is not None
+            else np.asarray([s == "intervention" for s in (episode.source or ["human"] * n)])
+        ),
+    }
+    for camera, enc in sorted(encoded.items()):
+        frame = nearest_frames(episode.timestamps_ns, enc.frame_times_ns, enc.fps, _source_of(episode, camera))
+        n_frames = enc.gops["n_frames"].to_numpy()
+        gop_start = np.concatenate([[0], np.cumsum(n_frames)[:-1]])
+        gop = np.searchsorted(gop_start, frame, side="right") - 1
+        ref_id, gop_index, in_gop = ref_columns(camera)
+        columns[ref_id] = enc.gops["ref_id"].to_numpy()[gop]
+        columns[gop_index] = gop.astype(np.int32)
+        columns[in_gop] = (frame - gop_start[gop]).astype(np.int32)
+    columns.update(episode.extra_columns)
+    return pa.table(columns, schema=schema)
+
+
+def _source_of(episode: EpisodeData, camera: str) -> str:
+    return next(c.source for c in episode.cameras if c.name == camera)
+
+
+def write_episode(
+    episode: EpisodeData,
+    dataset_uri: str,
+    settings: EncoderSettings | None = None,
+    storage_options: dict | None = None,
+) -> IngestResult:
+    """Encode and write ``episode``; nothing becomes visible unless every part succeeded.
+
+    GOP rows are appended first (unreferenced until the frames commit, so a failure leaves
+    nothing a reader sees); the frames commit then swaps the episode's rows in one version.
+    """
+    settings = settings or EncoderSettings()
+    meta = dataset_metadata(episode, settings)
+    frames = open_table(frames_uri(dataset_uri), storage_options)
+    if frames is not None:
+        problems = read_metadata(frames.schema).compatible_with(meta)
+        if problems:
+            raise IncompatibleEpisodeError(f"{episode.origin or episode.episode_id}: " + "; ".join(problems))
+        schema = frames.schema
+    else:
+        schema = _with_extra_fields(frames_schema(meta), episode)
+    with ThreadPoolExecutor(max_workers=max(1, len(episode.cameras))) as pool:
+        futures = {c.name: pool.submit(encode_camera, episode.episode_index, c, settings) for c in episode.cameras}
+        encoded = {name: f.result() for name, f in futures.items()}
+    rows = _conform(build_rows(episode, encoded, _with_extra_fields(frames_schema(meta), episode)), schema)
+    gops_written, gops_version = _append_new_gops(dataset_uri, encoded, episode.episode_index, storage_options)
+    frames_version = _replace_episode_rows(dataset_uri, rows, schema, episode.episode_index, storage_options)
+    return IngestResult(
+        episode_id=episode.episode_id,
+        episode_index=episode.episode_index,
+        frames_version=frames_version,
+        gops_version=gops_version,
+        rows=rows.num_rows,
+        gops=sum(e.gops.num_rows for e in encoded.values()),
+        gops_written=gops_written,
+        video_bytes=sum(e.video_bytes for e in encoded.values()),
+    )
+
+
+def _with_extra_fields(schema: pa.Schema, episode: EpisodeData) -> pa.Schema:
+    for name, values in episode.extra_columns.items():
+        schema = schema.append(pa.field(name, values.type))
+    return schema
+
+
+def _conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``rows`` in the dataset's column order, with nulls for annotation columns added later."""
+    columns = []
+    for field in schema:
+        if field.name in rows.column_names:
+            columns.append(rows[field.name].cast(field.type))
+        else:
+            columns.append(pa.nulls(rows.num_rows, field.type))
+    extra = set(rows.column_names) - set(schema.names)
+    if extra:
+        raise IncompatibleEpisodeError(f"episode has columns the dataset lacks: {sorted(extra)}")
+    return pa.table(columns, schema=schema)
+
+
+def _append_new_gops(root: str, encoded: dict[str, EncodedCamera], episode_index: int, storage_options) -> tuple[int, int]:
+    table = pa.concat_tables([e.gops for e in encoded.values()])
+    gops = open_table(gops_uri(root), storage_options)
+    if gops is not None:
+        stored = gops.to_table(columns=["ref_id"], filter=episode_filter(episode_index))["ref_id"]
+        table = table.filter(pa.compute.invert(pa.compute.is_in(table["ref_id"], stored)))
+        if table.num_rows == 0:
+            return 0, gops.version
+    written = append_or_create(gops_uri(root), table, GOPS_SCHEMA, storage_options)
+    return table.num_rows, written.version
+
+
+def _replace_episode_rows(root: str, rows: pa.Table, schema: pa.Schema, episode_index: int, storage_options) -> int:
+    uri = frames_uri(root)
+    frames = open_table(uri, storage_options)
+    if frames is None:
+        created = append_or_create(uri, rows, schema, storage_options)
+        if created.count_rows(episode_filter(episode_index)) == rows.num_rows:
+            return created.version
+        frames = created
+    (
+        frames.merge_insert(["episode_index", "frame_index"])
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .when_not_matched_by_source_delete(episode_filter(episode_index))
+        .execute(rows)
+    )
+    return frames.version

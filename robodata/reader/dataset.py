@@ -1,0 +1,232 @@
+"""RoboDataset: one version of a robodata dataset, read as rows with decoded camera frames."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import lance
+import numpy as np
+import pyarrow as pa
+
+from robodata.format.schema import camera_of, image_column, read_metadata
+from robodata.format.tables import frames_uri, gops_uri, open_table
+from robodata.reader.decode_pool import GopTask, run_tasks
+from robodata.reader.gop_index import GopIndex
+from robodata.reader.row_index import RowIndex
+
+def open_dataset(
+    uri: str, *, version: int | str | None = None, storage_options: dict | None = None
+) -> RoboDataset:
+    """Open the dataset at ``uri`` (a directory or s3://) at ``version`` (a number or a tag).
+
+    >>> ds = robodata.open("data/demo", version="run-42")
+    """
+    frames = open_table(frames_uri(uri), storage_options, version)
+    if frames is None:
+        raise FileNotFoundError(f"no robodata dataset at {uri} (frames.lance does not exist)")
+    return RoboDataset(uri, frames, storage_options)
+
+class RoboDataset:
+    """Rows of frames.lance at one version; camera frames decode from gops.lance on demand."""
+
+    def __init__(self, uri: str, frames: lance.LanceDataset, storage_options: dict | None = None) -> None:
+        self.uri = uri
+        self._frames = frames
+        self._storage_options = storage_options
+        self.metadata = read_metadata(frames.schema)
+        self.cameras = sorted(self.metadata.cameras)
+        self._buffers: dict[tuple[str, int], np.ndarray] = {}
+
+    # --- rows -------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @property
+    def version(self) -> int:
+        """The dataset's version: the Lance version of frames.lance."""
+        return self._frames.version
+
+    @property
+    def image_columns(self) -> list[str]:
+        return [image_column(c) for c in self.cameras]
+
+    @property
+    def columns(self) -> list[str]:
+        """The per-row (non-video) columns, annotation columns included."""
+        return self._frames.schema.names
+
+    @property
+    def lance_dataset(self) -> lance.LanceDataset:
+        """frames.lance at this version, for anything Lance can do that robodata does not wrap."""
+        return self._frames
+
+    @cached_property
+    def _rows(self) -> RowIndex:
+        return RowIndex(self._frames, self.cameras)
+
+    @cached_property
+    def _gops(self) -> lance.LanceDataset:
+        gops = open_table(gops_uri(self.uri), self._storage_options)
+        if gops is None:
+            raise FileNotFoundError(f"{gops_uri(self.uri)} does not exist")
+        return gops
+
+    @cached_property
+    def _gop_index(self) -> GopIndex:
+        return GopIndex(self._gops)
+
+    @property
+    def episodes(self) -> pa.Table:
+        """One row per episode: episode_index, rows, task, split."""
+        table = self._frames.to_table(columns=["episode_index", "task", "split"])
+        grouped = table.group_by("episode_index", use_threads=False).aggregate(
+            [("episode_index", "count"), ("task", "first"), ("split", "first")]
+        )
+        grouped = grouped.rename_columns(["episode_index", "rows", "task", "split"])
+        return grouped.sort_by("episode_index")
+
+    def to_table(self, columns: list[str] | None = None, filter: str | None = None, **kwargs) -> pa.Table:
+        """Per-row columns as Arrow, straight from Lance (``filter`` is a Lance SQL filter)."""
+        return self._frames.to_table(columns=columns, filter=filter, **kwargs)
+
+    def __getitem__(self, index: int) -> dict[str, np.ndarray | object]:
+        """Row ``index`` as a dict of numpy values, each camera's frame decoded (H x W x 3 uint8)."""
+        index = self._check_indices([index])[0]
+        row = self._frames.take([int(index)]).to_pydict()
+        item: dict[str, np.ndarray | object] = {}
+        for name, values in row.items():
+            value = values[0]
+            item[name] = np.asarray(value, dtype=np.float32) if isinstance(value, list) else value
+        frames = self.take_blobs_decoded(self.image_columns, [index])
+        item.update({name: array[0] for name, array in frames.items()})
+        return item
+
+    # --- decoded frames ---------------------------------------------------------------------
+    def take_blobs_decoded(
+        self,
+        columns: str | list[str],
+        indices,
+        *,
+        concurrency: int | None = None,
+        zero_copy: bool = False,
+    ) -> dict[str, np.ndarray]:
+        """Decoded frames of rows ``indices`` (dataset row offsets), one ``[N, H, W, 3]`` uint8
+        array per image column, in request order.
+
+        Requests are grouped by GOP; every needed GOP is fetched in one coalesced Lance read and
+        decoded once, only as far as its last requested frame, in parallel across GOPs. With
+        ``zero_copy=True`` the arrays are buffers that the next call may overwrite.
+
+        >>> ds.take_blobs_decoded("observation_images_top", [5, 900, 17])["observation_images_top"].shape
+        (3, 480, 640, 3)
+        """
+        names = [columns] if isinstance(columns, str) else list(columns)
+        indices = self._check_indices(indices)
+        outputs = {name: self._output(name, len(indices), zero_copy) for name in names}
+        requests = []  # (ref_id, frame in GOP, output array, position)
+        for name in names:
+            camera = camera_of(name, self.cameras)
+            refs = self._rows.ref_id[camera][indices]
+            frames = self._rows.frame_in_gop[camera][indices]
+            requests.append((refs, frames, outputs[name]))
+        run_tasks(self._gop_tasks(requests), concurrency)
+        return outputs
+
+    def _output(self, name: str, n: int, zero_copy: bool) -> np.ndarray:
+        info = self.metadata.cameras[camera_of(name, self.cameras)]
+        shape = (n, info.height, info.width, 3)
+        if not zero_copy:
+            return np.empty(shape, dtype=np.uint8)
+        buffer = self._buffers.get((name, n))
+        if buffer is None:
+            buffer = self._buffers[(name, n)] = np.empty(shape, dtype=np.uint8)
+        return buffer
+
+    def _gop_tasks(self, requests) -> list[GopTask]:
+        all_refs = np.concatenate([refs for refs, _, _ in requests])
+        unique_refs, inverse = np.unique(all_refs, return_inverse=True)
+        positions = self._gop_index.positions(unique_refs)
+        blobs = self._gops.read_blobs(
+            "gop", ids=self._gop_index.row_ids(positions).tolist(), preserve_order=True
+        )
+        tasks = [
+            GopTask(data, self._gop_index.packet_sizes(int(pos)))
+            for (_, data), pos in zip(blobs, positions, strict=True)
+        ]
+        cursor = 0
+        for refs, frames, out in requests:
+            for slot in range(len(refs)):
+                task = tasks[inverse[cursor + slot]]
+                task.wanted.append(int(frames[slot]))
+                task.out.append(out[slot])
+            cursor += len(refs)
+        return tasks
+
+    def take_windows(self, indices, offsets, columns: str | list[str]) -> dict[str, np.ndarray]:
+        """Temporal windows around rows ``indices`` at row ``offsets`` (e.g. ``range(-7, 1)``).
+
+        Each column comes back as ``[N, T, ...]``; rows past an episode's edge repeat the edge
+        row and are flagged in ``<column>_is_pad`` ([N, T] bool), as LeRobot's delta_timestamps
+        does. An offset of k rows is k / control_hz seconds.
+        """
+        names = [columns] if isinstance(columns, str) else list(columns)
+        indices = self._check_indices(indices)
+        offsets = np.asarray(list(offsets), dtype=np.int64)
+        rows, pad = self._rows.window_rows(indices, offsets)
+        flat = rows.reshape(-1)
+        images = [n for n in names if n in self.image_columns]
+        scalars = [n for n in names if n not in self.image_columns]
+        result: dict[str, np.ndarray] = {}
+        if images:
+            decoded = self.take_blobs_decoded(images, flat)
+            for name, array in decoded.items():
+                result[name] = array.reshape(rows.shape + array.shape[1:])
+        if scalars:
+            unique, inverse = np.unique(flat, return_inverse=True)
+            table = self._frames.take(unique.tolist(), columns=scalars)
+            for name in scalars:
+                values = _to_numpy(table[name])[inverse]
+                result[name] = values.reshape(rows.shape + values.shape[1:])
+        for name in names:
+            result[f"{name}_is_pad"] = pad
+        return result
+
+    def _check_indices(self, indices) -> np.ndarray:
+        array = np.asarray(indices, dtype=np.int64).reshape(-1)
+        n = len(self)
+        if array.size and (array.min() < 0 or array.max() >= n):
+            bad = array[(array < 0) | (array >= n)][0]
+            raise IndexError(f"row {bad} is out of range for a dataset of {n} rows")
+        return array
+
+    # --- versions ---------------------------------------------------------------------------
+    def versions(self) -> list[dict]:
+        """Every version of frames.lance: number, timestamp and Lance metadata."""
+        return self._frames.versions()
+
+    @property
+    def tags(self) -> dict[str, int]:
+        """Tag name -> version."""
+        return {name: info["version"] for name, info in self._frames.tags.list().items()}
+
+    def tag(self, name: str) -> int:
+        """Name this version (e.g. after a training run) so ``open(uri, version=name)`` finds it."""
+        existing = self.tags.get(name)
+        if existing is not None and existing != self.version:
+            raise ValueError(f"tag {name!r} already names version {existing}, not {self.version}")
+        if existing is None:
+            self._frames.tags.create(name, self.version)
+        return self.version
+
+    def checkout(self, version: int | str) -> RoboDataset:
+        """The same dataset at another version (a number or a tag)."""
+        return open_dataset(self.uri, version=version, storage_options=self._storage_options)
+
+    def __repr__(self) -> str:
+        return f"RoboDataset({self.uri!r}, version={self.version}, rows={len(self)}, cameras={self.cameras})"
+
+def _to_numpy(column: pa.ChunkedArray) -> np.ndarray:
+    column = column.combine_chunks()
+    if pa.types.is_fixed_size_list(column.type):
+        return column.values.to_numpy(zero_copy_only=False).reshape(len(column), column.type.list_size)
+    return column.to_numpy(zero_copy_only=False)

@@ -1,0 +1,51 @@
+"""Decode many GOPs at once on a thread pool; PyAV releases the GIL while it decodes, so each
+core runs one single-threaded decoder."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from robodata.codec import decode_gop_frames
+
+_pools: dict[int, ThreadPoolExecutor] = {}
+
+
+def default_concurrency() -> int:
+    return os.cpu_count() or 1
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    pool = _pools.get(workers)
+    if pool is None:
+        pool = _pools[workers] = ThreadPoolExecutor(workers, thread_name_prefix="robodata-decode")
+    return pool
+
+
+@dataclass
+class GopTask:
+    """Frames wanted from one GOP and the output slots they go to."""
+
+    data: bytes
+    packet_sizes: np.ndarray
+    wanted: list[int] = field(default_factory=list)
+    out: list[np.ndarray] = field(default_factory=list)
+
+    def run(self) -> None:
+        decode_gop_frames(self.data, self.packet_sizes, self.wanted, out=self.out)
+
+
+def run_tasks(tasks: list[GopTask], concurrency: int | None = None) -> None:
+    """Run every task, in parallel when there is more than one; re-raises the first error."""
+    workers = concurrency or default_concurrency()
+    if workers <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            task.run()
+        return
+    # Longest GOP prefixes first so no thread is left with a big task at the end.
+    tasks = sorted(tasks, key=lambda t: -max(t.wanted))
+    for future in [_pool(workers).submit(task.run) for task in tasks]:
+        future.result()

@@ -1,0 +1,42 @@
+"""The in-memory lookup from a GOP's ref_id to where its bytes live and how to cut its packets.
+
+Loaded once per open dataset (one scan of gops.lance's small columns); after that a frame read
+costs only the GOP's own bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class GopIndex:
+    def __init__(self, gops) -> None:
+        table = gops.to_table(columns=["ref_id", "packet_sizes"], with_row_id=True)
+        ref_ids = table["ref_id"].to_numpy()
+        order = np.argsort(ref_ids, kind="stable")
+        self._ref_ids = ref_ids[order]
+        self._row_ids = table["_rowid"].to_numpy()[order]
+        sizes = table["packet_sizes"]
+        offsets = sizes.combine_chunks().offsets.to_numpy() if sizes.num_chunks else np.zeros(1, np.int64)
+        values = sizes.combine_chunks().values.to_numpy() if sizes.num_chunks else np.zeros(0, np.int32)
+        self._sizes_start = offsets[:-1][order]
+        self._sizes_end = offsets[1:][order]
+        self._sizes = values
+
+    def __len__(self) -> int:
+        return len(self._ref_ids)
+
+    def positions(self, ref_ids: np.ndarray) -> np.ndarray:
+        """Positions in this index of ``ref_ids``; KeyError if any is not stored."""
+        pos = np.searchsorted(self._ref_ids, ref_ids)
+        pos = np.clip(pos, 0, max(len(self._ref_ids) - 1, 0))
+        if len(self._ref_ids) == 0 or (self._ref_ids[pos] != ref_ids).any():
+            missing = ref_ids if len(self._ref_ids) == 0 else ref_ids[self._ref_ids[pos] != ref_ids]
+            raise KeyError(f"GOP references not found in gops.lance: {missing[:5].tolist()}")
+        return pos
+
+    def row_ids(self, positions: np.ndarray) -> np.ndarray:
+        return self._row_ids[positions]
+
+    def packet_sizes(self, position: int) -> np.ndarray:
+        return self._sizes[self._sizes_start[position] : self._sizes_end[position]]

@@ -1,0 +1,77 @@
+"""One code path for a local directory and s3://: Lance takes ``storage_options``, upload files
+go through fsspec, and secrets are scrubbed from anything shown to a person."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import fsspec
+
+# Lance storage option -> environment variable that supplies it.
+_ENV_OPTIONS = {
+    "aws_access_key_id": "AWS_ACCESS_KEY_ID",
+    "aws_secret_access_key": "AWS_SECRET_ACCESS_KEY",
+    "aws_session_token": "AWS_SESSION_TOKEN",
+    "aws_region": "AWS_REGION",
+    "aws_endpoint": "AWS_ENDPOINT_URL",
+}
+SECRET_KEYS = ("aws_secret_access_key", "aws_session_token", "aws_access_key_id")
+
+
+def is_remote(uri: str) -> bool:
+    return "://" in str(uri) and not str(uri).startswith("file://")
+
+
+def join_uri(root: str | os.PathLike, *parts: str) -> str:
+    """``root`` joined with ``parts`` by '/', for local paths and s3:// alike."""
+    root = str(root)
+    if not is_remote(root):
+        return str(Path(root.removeprefix("file://")).joinpath(*parts))
+    return "/".join([root.rstrip("/"), *(p.strip("/") for p in parts)])
+
+
+def storage_options_from_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Lance storage options for s3:// from the standard AWS environment variables.
+
+    ``AWS_ENDPOINT_URL`` points at an S3-compatible server; an http:// endpoint also sets
+    ``allow_http``.
+    """
+    environ = os.environ if environ is None else environ
+    options = {key: environ[var] for key, var in _ENV_OPTIONS.items() if environ.get(var)}
+    if options.get("aws_endpoint", "").startswith("http://"):
+        options["allow_http"] = "true"
+    return options
+
+
+def fsspec_filesystem(uri: str, storage_options: dict[str, str] | None = None):
+    """The fsspec file system for ``uri``, configured from Lance-style ``storage_options``."""
+    if not is_remote(uri):
+        return fsspec.filesystem("file")
+    protocol = str(uri).split("://", 1)[0]
+    options = storage_options or {}
+    if protocol in ("s3", "s3a"):
+        client_kwargs = {}
+        if options.get("aws_endpoint"):
+            client_kwargs["endpoint_url"] = options["aws_endpoint"]
+        if options.get("aws_region"):
+            client_kwargs["region_name"] = options["aws_region"]
+        return fsspec.filesystem(
+            "s3",
+            key=options.get("aws_access_key_id"),
+            secret=options.get("aws_secret_access_key"),
+            token=options.get("aws_session_token"),
+            client_kwargs=client_kwargs,
+            skip_instance_cache=True,
+        )
+    return fsspec.filesystem(protocol, **options)
+
+
+def redact(text: str, storage_options: dict[str, str] | None = None) -> str:
+    """``text`` with every credential value from ``storage_options`` (and the environment)
+    replaced by ``***``."""
+    secrets = {v for k, v in (storage_options or {}).items() if k in SECRET_KEYS and v}
+    secrets |= {os.environ[_ENV_OPTIONS[k]] for k in SECRET_KEYS if os.environ.get(_ENV_OPTIONS[k])}
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text

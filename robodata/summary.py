@@ -1,0 +1,40 @@
+"""A dataset at a glance: episodes, rows, video bytes, versions and tags."""
+
+from __future__ import annotations
+
+from robodata.format.tables import gops_uri, open_table
+from robodata.reader import open_dataset
+
+
+def dataset_summary(uri: str, version: int | str | None = None, storage_options: dict | None = None) -> dict:
+    ds = open_dataset(uri, version=version, storage_options=storage_options)
+    gops = open_table(gops_uri(uri), storage_options)
+    episodes = ds.episodes
+    video_bytes = 0
+    if gops is not None:
+        data_files = [f for fragment in gops.get_fragments() for f in fragment.data_files()]
+        video_bytes = sum(_file_size(gops, f.path) for f in data_files)
+    return {
+        "uri": uri,
+        "version": ds.version,
+        "gops_version": gops.version if gops is not None else None,
+        "episodes": episodes.num_rows,
+        "rows": len(ds),
+        "cameras": {c: f"{i.width}x{i.height}@{i.fps:g}" for c, i in ds.metadata.cameras.items()},
+        "control_hz": ds.metadata.control_hz,
+        "gop_size": ds.metadata.gop_size,
+        "gop_rows": gops.count_rows() if gops is not None else 0,
+        "gops_bytes_on_disk": video_bytes,
+        "tags": ds.tags,
+        "versions": [v["version"] for v in ds.versions()],
+    }
+
+
+def _file_size(dataset, path: str) -> int:
+    from robodata.storage import fsspec_filesystem, join_uri
+
+    uri = join_uri(dataset.uri, "data", path)
+    try:
+        return int(fsspec_filesystem(uri).size(uri))
+    except (FileNotFoundError, OSError):
+        return 0

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Create .venv and install robodata with its test and torch extras (CPU torch 2.13.0).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".[test,torch]"
