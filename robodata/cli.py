@@ -185,6 +185,39 @@ def _export_lerobot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import_lerobot_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("root", help="LeRobot v3 dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("dataset", help="robodata dataset root to import into: a directory or s3://bucket/prefix")
+    p.add_argument("--repo-id", default=None, help="recorded in the schema metadata (default: ROOT's name)")
+    p.add_argument("--episodes", type=int, nargs="*", default=None, help="LeRobot episode indices (default: all)")
+    p.add_argument("--gop-size", type=int, default=8)
+    p.add_argument("--crf", type=int, default=23)
+    p.add_argument("--preset", default="veryfast")
+
+
+@command("import-lerobot", _import_lerobot_args)
+def _import_lerobot(args: argparse.Namespace) -> int:
+    """Import a LeRobot v3 dataset; episodes already in the dataset are skipped."""
+    from robodata.interop.lerobot_import import import_lerobot
+    from robodata.storage import storage_options_from_env
+
+    result = import_lerobot(
+        args.root,
+        args.dataset,
+        repo_id=args.repo_id,
+        episodes=args.episodes,
+        gop_size=args.gop_size,
+        crf=args.crf,
+        preset=args.preset,
+        storage_options=storage_options_from_env() or None,
+    )
+    print(
+        f"imported episodes {result.imported} ({result.rows} rows), skipped {result.skipped} already present; "
+        f"dataset version {result.frames_version}"
+    )
+    return 0
+
+
 def _version(value: str | None) -> int | str | None:
     if value is None:
         return None
