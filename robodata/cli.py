@@ -189,7 +189,7 @@ def _import_lerobot_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("root", help="LeRobot v3 dataset root: a directory or s3://bucket/prefix")
     p.add_argument("dataset", help="robodata dataset root to import into: a directory or s3://bucket/prefix")
     p.add_argument("--repo-id", default=None, help="recorded in the schema metadata (default: ROOT's name)")
-    p.add_argument("--episodes", type=int, nargs="*", default=None, help="LeRobot episode indices (default all)")
+    p.add_argument("--episodes", type=int, nargs="*", default=None, help="LeRobot episodes (all by default)")
     p.add_argument("--gop-size", type=int, default=8)
     p.add_argument("--crf", type=int, default=23)
     p.add_argument("--preset", default="veryfast")
