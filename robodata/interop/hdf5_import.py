@@ -38,7 +38,7 @@ from tqdm import tqdm
 from robodata.codec import EncoderSettings
 from robodata.errors import BadUploadError
 from robodata.ingest import CameraStream, EpisodeData, write_episode
-from robodata.interop.lerobot_import import ImportResult, existing_episodes
+from robodata.interop.import_result import ImportResult, existing_episodes
 from robodata.sample_data import ALOHA_JOINTS
 from robodata.storage import fsspec_filesystem, is_remote
 
@@ -116,10 +116,7 @@ def import_hdf5(
     result = ImportResult(dataset_uri, skipped=sorted(i for i in indices if i in present))
     settings = EncoderSettings(gop_size=gop_size, crf=crf, preset=preset)
     for episode in tqdm(episodes, desc="import-hdf5", unit="episode", disable=not progress):
-        written = write_episode(episode, dataset_uri, settings, storage_options)
-        result.imported.append(written.episode_index)
-        result.rows += written.rows
-        result.frames_version, result.gops_version = written.frames_version, written.gops_version
+        result.add(write_episode(episode, dataset_uri, settings, storage_options))
     return result
 
 

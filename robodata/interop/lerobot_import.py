@@ -16,8 +16,6 @@ The import is resumable: episodes already in the dataset are skipped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,14 +23,15 @@ from tqdm import tqdm
 
 from robodata.codec import EncoderSettings
 from robodata.errors import BadUploadError
-from robodata.format.tables import frames_uri, open_table
 from robodata.ingest import CameraStream, EpisodeData, write_episode
+from robodata.interop.import_result import ImportResult, existing_episodes
 from robodata.interop.lerobot_format import (
     ACTION,
     CAMERA_TIME_PREFIX,
     ROBODATA_EPISODE_INDEX,
     ROBODATA_SPLIT,
     ROBODATA_TASK,
+    ROW_TIMESTAMP,
     STATE,
     LeRobotFormatError,
     arrow_of_feature,
@@ -41,22 +40,9 @@ from robodata.interop.lerobot_format import (
 from robodata.interop.lerobot_source import LeRobotSource, SourceEpisode, VideoFeature, matrix
 from robodata.interop.lerobot_video import decode_span
 
-ROW_TIMESTAMP = "robodata.timestamp_ns"
 # LeRobot features that land in robodata's own columns rather than as extra columns.
 _NATIVE = {"language_instruction": pa.string(), "source": pa.string(), "is_intervention": pa.bool_()}
 _RESERVED = {"episode_index", "frame_index", "timestamp_ns", "task", "split", "observation_state", "action"}
-
-
-@dataclass
-class ImportResult:
-    """What one import wrote: robodata episode indices imported now and skipped as already present."""
-
-    dataset_uri: str
-    imported: list[int] = field(default_factory=list)
-    skipped: list[int] = field(default_factory=list)
-    rows: int = 0
-    frames_version: int | None = None
-    gops_version: int | None = None
 
 
 def import_lerobot(
@@ -105,19 +91,8 @@ def import_lerobot(
             tables.clear()  # one data file in memory at a time; episodes come in file order
             tables[path] = source.read_data(path)
         data = episode_data(source, episode, tables[path], repo_id)
-        written = write_episode(data, dataset_uri, settings, storage_options)
-        result.imported.append(written.episode_index)
-        result.rows += written.rows
-        result.frames_version, result.gops_version = written.frames_version, written.gops_version
+        result.add(write_episode(data, dataset_uri, settings, storage_options))
     return result
-
-
-def existing_episodes(dataset_uri: str, storage_options: dict | None = None) -> set[int]:
-    """Episode indices already in the robodata dataset (empty when it does not exist yet)."""
-    frames = open_table(frames_uri(dataset_uri), storage_options)
-    if frames is None:
-        return set()
-    return set(pc.unique(frames.to_table(columns=["episode_index"])["episode_index"]).to_pylist())
 
 
 def robodata_index(episode: SourceEpisode) -> int:
