@@ -221,6 +221,7 @@ def _import_lerobot(args: argparse.Namespace) -> int:
 def _import_hdf5_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", help="an ALOHA / ACT HDF5 file or a glob, e.g. 'rec/episode_*.hdf5' or s3://")
     p.add_argument("dataset", help="robodata dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("--episodes", type=int, nargs="*", default=None, help="source episodes (all by default)")
     p.add_argument("--control-hz", type=float, default=50.0, help="the recording's control rate")
     p.add_argument("--joint-names", nargs="+", default=None, help="default: ALOHA's 14 joints")
     p.add_argument("--task", default="")
@@ -240,6 +241,7 @@ def _import_hdf5(args: argparse.Namespace) -> int:
     result = import_hdf5(
         args.path,
         args.dataset,
+        episodes=args.episodes,
         control_hz=args.control_hz,
         joint_names=args.joint_names,
         task=args.task,

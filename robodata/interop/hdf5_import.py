@@ -77,10 +77,29 @@ def _natural_key(path: str) -> tuple:
     return (0, int(match.group(1)), path) if match else (1, 0, path)
 
 
+def hdf5_episodes(path_or_glob: str, storage_options: dict | None = None) -> dict[int, str]:
+    """Source episode number -> file: ``n`` for ``episode_<n>.hdf5``, else the file's position
+    in sorted order.
+
+    >>> hdf5_episodes("recordings/episode_*.hdf5")
+    {0: 'recordings/episode_0.hdf5', 1: 'recordings/episode_1.hdf5'}
+    """
+    paths = find_hdf5_files(path_or_glob, storage_options)
+    numbers = {}
+    for position, path in enumerate(paths):
+        match = _EPISODE_NUMBER.search(path)
+        number = int(match.group(1)) if match else position
+        if number in numbers:
+            raise BadUploadError(path, f"is episode {number}, and so is {numbers[number]}")
+        numbers[number] = path
+    return numbers
+
+
 def import_hdf5(
-    path_or_glob: str | list[str],
+    path_or_glob: str,
     dataset_uri: str,
     *,
+    episodes: list[int] | None = None,
     control_hz: float = DEFAULT_CONTROL_HZ,
     joint_names: list[str] | None = None,
     task: str = "",
@@ -92,10 +111,11 @@ def import_hdf5(
     storage_options: dict | None = None,
     progress: bool = True,
 ) -> ImportResult:
-    """Import ALOHA / ACT HDF5 episodes into ``dataset_uri``; episodes already there are skipped.
+    """Import ALOHA / ACT HDF5 episodes (source ``episodes``, default all) into ``dataset_uri``;
+    episodes already there are skipped.
 
-    An ``episode_<n>.hdf5`` file becomes episode ``start_index + n``; other names are numbered
-    in sorted order. Every file is checked before the first episode is written.
+    Source episode ``n`` (see hdf5_episodes) becomes robodata episode ``start_index + n``. Every
+    file is checked before the first episode is written.
 
     >>> import_hdf5("s3://bucket/aloha/episode_*.hdf5", "s3://bucket/robodata/aloha").imported
     [0, 1]
@@ -104,25 +124,24 @@ def import_hdf5(
         raise ValueError(f"jpeg_channel_order must be 'bgr' or 'rgb', got {jpeg_channel_order!r}")
     if control_hz <= 0:
         raise ValueError(f"control_hz must be positive, got {control_hz}")
-    paths = path_or_glob if isinstance(path_or_glob, list) else find_hdf5_files(path_or_glob, storage_options)
-    numbers = [_episode_number(p, i) for i, p in enumerate(paths)]
-    indices = [start_index + n for n in numbers]
-    if len(set(indices)) != len(indices):
-        raise BadUploadError(path_or_glob, "two files map to the same episode index")
+    files = hdf5_episodes(path_or_glob, storage_options)
+    if episodes is not None:
+        unknown = sorted(set(episodes) - set(files))
+        if unknown:
+            raise FileNotFoundError(f"{path_or_glob}: has no files for episodes {unknown}")
+        files = {n: path for n, path in files.items() if n in set(episodes)}
     present = existing_episodes(dataset_uri, storage_options)
+    result = ImportResult(
+        dataset_uri, skipped=sorted(start_index + n for n in files if start_index + n in present)
+    )
     reader = _Hdf5Reader(control_hz, joint_names, task, jpeg_channel_order, storage_options)
-    todo = [(p, i) for p, i in zip(paths, indices, strict=True) if i not in present]
-    episodes = [reader.episode(p, i) for p, i in todo]  # opens and checks every file first
-    result = ImportResult(dataset_uri, skipped=sorted(i for i in indices if i in present))
+    todo = [
+        reader.episode(path, start_index + n) for n, path in files.items() if start_index + n not in present
+    ]
     settings = EncoderSettings(gop_size=gop_size, crf=crf, preset=preset)
-    for episode in tqdm(episodes, desc="import-hdf5", unit="episode", disable=not progress):
+    for episode in tqdm(todo, desc="import-hdf5", unit="episode", disable=not progress):
         result.add(write_episode(episode, dataset_uri, settings, storage_options))
     return result
-
-
-def _episode_number(path: str, position: int) -> int:
-    match = _EPISODE_NUMBER.search(path)
-    return int(match.group(1)) if match else position
 
 
 class _Hdf5Reader:
@@ -266,4 +285,4 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-__all__ = ["find_hdf5_files", "import_hdf5"]
+__all__ = ["find_hdf5_files", "hdf5_episodes", "import_hdf5"]

@@ -135,6 +135,10 @@ def test_both_image_encodings_import_exactly(recordings, tmp_path):
 
     again = import_hdf5(str(folder / "episode_*.hdf5"), target, progress=False)
     assert again.imported == [] and again.skipped == [0, 1]
+    shifted = import_hdf5(
+        str(folder / "episode_*.hdf5"), target, episodes=[1], start_index=100, progress=False
+    )
+    assert shifted.imported == [101] and shifted.skipped == []
 
 
 def test_a_bad_file_is_named_and_nothing_is_written(recordings, tmp_path):
@@ -148,6 +152,8 @@ def test_a_bad_file_is_named_and_nothing_is_written(recordings, tmp_path):
     with pytest.raises(BadUploadError, match=rf"{bad}: has no /action dataset"):
         import_hdf5(str(folder / "episode_*.hdf5"), str(tmp_path / "ds"), progress=False)
     assert not (tmp_path / "ds").exists()
+    with pytest.raises(FileNotFoundError, match=r"has no files for episodes \[7\]"):
+        import_hdf5(str(folder / "episode_*.hdf5"), str(tmp_path / "ds"), episodes=[7], progress=False)
     with pytest.raises(FileNotFoundError, match="matches no HDF5 files"):
         import_hdf5(str(folder / "nothing_*.hdf5"), str(tmp_path / "ds"), progress=False)
     with pytest.raises(BadUploadError, match="has 14 joints but 2 joint names"):
