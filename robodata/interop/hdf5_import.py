@@ -145,11 +145,14 @@ class _Hdf5Reader:
         self.control_hz, self.joint_names, self.task = float(control_hz), joint_names, task
         self.swap = channel_order == "bgr"
         self.storage_options = storage_options
+        self._fs = None  # one s3 client for every file: making one costs about a second
 
     def _open(self, path: str) -> h5py.File:
         try:
             if is_remote(path):
-                return h5py.File(fsspec_filesystem(path, self.storage_options).open(path, "rb"), "r")
+                if self._fs is None:
+                    self._fs = fsspec_filesystem(path, self.storage_options)
+                return h5py.File(self._fs.open(path, "rb"), "r")
             return h5py.File(path, "r")
         except FileNotFoundError:
             raise BadUploadError(path, "file is missing") from None
