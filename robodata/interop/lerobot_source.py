@@ -127,12 +127,16 @@ class LeRobotSource:
                 unsupported.append(f"{key} (depth map video)")
             elif not key.startswith(IMAGE_PREFIX):
                 unsupported.append(f"{key} (video features must be named {IMAGE_PREFIX}<camera>)")
-            elif len(shape) != 3 or info.get("video.channels", 3) != 3:
+            elif len(shape) != 3 or 3 not in shape or info.get("video.channels", 3) != 3:
                 unsupported.append(f"{key} (not 3-channel RGB video: shape {shape})")
             elif str(info.get("video.pix_fmt", "yuv420p")).startswith(("gray", "ya")):
                 unsupported.append(f"{key} (non-RGB pixel format {info.get('video.pix_fmt')})")
             else:
-                height, width = (shape[1], shape[0]) if names[:2] == ["width", "height"] else shape[:2]
+                # The stream's own size wins; else the shape, read through its axis names
+                # (LeRobot writes [height, width, channels]; some ports [channels, height, width]).
+                axes = dict(zip(names, shape, strict=False)) if len(names) == 3 else {}
+                height = info.get("video.height") or axes.get("height") or shape[0]
+                width = info.get("video.width") or axes.get("width") or shape[1]
                 videos.append(VideoFeature(key, key[len(IMAGE_PREFIX) :], int(width), int(height)))
         if unsupported:
             raise LeRobotFormatError(
