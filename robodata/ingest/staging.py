@@ -1,0 +1,69 @@
+"""Ingest in two steps that may run in different processes or on different machines: stage an
+episode's GOPs (encode + append to gops.lance), later commit its rows to frames.lance.
+
+Between the steps the GOP layout waits in ``<root>/_staging/episode_<index>.json`` next to the
+two tables, so the second step needs only the dataset root, local or s3://.
+"""
+
+from __future__ import annotations
+
+from robodata.codec import EncoderSettings
+from robodata.format.ids import validate_episode_index
+from robodata.ingest.episode import EpisodeData
+from robodata.ingest.writer import IngestResult, StagedGops, write_frames, write_gops
+from robodata.storage import fsspec_filesystem, is_remote, join_uri
+
+STAGING_DIR = "_staging"
+
+
+def staged_gops_uri(dataset_uri: str, episode_index: int) -> str:
+    return join_uri(dataset_uri, STAGING_DIR, f"episode_{validate_episode_index(episode_index)}.json")
+
+
+def stage_gops(
+    episode: EpisodeData,
+    dataset_uri: str,
+    settings: EncoderSettings | None = None,
+    storage_options: dict | None = None,
+) -> StagedGops:
+    """Write ``episode``'s GOP rows and record their layout for ``commit_staged_frames``.
+
+    >>> stage_gops(read_upload("uploads/episode_000000"), "data/demo").gops_written
+    36
+    """
+    staged = write_gops(episode, dataset_uri, settings, storage_options)
+    uri = staged_gops_uri(dataset_uri, episode.episode_index)
+    fs = fsspec_filesystem(uri, storage_options)
+    if not is_remote(uri):
+        fs.makedirs(uri.rsplit("/", 1)[0], exist_ok=True)
+    # Written whole by one put, so a reader never sees half a layout.
+    fs.pipe_file(uri, staged.to_json().encode())
+    return staged
+
+
+def load_staged_gops(dataset_uri: str, episode_index: int, storage_options: dict | None = None) -> StagedGops:
+    """The layout ``stage_gops`` recorded for ``episode_index``.
+
+    >>> load_staged_gops("data/demo", 0).gops
+    36
+    """
+    uri = staged_gops_uri(dataset_uri, episode_index)
+    try:
+        text = fsspec_filesystem(uri, storage_options).cat_file(uri)
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"{uri}: no staged GOPs for episode {episode_index}; write its GOPs (gop_blobs) first"
+        ) from None
+    return StagedGops.from_json(text)
+
+
+def commit_staged_frames(
+    episode: EpisodeData, dataset_uri: str, storage_options: dict | None = None
+) -> IngestResult:
+    """Write ``episode``'s rows to frames.lance against the GOPs staged for it, replacing any
+    earlier copy of the episode in one commit.
+
+    >>> commit_staged_frames(read_upload("uploads/episode_000000"), "data/demo").frames_version
+    """
+    staged = load_staged_gops(dataset_uri, episode.episode_index, storage_options)
+    return write_frames(episode, dataset_uri, staged, storage_options)
