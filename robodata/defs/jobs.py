@@ -1,0 +1,16 @@
+"""Jobs: ingesting one episode (one partition) end to end, checks included."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from robodata.defs.episodes import aligned_frames, episode_partitions, gop_blobs, raw_episodes
+
+ingest_episode_job = dg.define_asset_job(
+    "ingest_episode",
+    selection=dg.AssetSelection.assets(raw_episodes, gop_blobs, aligned_frames),
+    partitions_def=episode_partitions,
+    description="Validate one upload, write its GOPs and its aligned rows, run the episode checks.",
+)
+
+defs = dg.Definitions(jobs=[ingest_episode_job])
