@@ -1,7 +1,5 @@
 """annotations: label columns from a file (per row or per episode), added without touching video."""
 
-from __future__ import annotations
-
 import dagster as dg
 from pydantic import Field
 

@@ -1,7 +1,5 @@
 """benchmark_report: the read-path benchmark on the current dataset version, as a table."""
 
-from __future__ import annotations
-
 import dagster as dg
 from pydantic import Field
 

@@ -1,7 +1,5 @@
 """Blocking checks on each episode's aligned_frames: a failure stops downstream assets in the run."""
 
-from __future__ import annotations
-
 import warnings
 
 import dagster as dg
@@ -20,7 +18,9 @@ from robodata.reader.integrity import (
 
 # Per-partition checks are a preview feature in Dagster 1.13; they are what makes a check see
 # its episode, so accept them without a warning on every load.
-warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=dg.PreviewWarning)
+warnings.filterwarnings(
+    "ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=dg.PreviewWarning
+)
 
 DECODE_SAMPLES = 8
 
@@ -35,7 +35,9 @@ def _result(store: DatasetStore, outcome: IntegrityResult) -> dg.AssetCheckResul
     return dg.AssetCheckResult(
         passed=outcome.passed,
         description=store.redact(outcome.description),
-        metadata={key: value if isinstance(value, int | float | str) else str(value) for key, value in outcome.details.items()},
+        metadata={
+            key: value if isinstance(value, int | float | str) else str(value) for key, value in outcome.details.items()
+        },
     )
 
 
@@ -70,7 +72,8 @@ def row_count_matches_upload(context: dg.AssetCheckExecutionContext, store: Data
 def sampled_frames_decode(context: dg.AssetCheckExecutionContext, store: DatasetStore) -> dg.AssetCheckResult:
     index = _episode_index(context, store)
     return _result(
-        store, check_sample_decodes(store.root, index, DECODE_SAMPLES, seed=index, storage_options=store.storage_options())
+        store,
+        check_sample_decodes(store.root, index, DECODE_SAMPLES, seed=index, storage_options=store.storage_options()),
     )
 
 

@@ -1,7 +1,5 @@
 """One partition per episode: validate the upload, write its GOPs, write its aligned rows."""
 
-from __future__ import annotations
-
 import json
 
 import dagster as dg

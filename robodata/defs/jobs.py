@@ -1,7 +1,5 @@
 """Jobs: ingesting one episode (one partition) end to end, checks included."""
 
-from __future__ import annotations
-
 import dagster as dg
 
 from robodata.defs.episodes import aligned_frames, episode_partitions, gop_blobs, raw_episodes

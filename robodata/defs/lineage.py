@@ -2,13 +2,11 @@
 after the write, what was written, the tag if one was made; and the data version that carries
 the frames.lance version downstream."""
 
-from __future__ import annotations
-
 import dagster as dg
 
+from robodata.defs.resources import DatasetStore
 from robodata.errors import RoboDataError
 from robodata.format.versions import current_versions
-from robodata.defs.resources import DatasetStore
 
 
 def data_version(frames_version: int | None) -> dg.DataVersion:

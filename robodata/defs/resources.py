@@ -1,8 +1,6 @@
 """The dataset store every asset writes to: where the dataset and the uploads live, and the
 storage options (credentials) to reach them, which never appear in logs or metadata."""
 
-from __future__ import annotations
-
 import os
 import posixpath
 from pathlib import Path
@@ -49,7 +47,7 @@ class DatasetStore(dg.ConfigurableResource):
     )
 
     @model_validator(mode="after")
-    def _derive_uploads_root(self) -> DatasetStore:
+    def _derive_uploads_root(self) -> "DatasetStore":
         if not self.uploads_root:
             # The resource is frozen; filling a derived default once at construction is safe.
             object.__setattr__(self, "uploads_root", default_uploads_root(self.root))

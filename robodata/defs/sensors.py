@@ -1,7 +1,5 @@
 """upload_sensor: every complete upload becomes a partition and a run, once per version of it."""
 
-from __future__ import annotations
-
 import json
 
 import dagster as dg

@@ -1,7 +1,5 @@
 """training_snapshot: name the current dataset version after a training run, in Lance."""
 
-from __future__ import annotations
-
 import dagster as dg
 from pydantic import Field
 
