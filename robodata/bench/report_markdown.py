@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import lance
 
+from robodata.bench.readpath import format_table
 from robodata.storage import fsspec_filesystem, is_remote, join_uri
 
 REPORTS_DIR = "reports"
@@ -13,23 +14,13 @@ REPORTS_DIR = "reports"
 def figures_markdown(title: str, figures: dict[str, float], dataset_version: int) -> str:
     """A Markdown report: the title, the Lance versions measured, one table row per figure.
 
-    >>> print(figures_markdown("Read path", {"single_read_ms_p50": 3.1}, 7))
+    >>> print(figures_markdown("Read path", {"single_frame_fps": 310.0}, 7))
     """
-    lines = [
-        f"# {title}",
-        "",
-        f"Measured on frames.lance version {dataset_version} with pylance {lance.__version__}.",
-        "",
-        "| figure | value |",
-        "| --- | ---: |",
-    ]
-    lines += [f"| {name} | {value:.4g} |" for name, value in figures.items()]
-    return "\n".join(lines) + "\n"
+    measured = f"Measured on frames.lance version {dataset_version} with pylance {lance.__version__}."
+    return f"# {title}\n\n{measured}\n\n{format_table(figures)}\n"
 
 
-def write_report(
-    dataset_uri: str, name: str, markdown: str, storage_options: dict | None = None
-) -> str:
+def write_report(dataset_uri: str, name: str, markdown: str, storage_options: dict | None = None) -> str:
     """Write ``markdown`` to ``<dataset_uri>/reports/<name>.md`` and return its URI.
 
     >>> write_report("data/demo", "readpath_v7", "# Read path\\n")

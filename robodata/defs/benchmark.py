@@ -37,7 +37,7 @@ def benchmark_report(config: BenchmarkConfig, store: DatasetStore) -> dg.Materia
             "report": dg.MetadataValue.md(markdown),
             "report_path": store.safe_uri(report),
             "measured_version": ds.version,
-            **{name: float(value) for name, value in figures.items()},
+            **{name: value if isinstance(value, int | float) else str(value) for name, value in figures.items()},
         },
     )
 
