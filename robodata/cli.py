@@ -153,6 +153,21 @@ def _bench_readpath(args: argparse.Namespace) -> int:
     return readpath_main(args)
 
 
+def _register_uploads_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", default=None, help="dataset root (default: $ROBODATA_ROOT, else ./demo/dataset)")
+    p.add_argument("--uploads", default=None, help="uploads root (default: $ROBODATA_UPLOADS, else beside the dataset)")
+
+
+@command("register-uploads", _register_uploads_args)
+def _register_uploads(args: argparse.Namespace) -> int:
+    """Add a Dagster partition (in $DAGSTER_HOME's instance) for every complete upload."""
+    from robodata.defs.episodes import register_uploads_from_cli
+
+    for key in register_uploads_from_cli(args.dataset, args.uploads):
+        print(key)
+    return 0
+
+
 def _version(value: str | None) -> int | str | None:
     if value is None:
         return None

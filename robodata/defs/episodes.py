@@ -10,7 +10,6 @@ from robodata.defs.lineage import failure, lineage_result
 from robodata.defs.resources import DatasetStore
 from robodata.errors import RoboDataError
 from robodata.format.ids import validate_episode_id
-from robodata.format.versions import current_versions
 from robodata.ingest import read_upload
 from robodata.ingest.staging import commit_staged_frames, stage_gops
 from robodata.ingest.upload_summary import describe_upload
@@ -130,10 +129,15 @@ def register_uploads(instance: dg.DagsterInstance, store: DatasetStore) -> list[
     return keys
 
 
-def dataset_versions(store: DatasetStore) -> dict[str, int | None]:
-    """The Lance versions of frames.lance and gops.lance now."""
-    versions = current_versions(store.root, store.storage_options())
-    return {"frames.lance": versions.frames, "gops.lance": versions.gops}
+def register_uploads_from_cli(root: str | None = None, uploads_root: str | None = None) -> list[str]:
+    """``register_uploads`` against the instance in $DAGSTER_HOME, for ``robodata register-uploads``."""
+    import os
+
+    if not os.environ.get("DAGSTER_HOME"):
+        raise ValueError("DAGSTER_HOME is not set: point it at the Dagster instance folder (holding dagster.yaml)")
+    store = DatasetStore(**{k: v for k, v in {"root": root, "uploads_root": uploads_root}.items() if v})
+    with dg.DagsterInstance.get() as instance:
+        return register_uploads(instance, store)
 
 
 defs = dg.Definitions(assets=[raw_episodes, gop_blobs, aligned_frames])
