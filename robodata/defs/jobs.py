@@ -1,13 +1,12 @@
-"""Jobs: ingesting one episode (one partition) end to end, checks included."""
+"""Jobs: ingesting one episode (one partition of ``episodes``) end to end, checks included."""
 
 import dagster as dg
 
-from robodata.defs.episodes import aligned_frames, episode_partitions, gop_blobs, raw_episodes
+from robodata.defs.episodes import aligned_frames, gop_blobs, raw_episodes
 
 ingest_episode_job = dg.define_asset_job(
     "ingest_episode",
     selection=dg.AssetSelection.assets(raw_episodes, gop_blobs, aligned_frames),
-    partitions_def=episode_partitions,
     description="Validate one upload, write its GOPs and its aligned rows, run the episode checks.",
 )
 
