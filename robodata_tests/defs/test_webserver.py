@@ -70,19 +70,21 @@ def instance_home(path: Path) -> Path:
     """The repository's instance config, but runs launch at once: this test starts no daemon
     to dequeue them (``dagster dev`` does)."""
     config = yaml.safe_load(INSTANCE_CONFIG.read_text())
-    config.pop("run_coordinator")
+    config["run_coordinator"] = {"module": "dagster.core.run_coordinator", "class": "DefaultRunCoordinator"}
     config["concurrency"].pop("runs")
     path.mkdir()
     (path / "dagster.yaml").write_text(yaml.safe_dump(config))
     return path
 
 
-def test_webserver_lists_assets_and_runs_a_partition(tmp_path, short_uploads):
+def test_webserver_lists_assets_and_runs_a_partition(tmp_path, short_uploads, monkeypatch):
     store = make_store(tmp_path, short_uploads[:1])
     home = instance_home(tmp_path / "home")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))  # dagster.yaml's storage lives under it
     with dg.DagsterInstance.from_config(str(home)) as instance:
         instance.add_dynamic_partitions("episodes", [EPISODE_KEYS[0]])
     port = free_port()
+    log = (tmp_path / "webserver.log").open("w")  # read it when this test fails
     env = {
         **os.environ,
         "DAGSTER_HOME": str(home),
@@ -94,8 +96,8 @@ def test_webserver_lists_assets_and_runs_a_partition(tmp_path, short_uploads):
         [str(WEBSERVER), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
         cwd=REPO,
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     try:
@@ -126,6 +128,7 @@ def test_webserver_lists_assets_and_runs_a_partition(tmp_path, short_uploads):
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
+        log.close()
     with dg.DagsterInstance.from_config(str(home)) as instance:
         [record] = instance.fetch_materializations(dg.AssetKey("aligned_frames"), limit=10).records
         assert record.asset_materialization.partition == EPISODE_KEYS[0]
