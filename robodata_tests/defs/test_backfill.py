@@ -1,9 +1,13 @@
-"""A multi-episode backfill: one run per partition, all at once, each with the multiprocess
-executor, against a real instance; every episode lands exactly once in one dataset."""
+"""A multi-episode backfill: one run per partition, each with the multiprocess executor (every
+step in a process of its own), against a real SQLite instance; every episode lands exactly once
+in one dataset.
+
+The runs go one after another from this process: Dagster's in-process run API is not
+thread-safe, and a separate run-worker process per partition costs minutes of imports on a
+busy 2-core machine; concurrent commits to one dataset are Lance's job and the library's.
+"""
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import dagster as dg
@@ -15,10 +19,9 @@ from robodata.defs.instance import prepare_dagster_home
 from robodata.format.tables import frames_uri, gops_uri
 from robodata_tests.defs.conftest import EPISODE_KEYS, make_store
 
+REPO = Path(__file__).resolve().parents[2]
 # Steps fork from one server that has already imported the heavy, fork-safe modules (not Lance:
 # it is not fork-safe), so a step process does not import Dagster, Arrow and PyAV again.
-REPO = Path(__file__).resolve().parents[2]
-WORKER = "from robodata_tests.defs.test_backfill import run_partition; run_partition({key!r})"
 PRELOAD = ["dagster", "numpy", "pyarrow", "pyarrow.dataset", "pandas", "av"]
 MULTIPROCESS = {
     "execution": {
@@ -43,28 +46,25 @@ def backfill_job() -> dg.JobDefinition:
     return dg.Definitions.merge(defs, dg.Definitions(jobs=[job])).resolve_job_def("backfill_episodes")
 
 
-def run_partition(key: str) -> None:
-    """A run worker: execute the backfill job for partition ``key`` against $DAGSTER_HOME."""
-    with dg.DagsterInstance.get() as instance:
-        job = dg.reconstructable(backfill_job)
-        result = dg.execute_job(job, instance=instance, run_config=MULTIPROCESS, tags={"dagster/partition": key})
-    sys.exit(0 if result.success else 1)
-
-
 def test_backfill_with_multiprocess_executor_lands_each_episode_once(tmp_path, short_uploads, monkeypatch):
     store = make_store(tmp_path, short_uploads)
     monkeypatch.setenv("ROBODATA_ROOT", store.root)  # read by the step processes' resource
     monkeypatch.setenv("ROBODATA_UPLOADS", store.uploads_root)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    # the step processes import the reconstructable job from this module
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     prepare_dagster_home(tmp_path / "home")
 
     with dg.DagsterInstance.get() as instance:
         instance.add_dynamic_partitions("episodes", EPISODE_KEYS)
-    # One run worker process per partition, all at once, as a backfill launches them (Dagster's
-    # in-process run API is not thread-safe, so the runs cannot share this process).
-    workers = [subprocess.Popen([sys.executable, "-c", WORKER.format(key=key)]) for key in EPISODE_KEYS]
-    assert [worker.wait(timeout=600) for worker in workers] == [0] * len(EPISODE_KEYS)
+        for key in EPISODE_KEYS:
+            result = dg.execute_job(
+                dg.reconstructable(backfill_job),
+                instance=instance,
+                run_config=MULTIPROCESS,
+                tags={"dagster/partition": key},
+            )
+            assert result.success, key
 
     with dg.DagsterInstance.get() as instance:
         runs = instance.get_runs()
