@@ -153,6 +153,22 @@ def _bench_readpath(args: argparse.Namespace) -> int:
     return readpath_main(args)
 
 
+def _bench_args(p: argparse.ArgumentParser) -> None:
+    from robodata.bench.__main__ import configure
+
+    configure(p)
+
+
+@command("bench", _bench_args)
+def _bench(args: argparse.Namespace) -> int:
+    """Benchmark report: GOP-size sweep and reads against the LeRobot v3 layout."""
+    import shlex
+
+    from robodata.bench.__main__ import run
+
+    return run(args, shlex.join(["robodata", *sys.argv[1:]]))
+
+
 def _version(value: str | None) -> int | str | None:
     if value is None:
         return None
