@@ -203,4 +203,8 @@ def real_lerobot_dataset(root: str | Path):
         from lerobot.datasets.lerobot_dataset import LeRobotDataset
     except ImportError:
         return None
-    return LeRobotDataset(repo_id=f"local/{Path(root).name}", root=root, video_backend="pyav")
+    options = {"repo_id": f"local/{Path(root).name}", "root": root, "video_backend": "pyav"}
+    try:  # uint8 frames, as the re-implementation returns (LeRobot releases before 0.5 lack the flag)
+        return LeRobotDataset(**options, return_uint8=True)
+    except TypeError:
+        return LeRobotDataset(**options)
