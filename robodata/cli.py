@@ -169,6 +169,39 @@ def _bench(args: argparse.Namespace) -> int:
     return run(args, shlex.join(["robodata", *sys.argv[1:]]))
 
 
+def _export_lerobot_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="robodata dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("root", help="new local folder for the LeRobot v3.0 dataset")
+    p.add_argument("--version", default=None, help="a version number or a tag (default: latest)")
+    p.add_argument("--episodes-per-file", type=int, default=50)
+    p.add_argument("--vcodec", default="libsvtav1")
+    p.add_argument("--crf", type=int, default=30)
+    p.add_argument("--g", type=int, default=2, help="keyframe interval of the exported MP4s")
+
+
+@command("export-lerobot", _export_lerobot_args)
+def _export_lerobot(args: argparse.Namespace) -> int:
+    """Export a dataset version as a LeRobot v3.0 dataset."""
+    from robodata.interop.lerobot_export import export_lerobot
+    from robodata.storage import storage_options_from_env
+
+    result = export_lerobot(
+        args.dataset,
+        args.root,
+        version=_version(args.version),
+        episodes_per_file=args.episodes_per_file,
+        vcodec=args.vcodec,
+        crf=args.crf,
+        g=args.g,
+        storage_options=storage_options_from_env() or None,
+    )
+    print(
+        f"exported version {result.dataset_version}: {result.episodes} episodes, {result.frames} frames "
+        f"at {result.fps} fps to {result.root}"
+    )
+    return 0
+
+
 def _version(value: str | None) -> int | str | None:
     if value is None:
         return None
