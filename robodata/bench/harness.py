@@ -94,8 +94,8 @@ def run_benchmark(
     ingests them (timed); with it, it measures that dataset at ``version``. The GOP-size sweep
     always runs on freshly generated sample episodes, since it re-encodes from the source.
 
-    >>> run_benchmark("bench_out", small=True).results["scenarios"][0]["ratio"]
-    2.7
+    >>> run_benchmark("bench_out", small=True).report_path
+    PosixPath('bench_out/report.md')
     """
     cfg = config or (BenchmarkConfig.small() if small else BenchmarkConfig())
     cfg = replace(cfg, episodes=episodes or cfg.episodes, seconds=seconds or cfg.seconds)
@@ -195,7 +195,8 @@ def _planned_steps(cfg: BenchmarkConfig, built: bool) -> int:
     build = 2 * cfg.episodes if built else 0
     scenarios = 2 * cfg.single_samples + len(cfg.batch_sizes) * cfg.batch_repeats + cfg.window_samples
     sweep = cfg.sweep_episodes + 3 * len(cfg.gop_sizes)
-    return build + 1 + scenarios + 1 + sweep + 1 + 1
+    profiles = len(cfg.batch_sizes) + len(cfg.gop_sizes) + 3  # at most one per missed aim
+    return build + 1 + scenarios + 1 + sweep + profiles + 1
 
 
 def _write_uploads(folder: Path, episodes: int, seconds: float, seed: int, tick) -> dict[int, Path]:

@@ -38,10 +38,12 @@ class FrameTimestampError(ValueError):
     """The closest decodable frame is further from the query than the tolerance (as in LeRobot)."""
 
 
-def decode_video_frames_pyav(video_path: str | Path, timestamps: list[float], tolerance_s: float) -> np.ndarray:
+def decode_video_frames_pyav(
+    video_path: str | Path, timestamps: list[float], tolerance_s: float, counts: dict[str, int] | None = None
+) -> np.ndarray:
     """Frames of ``video_path`` nearest ``timestamps`` (seconds in the file), decoded like
     LeRobot's ``decode_video_frames_pyav``: seek to the keyframe before the first timestamp and
-    decode forward to the last.
+    decode forward to the last. ``counts``, when given, gains the calls made and frames decoded.
 
     >>> decode_video_frames_pyav("videos/observation.images.top/chunk-000/file-000.mp4", [1.5], 1e-4).shape
     (1, 480, 640, 3)
@@ -62,6 +64,9 @@ def decode_video_frames_pyav(video_path: str | Path, timestamps: list[float], to
             loaded_ts.append(current_ts)
             if current_ts >= last_ts:
                 break
+    if counts is not None:
+        counts["calls"] = counts.get("calls", 0) + 1
+        counts["decoded"] = counts.get("decoded", 0) + len(loaded_frames)
     if not loaded_frames:
         raise FrameTimestampError(f"{video_path}: no frames decoded in [{first_ts}, {last_ts}]")
     distance = np.abs(np.asarray(timestamps)[:, None] - np.asarray(loaded_ts)[None, :])
@@ -94,6 +99,7 @@ class LeRobotLayoutReader:
         self.info = json.loads(info_path.read_text())
         self.fps = float(self.info["fps"])
         self.tolerance_s = tolerance_s
+        self.decode_counts: dict[str, int] = {}  # calls and frames decoded, for the profile notes
         self.video_keys = [k for k, f in self.info["features"].items() if f.get("dtype") == "video"]
         episodes = _read_parquet_dir(self.root / "meta" / "episodes", "episode_index")
         # As LeRobot's load_episodes: drop the per-episode stats, keep the file references.
@@ -180,7 +186,8 @@ class LeRobotLayoutReader:
 
         def decode_single(key: str, query_ts: list[float]) -> tuple[str, np.ndarray]:
             shifted = [ep[f"videos/{key}/from_timestamp"] + ts for ts in query_ts]
-            frames = decode_video_frames_pyav(self.video_path(ep_idx, key), shifted, self.tolerance_s)
+            path = self.video_path(ep_idx, key)
+            frames = decode_video_frames_pyav(path, shifted, self.tolerance_s, self.decode_counts)
             return key, frames[0] if len(query_ts) == 1 else frames
 
         items = list(query_timestamps.items())
