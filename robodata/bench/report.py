@@ -28,7 +28,7 @@ def headline_table(results: dict) -> str:
     """The aims as a Markdown table: target, measured, met (and by how much it was missed)."""
     rows = []
     for aim in results["aims"]:
-        verdict = "yes" if aim["met"] else f"no (short by {aim['missed_by']:.0%})"
+        verdict = "yes" if aim["met"] else f"no (short by {aim['missed_by']:.1%})"
         rows.append([aim["aim"], f"{aim['comparison']} {_n(aim['target'])}", _n(aim["measured"]), verdict])
     return _table(["aim", "target", "measured", "met"], rows)
 
@@ -136,7 +136,7 @@ def _misses(results: dict) -> str:
     for aim in missed:
         why = aim.get("why", "no read path to profile: the figure is the measured storage itself")
         lines.append(f"- **{aim['aim']}**: measured {_n(aim['measured'])} against {aim['comparison']} "
-                     f"{_n(aim['target'])}, short by {aim['missed_by']:.0%}. Why (cProfile): {why}.")
+                     f"{_n(aim['target'])}, short by {aim['missed_by']:.1%}. Why (cProfile): {why}.")
     lines.append("\nFull profiles (top functions by own time) are in results.json under `profiles`.")
     return "\n".join(lines)
 
