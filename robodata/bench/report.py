@@ -50,11 +50,11 @@ def sweep_table(results: dict) -> str:
          f"q{r['jpeg_quality']} {r['jpeg_subsampling']} ({_n(r['jpeg_psnr_db'], 1)} dB)",
          _n(r["single_frame_fps"], 1), _n(r["batched_fps"], 1),
          _n(r["decode_bound_fps"], 1), _n(r["batched_vs_bound"]), _n(r["single_vs_bound"]),
-         _n(r["ingest_frames_per_s"], 0)]
+         str(r["gops_of_read_camera"]), _n(r["ingest_frames_per_s"], 0)]
         for r in results["sweep"]
     ]
     header = ["G", "bytes / JPEG", "PSNR dB", "matched JPEG (PSNR)", "single fps", "batched fps", "decode bound fps",
-              "batched / bound", "single / bound", "ingest fps"]
+              "batched / bound", "single / bound", "GOPs read from", "ingest fps"]
     return _table(header, rows)
 
 
@@ -110,8 +110,9 @@ def render_report(results: dict) -> str:
         f"{results['config']['sweep_seconds']:g} s. Bytes are relative to one JPEG per camera frame at the lowest "
         "quality (4:2:0 or 4:4:4 chroma, whichever is smaller) whose mean PSNR reaches robodata's at that G. "
         "Reads use the largest camera; decode bound = "
-        "sequential decode frames/s on all cores x 2/(G+1). Episodes shorter than G frames make the last GOP short, "
-        "so large G can beat the bound.",
+        "sequential decode frames/s on all cores x 2/(G+1). The bound assumes every read decodes its own half GOP: "
+        "when the read camera has few GOPs (column 'GOPs read from'), rows of one batch share GOPs that decode once, "
+        "and an episode's last GOP is short, so large G can beat the bound.",
         sweep_table(results),
         SECTIONS[4],
         f"A {ing['cameras']}-camera episode of {_n(ing['episode_seconds'], 1)} s ingests (decode source, encode G="
@@ -137,7 +138,11 @@ def _misses(results: dict) -> str:
         why = aim.get("why", "no read path to profile: the figure is the measured storage itself")
         lines.append(f"- **{aim['aim']}**: measured {_n(aim['measured'])} against {aim['comparison']} "
                      f"{_n(aim['target'])}, short by {aim['missed_by']:.1%}. Why (cProfile): {why}.")
-    lines.append("\nFull profiles (top functions by own time) are in results.json under `profiles`.")
+    m = results["machine"]
+    lines.append(f"\nLoad average {m['load_average_at_start']} at start and {m['load_average_at_end']} at end on "
+                 f"{m['cpu_count']} CPUs: where it exceeds the CPU count, other processes take cores from the "
+                 "parallel (batched) reads, and a thread speedup below the thread count shows it.")
+    lines.append("Full profiles (top functions by own time) are in results.json under `profiles`.")
     return "\n".join(lines)
 
 

@@ -11,6 +11,8 @@ import numpy as np
 from robodata.bench.ingest_speed import summarize, timed_ingest
 from robodata.bench.readpath import measure_readpath
 from robodata.bench.storage import quality_sample, storage_figures
+from robodata.format.schema import camera_of
+from robodata.format.tables import gops_uri, open_table
 from robodata.reader import open_dataset
 
 
@@ -49,6 +51,8 @@ def sweep_gop_sizes(
                 **storage,
                 "ingest_frames_per_s": summarize(timings)["frames_per_s"],
                 "read_column": reads["column"],
+                # With few GOPs, rows of one batch share GOPs that decode once: the bound assumes none do.
+                "gops_of_read_camera": _gop_count(ds, reads["column"]),
                 "sequential_decode_fps": reads["sequential_decode_fps"],
                 "decode_bound_fps": reads["decode_bound_fps"],
                 "single_frame_fps": reads["single_frame_fps"],
@@ -60,3 +64,7 @@ def sweep_gop_sizes(
             }
         )
     return results
+
+
+def _gop_count(ds, column: str) -> int:
+    return open_table(gops_uri(ds.uri)).count_rows(filter=f"camera = '{camera_of(column, ds.cameras)}'")
