@@ -143,3 +143,24 @@ def test_cli_registers_bench(capsys):
     out = capsys.readouterr().out
     for option in ("OUT_DIR".lower(), "--episodes", "--seconds", "--small", "--dataset"):
         assert option in out.lower()
+
+
+def test_an_existing_dataset_is_measured_at_its_version_and_left_unchanged(ingested, tmp_path):
+    from dataclasses import replace
+
+    from robodata.bench import run_benchmark as exported
+
+    before = robodata.open(ingested)
+    config = replace(TINY, gop_sizes=(8,), batch_sizes=(16,), single_samples=2, window_samples=1)
+    result = exported(tmp_path / "out", dataset_uri=ingested, version=before.version, config=config, progress=False)
+    assert result.dataset_uri == ingested and result.dataset_version == before.version
+    facts = result.results["dataset"]
+    assert facts["generated_sample_data"] is False and facts["rows"] == len(before)
+    # No source frames for an existing dataset: bytes are compared, PSNR only against robodata's frames.
+    assert "psnr" not in {a["key"] for a in result.results["aims"]}
+    assert result.results["storage"]["baseline_psnr_vs_robodata_db"] > 30
+    assert [s["scenario"] for s in result.results["scenarios"]] == ["A1", "A3", "B16", "C"]
+    after = robodata.open(ingested)
+    assert after.version == before.version and after.versions() == before.versions()
+    robodata_row = next(line for line in result.report_path.read_text().splitlines() if line.startswith("| robodata ("))
+    assert robodata_row.endswith("| n/a |")  # PSNR against a source that is not at hand
