@@ -145,11 +145,12 @@ def test_cli_registers_bench(capsys):
         assert option in out.lower()
 
 
-def test_an_existing_dataset_is_measured_at_its_version_and_left_unchanged(ingested, tmp_path):
+def test_an_existing_dataset_is_measured_at_its_version_and_left_unchanged(run, tmp_path):
     from dataclasses import replace
 
     from robodata.bench import run_benchmark as exported
 
+    ingested = run.dataset_uri  # the first run's dataset, measured as an existing one
     before = robodata.open(ingested)
     config = replace(TINY, gop_sizes=(8,), batch_sizes=(16,), single_samples=2, window_samples=1)
     result = exported(tmp_path / "out", dataset_uri=ingested, version=before.version, config=config, progress=False)
