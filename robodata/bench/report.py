@@ -167,7 +167,9 @@ def _method(results: dict) -> str:
         "`take_windows` against LeRobot's delta_timestamps path.",
         "- Each robodata row is paired with the baseline sample of the same episode nearest in time, so both sides "
         "read the same moments.",
-        "- When an aim is missed, both sides are profiled with cProfile in one thread (cProfile does not see worker "
-        "threads) and the time is split into video decode, YUV to RGB, file open/seek/demux, Lance reads, Arrow "
-        "rows, waiting on threads and Python.",
+        "- When an aim is missed, both sides are profiled with cProfile in one Python thread (cProfile does not see "
+        "worker threads): robodata with `concurrency=1` and single-threaded decoders, the baseline with its cameras "
+        "one after another (its AV1 decoder, dav1d, still uses its own threads, as LeRobot leaves the thread count "
+        "at auto). The time is split into video decode, YUV to RGB, file open/seek/demux, Lance reads, Arrow rows, "
+        "waiting on threads and Python.",
     ])
