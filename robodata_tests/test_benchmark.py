@@ -55,7 +55,7 @@ def test_report_has_every_section_the_cpu_count_and_the_command(run):
 def test_results_json_structure(run):
     results = json.loads(run.results_path.read_text())
     assert set(results) >= {"command", "machine", "config", "dataset", "baseline", "scenarios", "storage", "sweep",
-                            "ingest", "aims", "profiles", "plots"}
+                            "ingest", "aims", "profiles", "plots", "storage_matched"}
     assert results["machine"]["cpu_count"] == os.cpu_count()
     assert [s["scenario"] for s in results["scenarios"]] == ["A1", "A3", "B32", "C"]
     assert [r["gop_size"] for r in results["sweep"]] == [1, 8]
@@ -79,7 +79,8 @@ def test_results_json_structure(run):
 
 def test_every_figure_is_a_positive_finite_measured_number(run):
     results = json.loads(run.results_path.read_text())
-    measured = {k: results[k] for k in ("scenarios", "storage", "sweep", "ingest", "aims", "profiles")}
+    measured = {k: results[k] for k in ("scenarios", "storage", "sweep", "ingest", "aims", "profiles",
+                                        "storage_matched")}
     numbers = list(_numbers(measured))
     assert len(numbers) > 100
     for path, number in numbers:

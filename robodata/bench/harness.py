@@ -25,7 +25,7 @@ from robodata.bench.pairing import baseline_rows
 from robodata.bench.report import headline_table, render_report
 from robodata.bench.scenarios import Pair, scenario_a, scenario_b, scenario_c, scenario_real_lerobot
 from robodata.bench.storage import layout_storage, quality_sample
-from robodata.bench.sweep import sweep_gop_sizes
+from robodata.bench.sweep import storage_matched_point, sweep_gop_sizes
 from robodata.codec import EncoderSettings
 from robodata.reader import open_dataset
 from robodata.sample_data import write_sample_uploads
@@ -153,6 +153,8 @@ def run_benchmark(
         row = next((r for r in sweep if r["gop_size"] == default_gop), sweep[0])
         ingest_timings = row["ingest"]
 
+    a1 = next(s for s in scenarios if s["scenario"] == "A1")
+    matched = storage_matched_point(sweep, storage, a1["baseline_per_s"])
     bar.set_description("aims and profiles")
     aims = evaluate_aims(scenarios, storage, sweep)
     profiles = explain_misses(aims, pair, sweep, rng, cfg.profile_repeats, min(16, cfg.readpath_batch),
@@ -168,6 +170,7 @@ def run_benchmark(
         "scenarios": scenarios,
         "storage": storage,
         "sweep": sweep,
+        "storage_matched": matched,
         "ingest": {**summarize(ingest_timings), "gop_size": default_gop, "per_episode": ingest_timings},
         "aims": aims,
         "profiles": profiles,

@@ -154,6 +154,7 @@ def layout_storage(ds: RoboDataset, reader: LeRobotLayoutReader, sample: dict[st
     frames = {side: [f for s in sample.values() for f in s[side]] for side in next(iter(sample.values()))}
     own, theirs = video_bytes(ds), reader.video_bytes()
     figures = {
+        "camera_frames": sum(camera_frame_counts(ds).values()),
         "robodata_video_bytes": own,
         "baseline_video_bytes": theirs,
         "robodata_vs_baseline_bytes": own / theirs,

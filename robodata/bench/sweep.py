@@ -68,3 +68,27 @@ def sweep_gop_sizes(
 
 def _gop_count(ds, column: str) -> int:
     return open_table(gops_uri(ds.uri)).count_rows(filter=f"camera = '{camera_of(column, ds.cameras)}'")
+
+
+def storage_matched_point(sweep: list[dict], storage: dict, baseline_single_per_s: float) -> dict | None:
+    """The smallest G whose bytes per camera frame are at most the LeRobot layout's (and whose
+    PSNR is at least its, when known), with its single-frame reads against the baseline's A1.
+
+    The sweep encodes other episodes of the same generator, so this is a same-run, not an
+    interleaved, comparison; the report says so.
+    """
+    baseline_per_frame = storage["baseline_video_bytes"] / storage["camera_frames"]
+    baseline_psnr = storage.get("baseline_psnr_db")
+    for row in sorted(sweep, key=lambda r: r["gop_size"]):
+        per_frame = row["robodata_video_bytes"] / row["camera_frames"]
+        if per_frame <= baseline_per_frame and (baseline_psnr is None or row["robodata_psnr_db"] >= baseline_psnr):
+            return {
+                "gop_size": row["gop_size"],
+                "robodata_bytes_per_frame": per_frame,
+                "baseline_bytes_per_frame": baseline_per_frame,
+                "robodata_psnr_db": row["robodata_psnr_db"],
+                "robodata_single_frame_fps": row["single_frame_fps"],
+                "baseline_single_per_s": baseline_single_per_s,
+                "ratio": row["single_frame_fps"] / baseline_single_per_s,
+            }
+    return None
