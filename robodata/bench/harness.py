@@ -30,6 +30,8 @@ from robodata.codec import EncoderSettings
 from robodata.reader import open_dataset
 from robodata.sample_data import write_sample_uploads
 
+DEFAULT_GOP = EncoderSettings().gop_size  # the main dataset is ingested at robodata's default G
+
 
 @dataclass(frozen=True)
 class BenchmarkConfig:
@@ -103,95 +105,105 @@ def run_benchmark(
     work = out / "work"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    built = dataset_uri is None
-    bar = tqdm(total=_planned_steps(cfg, built), desc="benchmark", unit="step", disable=not progress)
-
-    def tick() -> None:
-        bar.update(1)
-
+    bar = tqdm(total=_planned_steps(cfg, dataset_uri is None), desc="benchmark", unit="step", disable=not progress)
     started = time.perf_counter()
     load_before = os.getloadavg()
-    default_gop = EncoderSettings().gop_size
-    uploads: dict[int, Path] | None = None
-    ingest_timings: list[dict] = []
-    if built:
-        bar.set_description("sample episodes")
-        uploads = _write_uploads(work / "uploads", cfg.episodes, cfg.seconds, cfg.seed, tick)
-        bar.set_description("ingest")
-        dataset_uri = str(work / "dataset")
-        ingest_timings = timed_ingest(list(uploads.values()), dataset_uri, default_gop, tick)
-    ds = open_dataset(dataset_uri, version=version, storage_options=storage_options)
+    ds, uploads, ingest_timings = _prepare_dataset(cfg, work, dataset_uri, version, storage_options, bar)
+    dataset_uri = ds.uri
 
     bar.set_description("export LeRobot layout")
     baseline_root = work / "lerobot"
     export_seconds = _export_baseline(dataset_uri, ds.version, baseline_root, cfg, storage_options)
-    tick()
+    bar.update(1)
     reader = LeRobotLayoutReader(baseline_root)
-    pair = Pair(ds, reader, baseline_rows(ds, reader), tick)
+    pair = Pair(ds, reader, baseline_rows(ds, reader), lambda: bar.update(1))
     rng = np.random.default_rng(cfg.seed)
-    ds[0], reader[0]  # load indexes and thread pools before anything is timed
 
     bar.set_description("scenarios A/B/C")
-    scenarios = scenario_a(pair, rng.integers(0, len(ds), cfg.single_samples))
-    scenarios += scenario_b(pair, list(cfg.batch_sizes), cfg.batch_repeats, rng)
-    scenarios.append(scenario_c(pair, rng.integers(0, len(ds), cfg.window_samples), cfg.window_frames))
-    real = real_lerobot_dataset(baseline_root)
-    if real is not None:
-        scenarios.append(scenario_real_lerobot(pair, real, rng.integers(0, len(ds), cfg.single_samples)))
+    scenarios, real_measured = _measure_scenarios(pair, cfg, rng, baseline_root)
 
     bar.set_description("storage and quality")
     rows = np.sort(rng.choice(len(ds), min(cfg.quality_rows, len(ds)), replace=False))
     storage = layout_storage(ds, reader, quality_sample(ds, uploads, rows, reader, pair.paired))
-    tick()
+    bar.update(1)
 
     bar.set_description("GOP-size sweep")
-    sweep_uploads = _write_uploads(work / "sweep_uploads", cfg.sweep_episodes, cfg.sweep_seconds, cfg.seed + 1, tick)
+    sweep_uploads = _write_uploads(work / "sweep_uploads", cfg.sweep_episodes, cfg.sweep_seconds, cfg.seed + 1,
+                                   pair.tick)
     sweep = sweep_gop_sizes(sweep_uploads, work / "sweep", list(cfg.gop_sizes), quality_rows=cfg.quality_rows,
                             readpath_samples=cfg.readpath_samples, batch_size=cfg.readpath_batch, seed=cfg.seed,
-                            tick=tick)
+                            tick=pair.tick)
     if not ingest_timings:  # a given dataset: time ingest on the sweep's episodes at the default G
-        row = next((r for r in sweep if r["gop_size"] == default_gop), sweep[0])
-        ingest_timings = row["ingest"]
+        ingest_timings = next((r for r in sweep if r["gop_size"] == DEFAULT_GOP), sweep[0])["ingest"]
 
-    a1 = next(s for s in scenarios if s["scenario"] == "A1")
-    matched = storage_matched_point(sweep, storage, a1["baseline_per_s"])
     bar.set_description("aims and profiles")
+    a1 = next(s for s in scenarios if s["scenario"] == "A1")
     aims = evaluate_aims(scenarios, storage, sweep)
     profiles = explain_misses(aims, pair, sweep, rng, cfg.profile_repeats, min(16, cfg.readpath_batch),
                               cfg.window_frames)
-    tick()
-
     results = {
         "command": command or _default_command(out, small, cfg),
         "machine": _machine(load_before),
         "config": asdict(cfg),
-        "dataset": _dataset_facts(ds, dataset_uri, built),
-        "baseline": _baseline_facts(reader, export_seconds, real is not None),
+        "dataset": _dataset_facts(ds, dataset_uri, uploads is not None),
+        "baseline": _baseline_facts(reader, export_seconds, real_measured),
         "scenarios": scenarios,
         "storage": storage,
         "sweep": sweep,
-        "storage_matched": matched,
-        "ingest": {**summarize(ingest_timings), "gop_size": default_gop, "per_episode": ingest_timings},
+        "storage_matched": storage_matched_point(sweep, storage, a1["baseline_per_s"]),
+        "ingest": {**summarize(ingest_timings), "gop_size": DEFAULT_GOP, "per_episode": ingest_timings},
         "aims": aims,
         "profiles": profiles,
     }
     bar.set_description("plots and report")
-    figures = {
-        "storage_vs_gop": plots.storage_vs_gop(
-            sweep, out / "storage_vs_gop.png", storage.get("baseline_vs_jpeg_bytes")
-        ),
-        "throughput_vs_gop": plots.throughput_vs_gop(sweep, out / "throughput_vs_gop.png", os.cpu_count() or 1),
-        "scenarios": plots.scenario_comparison(scenarios, out / "scenarios.png"),
-    }
     results["machine"]["wall_seconds"] = time.perf_counter() - started
-    results["plots"] = {name: path.name for name, path in figures.items()}
-    report_path, results_path = out / "report.md", out / "results.json"
-    report_path.write_text(render_report(results))
-    results_path.write_text(json.dumps(results, indent=2, default=_json_default))
-    tick()
+    figures = _write_outputs(out, results)
+    bar.update(1)
     bar.close()
-    return BenchmarkResult(out, report_path, results_path, figures, results, headline_table(results),
-                           dataset_uri, ds.version)
+    return BenchmarkResult(out, out / "report.md", out / "results.json", figures, results,
+                           headline_table(results), dataset_uri, ds.version)
+
+
+def _prepare_dataset(cfg: BenchmarkConfig, work: Path, dataset_uri, version, storage_options, bar):
+    """The dataset to measure: ``dataset_uri`` at ``version``, or fresh sample episodes ingested
+    (and timed) at the default G. Returns (dataset, uploads by episode or None, ingest timings)."""
+    if dataset_uri is not None:
+        return open_dataset(dataset_uri, version=version, storage_options=storage_options), None, []
+    bar.set_description("sample episodes")
+    uploads = _write_uploads(work / "uploads", cfg.episodes, cfg.seconds, cfg.seed, lambda: bar.update(1))
+    bar.set_description("ingest")
+    uri = str(work / "dataset")
+    timings = timed_ingest(list(uploads.values()), uri, DEFAULT_GOP, lambda: bar.update(1))
+    return open_dataset(uri), uploads, timings
+
+
+def _measure_scenarios(pair: Pair, cfg: BenchmarkConfig, rng: np.random.Generator, baseline_root: Path):
+    """Scenarios A, B, C (and A3 against the real LeRobotDataset where lerobot is importable)."""
+    pair.ds[0], pair.reader[0]  # load indexes and thread pools before anything is timed
+    n = len(pair.ds)
+    scenarios = scenario_a(pair, rng.integers(0, n, cfg.single_samples))
+    scenarios += scenario_b(pair, list(cfg.batch_sizes), cfg.batch_repeats, rng)
+    scenarios.append(scenario_c(pair, rng.integers(0, n, cfg.window_samples), cfg.window_frames))
+    real = real_lerobot_dataset(baseline_root)
+    if real is not None:
+        scenarios.append(scenario_real_lerobot(pair, real, rng.integers(0, n, cfg.single_samples)))
+    return scenarios, real is not None
+
+
+def _write_outputs(out: Path, results: dict) -> dict[str, Path]:
+    """The three plots, report.md and results.json into ``out``."""
+    sweep, storage = results["sweep"], results["storage"]
+    figures = {
+        "storage_vs_gop": plots.storage_vs_gop(sweep, out / "storage_vs_gop.png",
+                                               storage.get("baseline_vs_jpeg_bytes")),
+        "throughput_vs_gop": plots.throughput_vs_gop(sweep, out / "throughput_vs_gop.png",
+                                                     results["machine"]["cpu_count"]),
+        "scenarios": plots.scenario_comparison(results["scenarios"], out / "scenarios.png"),
+    }
+    results["plots"] = {name: path.name for name, path in figures.items()}
+    (out / "report.md").write_text(render_report(results))
+    (out / "results.json").write_text(json.dumps(results, indent=2, default=_json_default))
+    return figures
 
 
 def _planned_steps(cfg: BenchmarkConfig, built: bool) -> int:
