@@ -166,3 +166,8 @@ def test_an_existing_dataset_is_measured_at_its_version_and_left_unchanged(run, 
     assert after.version == before.version and after.versions() == before.versions()
     robodata_row = next(line for line in result.report_path.read_text().splitlines() if line.startswith("| robodata ("))
     assert robodata_row.endswith("| n/a |")  # PSNR against a source that is not at hand
+
+
+def test_baseline_reader_names_a_folder_that_is_not_a_lerobot_dataset(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"info\.json.*not a LeRobot v3 dataset"):
+        LeRobotLayoutReader(tmp_path)

@@ -27,6 +27,7 @@ from robodata.bench.scenarios import Pair, scenario_a, scenario_b, scenario_c, s
 from robodata.bench.storage import layout_storage, quality_sample
 from robodata.bench.sweep import storage_matched_point, sweep_gop_sizes
 from robodata.codec import EncoderSettings
+from robodata.interop import export_lerobot
 from robodata.reader import open_dataset
 from robodata.sample_data import write_sample_uploads
 
@@ -223,10 +224,6 @@ def _write_uploads(folder: Path, episodes: int, seconds: float, seed: int, tick)
 
 
 def _export_baseline(uri: str, version: int, root: Path, cfg: BenchmarkConfig, storage_options) -> float:
-    try:
-        from robodata.interop import export_lerobot
-    except ImportError as exc:  # the exporter lives on the interop branch until it is merged
-        raise RuntimeError(f"the LeRobot-layout baseline needs robodata.interop.export_lerobot: {exc}") from exc
     start = time.perf_counter()
     export_lerobot(uri, root, version=version, episodes_per_file=cfg.episodes_per_file,
                    storage_options=storage_options, progress=False)
