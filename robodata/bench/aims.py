@@ -71,52 +71,62 @@ def explain_misses(aims: list[dict], pair: Pair, sweep: list[dict], rng: np.rand
         # Cameras run one after another here, but dav1d keeps its own decoder threads (LeRobot sets
         # no thread count), so the baseline's figure is not strictly one core.
         theirs = profile_call(f"LeRobot layout ({k}, cameras in 1 thread, dav1d threads auto)", calls[1], repeat)
-        baseline_frames = single.decode_counts["decoded"] / single.decode_counts["calls"]
-        robodata_frames = _gop_prefix(pair.ds, calls[2])
+        counts = single.decode_counts
+        baseline_frames = counts["decoded"] / counts["wanted"]
+        robodata_frames = _decoded_per_wanted(pair.ds, calls[2], shared=calls[3])
+        video = pair.reader.info["features"][pair.reader.video_keys[0]].get("info", {})
         aim["why"] = (
             f"single-threaded profile, {repeat} calls of {len(calls[2])} samples: {ours.sentence()}; "
-            f"{theirs.sentence()}; "
-            f"cost ratio baseline / robodata {theirs.seconds / ours.seconds:.2f}x. Frames decoded per wanted frame: "
-            f"robodata up to {robodata_frames:.1f} (closed G={pair.ds.metadata.gop_size} GOPs at "
-            f"the camera rate), the baseline {baseline_frames:.1f} per seek (keyframe every "
-            f"{pair.reader.info['features'][pair.reader.video_keys[0]].get('info', {}).get('video.g', '?')} frames at "
-            f"{pair.reader.fps:g} fps)"
+            f"{theirs.sentence()}; cost ratio baseline / robodata {theirs.seconds / ours.seconds:.2f}x. "
+            f"Frames decoded per wanted frame: robodata {robodata_frames:.1f} (closed G={pair.ds.metadata.gop_size} "
+            f"GOPs at the camera rate), the baseline {baseline_frames:.1f} ({counts['decoded'] / counts['calls']:.1f} "
+            f"per seek; keyframe every {video.get('video.g', '?')} frames at {pair.reader.fps:g} fps)"
         )
         profiles[k] = {"robodata": ours.to_dict(), "baseline": theirs.to_dict(),
-                       "robodata_frames_per_read": robodata_frames,
-                       "baseline_frames_per_seek": baseline_frames}
+                       "robodata_frames_per_wanted_frame": robodata_frames,
+                       "baseline_frames_per_wanted_frame": baseline_frames,
+                       "baseline_frames_per_seek": counts["decoded"] / counts["calls"]}
         pair.tick()
     return profiles
 
 
 def _scenario_calls(key: str, pair: Pair, single, row: int, batch: np.ndarray, window_frames: int):
-    """One-thread equivalents of a scenario's two sides: (robodata call, baseline call, rows read)."""
+    """One-thread equivalents of a scenario's two sides: (robodata call, baseline call, rows read,
+    whether robodata reads those rows in one call, so rows sharing a GOP decode it once)."""
     ds, paired = pair.ds, pair.paired
     few = batch[:4]  # single-sample scenarios: a few rows one at a time, so one GOP position does not decide
     if key == "A1":
         camera = pair.main_camera
         column, video = ds.image_columns[ds.cameras.index(camera)], single.video_key(camera)
         return (lambda: [ds.take_blobs_decoded(column, [i]) for i in few],
-                lambda: [single.get_item(int(paired[i]), [video]) for i in few], few)
+                lambda: [single.get_item(int(paired[i]), [video]) for i in few], few, False)
     if key == "A3":
         return (lambda: [_rows_and_frames(ds, [i]) for i in few], lambda: [single[int(paired[i])] for i in few],
-                few)
+                few, False)
     if key.startswith("B"):
-        return lambda: _rows_and_frames(ds, batch), lambda: [single[int(paired[i])] for i in batch], batch
+        return lambda: _rows_and_frames(ds, batch), lambda: [single[int(paired[i])] for i in batch], batch, True
     if key == "C":
         offsets, deltas = window_offsets(pair, window_frames)
         window = np.clip(row + np.asarray(offsets), 0, len(ds) - 1)  # take_windows' rows, in one thread
         return (lambda: _rows_and_frames(ds, window),
-                lambda: single.get_item(int(paired[row]), delta_indices=deltas), window)
+                lambda: single.get_item(int(paired[row]), delta_indices=deltas), window, True)
     return None
 
 
-def _gop_prefix(ds, rows) -> float:
-    """Mean frames a read of ``rows`` decodes per camera when no two share a GOP: the wanted
-    frame's position in its GOP plus one (shared GOPs in a batch decode once, so "up to")."""
-    columns = [ref_columns(camera)[2] for camera in ds.cameras]
-    table = ds.to_table(columns=columns).take(np.asarray(rows).tolist())
-    return float(np.mean([table[c].to_numpy() for c in columns])) + 1
+def _decoded_per_wanted(ds, rows, shared: bool) -> float:
+    """Frames robodata decodes per wanted frame reading ``rows`` (every camera): each GOP up to
+    the last frame wanted from it, once per call when ``shared``, once per row otherwise."""
+    decoded = wanted = 0
+    for camera in ds.cameras:
+        ref, _, in_gop = ref_columns(camera)
+        table = ds.to_table(columns=[ref, in_gop]).take(np.asarray(rows).tolist())
+        refs, frames = table[ref].to_numpy(), table[in_gop].to_numpy()
+        if shared:
+            decoded += sum(int(frames[refs == r].max()) + 1 for r in np.unique(refs))
+        else:
+            decoded += int((frames + 1).sum())
+        wanted += len(frames)
+    return decoded / wanted
 
 
 def _rows_and_frames(ds, rows) -> None:

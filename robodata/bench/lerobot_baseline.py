@@ -43,7 +43,7 @@ def decode_video_frames_pyav(
 ) -> np.ndarray:
     """Frames of ``video_path`` nearest ``timestamps`` (seconds in the file), decoded like
     LeRobot's ``decode_video_frames_pyav``: seek to the keyframe before the first timestamp and
-    decode forward to the last. ``counts``, when given, gains the calls made and frames decoded.
+    decode forward to the last. ``counts``, when given, gains the calls (seeks), frames decoded and frames wanted.
 
     >>> decode_video_frames_pyav("videos/observation.images.top/chunk-000/file-000.mp4", [1.5], 1e-4).shape
     (1, 480, 640, 3)
@@ -67,6 +67,7 @@ def decode_video_frames_pyav(
     if counts is not None:
         counts["calls"] = counts.get("calls", 0) + 1
         counts["decoded"] = counts.get("decoded", 0) + len(loaded_frames)
+        counts["wanted"] = counts.get("wanted", 0) + len(timestamps)
     if not loaded_frames:
         raise FrameTimestampError(f"{video_path}: no frames decoded in [{first_ts}, {last_ts}]")
     distance = np.abs(np.asarray(timestamps)[:, None] - np.asarray(loaded_ts)[None, :])
