@@ -12,7 +12,8 @@ August 2026):
 - ``DatasetReader.get_item`` (``LeRobotDataset.__getitem__``), ``_get_query_indices``,
   ``_get_query_timestamps`` and ``_query_videos``: the row comes from the data Parquet, each
   camera's query timestamps are shifted by the episode's ``videos/<key>/from_timestamp`` in
-  its shared MP4, and several cameras decode on a thread pool, one thread per camera.
+  its shared MP4, and several cameras decode on a thread pool, one thread per camera. (Release
+  0.4.4 decodes the cameras one after another; mirroring main is the faster, conservative choice.)
 
 Frames come back as ``[T, H, W, 3]`` uint8 numpy arrays (LeRobot's ``return_uint8=True``
 without the channel-first torch copy), so neither side pays a float conversion.

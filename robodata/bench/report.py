@@ -157,7 +157,10 @@ def _method(results: dict) -> str:
         "to the keyframe before the timestamp (episode `from_timestamp` + frame timestamp), decode forward, take the "
         "nearest frame and reject it if further than `tolerance_s = 1e-4`; and `LeRobotDataset.__getitem__` "
         "(`DatasetReader.get_item`, `_get_query_indices`, `_get_query_timestamps`, `_query_videos`, one thread per "
-        "camera). Frames are returned as uint8 numpy arrays on both sides.",
+        "camera). Frames are returned as uint8 numpy arrays on both sides. The newest release on the package "
+        "index, lerobot 0.4.4, reads through `decode_video_frames_torchvision` with the same seek-and-decode-forward "
+        "logic but decodes the cameras one after another; mirroring main, with a thread per camera, is the faster, "
+        "conservative baseline.",
         f"- The `lerobot` package: {b['lerobot_package']}. Where it is importable the harness also measures "
         "`LeRobotDataset(root, video_backend=\"pyav\")[idx]` (scenario A3-lerobot); it is not installed here because "
         "it pulls in a large dependency set.",
