@@ -43,6 +43,7 @@ from robodata.interop.lerobot_format import (
     ROBODATA_EPISODE_INDEX,
     ROBODATA_SPLIT,
     ROBODATA_TASK,
+    ROW_TIMESTAMP,
     STATE,
     STATS_PATH,
     TASKS_PATH,
@@ -57,7 +58,6 @@ from robodata.interop.lerobot_format import (
 from robodata.interop.lerobot_video import LIBSVTAV1_DEFAULT_PRESET, SharedVideoWriter, probe_video_info
 from robodata.reader import open_dataset
 
-ROW_TIMESTAMP = "robodata.timestamp_ns"  # only written when row times are off the 1/fps grid
 _CORE_COLUMNS = {
     "episode_index",
     "frame_index",
@@ -399,7 +399,7 @@ class _Writer:
     def _episode_row(self, episode: _Episode, location: dict, spans: dict, stats: dict) -> dict:
         row = {
             "episode_index": episode.lerobot_index,
-            "tasks": [self._task(episode)],
+            "tasks": [_task_text(episode.rows)],
             "length": episode.rows.num_rows,
             "data/chunk_index": location["chunk_index"],
             "data/file_index": location["file_index"],
@@ -417,9 +417,6 @@ class _Writer:
         row[ROBODATA_TASK] = episode.rows["task"][0].as_py()
         row[ROBODATA_SPLIT] = episode.rows["split"][0].as_py()
         return row
-
-    def _task(self, episode: _Episode) -> str:
-        return _task_text(episode.rows)
 
     # --- metadata -------------------------------------------------------------------------------
     def finish(self, tasks: list[str], splits: dict[str, str]) -> None:

@@ -77,6 +77,7 @@ ROBODATA_EPISODE_INDEX = "robodata/episode_index"
 ROBODATA_TASK = "robodata/task"
 ROBODATA_SPLIT = "robodata/split"
 CAMERA_TIME_PREFIX = "robodata.frame_timestamp_ns."
+ROW_TIMESTAMP = "robodata.timestamp_ns"  # only exported when row times are off the 1/fps grid
 
 
 class LeRobotFormatError(RoboDataError, ValueError):

@@ -10,7 +10,7 @@ from fractions import Fraction
 import av
 import numpy as np
 
-from robodata.interop.lerobot_format import LeRobotFormatError
+from robodata.errors import BadUploadError
 
 LIBSVTAV1_DEFAULT_PRESET = 12  # lerobot/configs/video.py
 
@@ -100,17 +100,17 @@ def decode_span(
 ) -> Iterator[tuple[float, np.ndarray]]:
     """Frames of an opened MP4 whose time lies in [from_s, to_s), as (seconds after from_s, RGB).
 
-    Raises LeRobotFormatError when the file ends before ``to_s``: an episodes table pointing past
+    Raises BadUploadError when the file ends before ``to_s``: an episodes table pointing past
     the end of the video.
     """
     half_frame = 0.5 / fps
     try:
         container = av.open(handle)
     except av.error.FFmpegError as exc:
-        raise LeRobotFormatError(f"{source}: not a readable video ({exc})") from None
+        raise BadUploadError(source, f"not a readable video ({exc})") from None
     with container:
         if not container.streams.video:
-            raise LeRobotFormatError(f"{source}: file has no video stream")
+            raise BadUploadError(source, "file has no video stream")
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
         container.seek(max(0, int((from_s - half_frame) / stream.time_base)), backward=True, stream=stream)
@@ -125,8 +125,11 @@ def decode_span(
             if t >= to_s - half_frame:
                 return
             yield t - from_s, frame.to_ndarray(format="rgb24")
+    if last is not None and last >= to_s - 1.0 / fps - half_frame:
+        return  # the span's last frame is the file's last frame
     end = "no frames" if last is None else f"its last frame at {last:.4f} s"
-    raise LeRobotFormatError(
-        f"{source}: the episodes table points past the end of the video (span {from_s:.4f}-{to_s:.4f} s, "
-        f"video has {end})"
+    raise BadUploadError(
+        source,
+        f"the episodes table points past the end of the video "
+        f"(span {from_s:.4f}-{to_s:.4f} s, video has {end})",
     )
