@@ -101,13 +101,14 @@ class LeRobotLayoutReader:
         self.info = json.loads(info_path.read_text())
         self.fps = float(self.info["fps"])
         self.tolerance_s = tolerance_s
-        self.decode_counts: dict[str, int] = {}  # calls and frames decoded, for the profile notes
+        self.decode_counts: dict[str, int] = {}  # seeks, frames decoded and wanted, for profile notes
         self.video_keys = [k for k, f in self.info["features"].items() if f.get("dtype") == "video"]
         episodes = _read_parquet_dir(self.root / "meta" / "episodes", "episode_index")
         # As LeRobot's load_episodes: drop the per-episode stats, keep the file references.
         self.episodes = episodes.select([c for c in episodes.column_names if not c.startswith("stats/")]).to_pylist()
         self.data = _read_parquet_dir(self.root / "data", "index")
-        # One thread per camera, as _query_videos; off only to profile the decode in one thread.
+        # One thread per camera, as _query_videos (which makes a new pool per call; keeping one is
+        # slightly kinder to the baseline). Off only to profile the decode in one thread.
         self._threads = (
             ThreadPoolExecutor(max(1, len(self.video_keys)), thread_name_prefix="lerobot-cameras")
             if camera_threads
