@@ -131,13 +131,9 @@ def import_hdf5(
             raise FileNotFoundError(f"{path_or_glob}: has no files for episodes {unknown}")
         files = {n: path for n, path in files.items() if n in set(episodes)}
     present = existing_episodes(dataset_uri, storage_options)
-    result = ImportResult(
-        dataset_uri, skipped=sorted(start_index + n for n in files if start_index + n in present)
-    )
+    result = ImportResult(dataset_uri, skipped=sorted(start_index + n for n in files if start_index + n in present))
     reader = _Hdf5Reader(control_hz, joint_names, task, jpeg_channel_order, storage_options)
-    todo = [
-        reader.episode(path, start_index + n) for n, path in files.items() if start_index + n not in present
-    ]
+    todo = [reader.episode(path, start_index + n) for n, path in files.items() if start_index + n not in present]
     settings = EncoderSettings(gop_size=gop_size, crf=crf, preset=preset)
     for episode in tqdm(todo, desc="import-hdf5", unit="episode", disable=not progress):
         result.add(write_episode(episode, dataset_uri, settings, storage_options))
@@ -149,11 +145,14 @@ class _Hdf5Reader:
         self.control_hz, self.joint_names, self.task = float(control_hz), joint_names, task
         self.swap = channel_order == "bgr"
         self.storage_options = storage_options
+        self._fs = None  # one s3 client for every file: making one costs about a second
 
     def _open(self, path: str) -> h5py.File:
         try:
             if is_remote(path):
-                return h5py.File(fsspec_filesystem(path, self.storage_options).open(path, "rb"), "r")
+                if self._fs is None:
+                    self._fs = fsspec_filesystem(path, self.storage_options)
+                return h5py.File(self._fs.open(path, "rb"), "r")
             return h5py.File(path, "r")
         except FileNotFoundError:
             raise BadUploadError(path, "file is missing") from None
@@ -167,20 +166,14 @@ class _Hdf5Reader:
             action = _vector(f, path, "/action")
             steps = len(state)
             if action.shape != state.shape:
-                raise BadUploadError(
-                    path, f"/action has shape {action.shape}, /observations/qpos {state.shape}"
-                )
+                raise BadUploadError(path, f"/action has shape {action.shape}, /observations/qpos {state.shape}")
             extras = {}
             for name, column in _OPTIONAL_VECTORS.items():
                 if name in f:
                     values = _vector(f, path, name)
                     if len(values) != steps:
-                        raise BadUploadError(
-                            path, f"{name} has {len(values)} steps, /observations/qpos {steps}"
-                        )
-                    extras[column] = pa.FixedSizeListArray.from_arrays(
-                        pa.array(values.reshape(-1)), values.shape[1]
-                    )
+                        raise BadUploadError(path, f"{name} has {len(values)} steps, /observations/qpos {steps}")
+                    extras[column] = pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), values.shape[1])
             cameras = _cameras(f, path, steps)
             attrs = {k: _plain(f.attrs[k]) for k in ("sim", "compress") if k in f.attrs}
         names = self._joint_names(path, state.shape[1])
@@ -198,18 +191,14 @@ class _Hdf5Reader:
             language_instruction=self.task,
             robot_type="aloha",
             extra_columns=extras,
-            extra_metadata={
-                "imported_from": {"format": "aloha_hdf5", "control_hz": self.control_hz, **attrs}
-            },
+            extra_metadata={"imported_from": {"format": "aloha_hdf5", "control_hz": self.control_hz, **attrs}},
             origin=path,
         )
 
     def _joint_names(self, path: str, joints: int) -> list[str]:
         if self.joint_names is not None:
             if len(self.joint_names) != joints:
-                raise BadUploadError(
-                    path, f"has {joints} joints but {len(self.joint_names)} joint names were given"
-                )
+                raise BadUploadError(path, f"has {joints} joints but {len(self.joint_names)} joint names were given")
             return list(self.joint_names)
         return list(ALOHA_JOINTS) if joints == len(ALOHA_JOINTS) else [f"joint_{i}" for i in range(joints)]
 
@@ -228,9 +217,7 @@ class _Hdf5Reader:
         try:
             rgb = np.asarray(Image.open(io.BytesIO(value.tobytes())).convert("RGB"))
         except OSError as exc:
-            raise BadUploadError(
-                path, f"camera {camera.name!r} step {step}: not a JPEG image ({exc})"
-            ) from None
+            raise BadUploadError(path, f"camera {camera.name!r} step {step}: not a JPEG image ({exc})") from None
         if rgb.shape != (camera.height, camera.width, 3):
             raise BadUploadError(
                 path,
@@ -245,9 +232,7 @@ def _vector(f: h5py.File, path: str, name: str) -> np.ndarray:
         raise BadUploadError(path, f"has no {name} dataset")
     values = f[name][()]
     if values.ndim != 2 or not np.issubdtype(values.dtype, np.number):
-        raise BadUploadError(
-            path, f"{name} must be a numeric [steps, joints] array, got {values.dtype} {values.shape}"
-        )
+        raise BadUploadError(path, f"{name} must be a numeric [steps, joints] array, got {values.dtype} {values.shape}")
     if len(values) == 0:
         raise BadUploadError(path, f"{name} has no steps")
     return values.astype(np.float32)

@@ -120,9 +120,7 @@ def export_lerobot(
         raise ValueError(f"episodes_per_file must be at least 1, got {episodes_per_file}")
     target = Path(root)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise LeRobotFormatError(
-            f"{target}: already exists and is not an empty folder; export writes a new one"
-        )
+        raise LeRobotFormatError(f"{target}: already exists and is not an empty folder; export writes a new one")
     ds = open_dataset(dataset_uri, version=version, storage_options=storage_options)
     fps = _integer_fps(ds.metadata.control_hz, dataset_uri)
     episodes, tasks, table = _plan(ds)
@@ -132,9 +130,7 @@ def export_lerobot(
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
-        writer = _Writer(
-            ds, staging, fps, features, extras, (vcodec, g, crf, pix_fmt, preset), storage_options
-        )
+        writer = _Writer(ds, staging, fps, features, extras, (vcodec, g, crf, pix_fmt, preset), storage_options)
         groups = [episodes[i : i + episodes_per_file] for i in range(0, len(episodes), episodes_per_file)]
         bar = tqdm(total=len(episodes), desc="export-lerobot", unit="episode", disable=not progress)
         for file_number, group in enumerate(groups):
@@ -172,17 +168,14 @@ def _plan(ds) -> tuple[list[_Episode], list[str], pa.Table]:
     """Rows in (episode, frame) order, episodes renumbered 0..N-1 as LeRobot requires, tasks in
     order of first appearance."""
     refs = {c for camera in ds.cameras for c in ref_columns(camera)}
-    columns = (
-        [c for c in ds.columns if c not in refs]
-        + [ref_columns(c)[0] for c in ds.cameras]
-        + [ref_columns(c)[2] for c in ds.cameras]
-    )
-    table = ds.to_table(columns=columns)
+    # The GOP references travel under private names: needed to find frame times, never exported.
+    private = {ref_columns(c)[i]: f"__{ref_columns(c)[i]}" for c in ds.cameras for i in (0, 2)}
+    table = ds.to_table(columns=[c for c in ds.columns if c not in refs] + list(private))
+    table = table.rename_columns([private.get(n, n) for n in table.column_names])
+    if table.num_rows == 0:
+        raise LeRobotFormatError(f"{ds.uri}: version {ds.version} has no rows to export")
     table = table.append_column("__offset", pa.array(np.arange(table.num_rows, dtype=np.int64)))
     table = table.sort_by([("episode_index", "ascending"), ("frame_index", "ascending")])
-    for camera in ds.cameras:  # ref columns travel under private names; they are not exported
-        for name in (ref_columns(camera)[0], ref_columns(camera)[2]):
-            table = table.rename_columns([f"__{n}" if n == name else n for n in table.column_names])
     episode_index = table["episode_index"].to_numpy()
     starts = np.flatnonzero(np.diff(episode_index, prepend=-1))
     ends = np.append(starts[1:], len(episode_index))
@@ -190,9 +183,7 @@ def _plan(ds) -> tuple[list[_Episode], list[str], pa.Table]:
     for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
         rows = table.slice(start, end - start)
         if not np.array_equal(rows["frame_index"].to_numpy(), np.arange(end - start)):
-            raise LeRobotFormatError(
-                f"episode {episode_index[start]}: frame_index does not run 0..{end - start - 1}"
-            )
+            raise LeRobotFormatError(f"episode {episode_index[start]}: frame_index does not run 0..{end - start - 1}")
         text = _task_text(rows)
         if text not in tasks:
             tasks.append(text)
@@ -203,9 +194,7 @@ def _plan(ds) -> tuple[list[_Episode], list[str], pa.Table]:
 def _task_text(rows: pa.Table) -> str:
     """LeRobot's task is the natural-language instruction; robodata's short task name is kept in
     the episodes table (robodata/task) so that import restores both."""
-    instruction = (
-        rows["language_instruction"][0].as_py() if "language_instruction" in rows.column_names else ""
-    )
+    instruction = rows["language_instruction"][0].as_py() if "language_instruction" in rows.column_names else ""
     return instruction or rows["task"][0].as_py() or ""
 
 
@@ -241,16 +230,12 @@ def _splits(episodes: list[_Episode]) -> dict[str, str]:
     for episode in episodes:
         by_split.setdefault(episode.rows["split"][0].as_py() or "train", []).append(episode.lerobot_index)
     return {
-        name: f"{idx[0]}:{idx[-1] + 1}"
-        for name, idx in by_split.items()
-        if idx == list(range(idx[0], idx[-1] + 1))
+        name: f"{idx[0]}:{idx[-1] + 1}" for name, idx in by_split.items() if idx == list(range(idx[0], idx[-1] + 1))
     }
 
 
 class _Writer:
-    def __init__(
-        self, ds, staging: Path, fps: int, features: dict, extras: list[str], video, storage_options
-    ):
+    def __init__(self, ds, staging: Path, fps: int, features: dict, extras: list[str], video, storage_options):
         self.ds, self.staging, self.fps, self.features, self.extras = ds, staging, fps, features, extras
         self.vcodec, self.g, self.crf, self.pix_fmt, self.preset = video
         self.gops = open_table(gops_uri(ds.uri), storage_options)
@@ -272,9 +257,7 @@ class _Writer:
             tables.append(data)
             stats = self._stats(data, samples[episode.lerobot_index])
             self.episode_stats.append(stats)
-            self.episode_rows.append(
-                self._episode_row(episode, location, spans[episode.lerobot_index], stats)
-            )
+            self.episode_rows.append(self._episode_row(episode, location, spans[episode.lerobot_index], stats))
             bar.update(1)
         path = self.staging / DATA_PATH.format(**location)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -302,14 +285,10 @@ class _Writer:
             for episode in group:
                 start = video.frames
                 offsets = episode.rows["__offset"].to_numpy()
-                keep = set(
-                    np.linspace(0, len(offsets) - 1, min(_STAT_FRAMES, len(offsets))).astype(int).tolist()
-                )
+                keep = set(np.linspace(0, len(offsets) - 1, min(_STAT_FRAMES, len(offsets))).astype(int).tolist())
                 sampled = samples[episode.lerobot_index].setdefault(key, [])
                 for batch in range(0, len(offsets), _DECODE_BATCH):
-                    frames = self.ds.take_blobs_decoded(column, offsets[batch : batch + _DECODE_BATCH])[
-                        column
-                    ]
+                    frames = self.ds.take_blobs_decoded(column, offsets[batch : batch + _DECODE_BATCH])[column]
                     for j, rgb in enumerate(frames):
                         video.add(rgb)
                         if batch + j in keep:
@@ -367,17 +346,13 @@ class _Writer:
 
     def _camera_times(self, episode: _Episode) -> dict[str, np.ndarray]:
         """The timestamp of the camera frame each row shows (from the GOPs' frame times)."""
-        gops = self.gops.to_table(
-            columns=["ref_id", "timestamps_ns"], filter=episode_filter(episode.source_index)
-        )
+        gops = self.gops.to_table(columns=["ref_id", "timestamps_ns"], filter=episode_filter(episode.source_index))
         times_of = dict(zip(gops["ref_id"].to_pylist(), gops["timestamps_ns"].to_pylist(), strict=True))
         out = {}
         for camera in self.ds.cameras:
             refs = episode.rows[f"__{ref_columns(camera)[0]}"].to_pylist()
             in_gop = episode.rows[f"__{ref_columns(camera)[2]}"].to_pylist()
-            out[camera] = np.array(
-                [times_of[r][k] for r, k in zip(refs, in_gop, strict=True)], dtype=np.int64
-            )
+            out[camera] = np.array([times_of[r][k] for r, k in zip(refs, in_gop, strict=True)], dtype=np.int64)
         return out
 
     def _stats(self, data: pa.Table, samples: dict[str, list[np.ndarray]]) -> dict[str, dict]:

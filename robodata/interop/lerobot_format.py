@@ -99,9 +99,7 @@ def chunk_and_file(file_number: int, chunks_size: int = DEFAULT_CHUNK_SIZE) -> t
 
 def video_columns(key: str) -> list[str]:
     """The episodes-table columns locating one episode inside a shared camera MP4."""
-    return [
-        f"videos/{key}/{name}" for name in ("chunk_index", "file_index", "from_timestamp", "to_timestamp")
-    ]
+    return [f"videos/{key}/{name}" for name in ("chunk_index", "file_index", "from_timestamp", "to_timestamp")]
 
 
 def feature_of_arrow(name: str, arrow_type: pa.DataType) -> dict:

@@ -66,9 +66,7 @@ def import_lerobot(
     >>> import_lerobot("s3://bucket/lerobot/aloha_sim", "s3://bucket/robodata/aloha_sim").imported
     [0, 1, 2]
     """
-    source = LeRobotSource(
-        root, source_storage_options if source_storage_options is not None else storage_options
-    )
+    source = LeRobotSource(root, source_storage_options if source_storage_options is not None else storage_options)
     selected = source.episodes
     if episodes is not None:
         wanted = set(episodes)
@@ -99,9 +97,7 @@ def robodata_index(episode: SourceEpisode) -> int:
     return int(episode.row.get(ROBODATA_EPISODE_INDEX, episode.index))
 
 
-def episode_data(
-    source: LeRobotSource, episode: SourceEpisode, table: pa.Table, repo_id: str | None
-) -> EpisodeData:
+def episode_data(source: LeRobotSource, episode: SourceEpisode, table: pa.Table, repo_id: str | None) -> EpisodeData:
     """One source episode as an EpisodeData whose cameras decode their MP4 span on demand."""
     data_path = source.data_path(episode)
     rows = table.filter(pc.equal(table["episode_index"], episode.index)).sort_by("frame_index")
@@ -124,9 +120,7 @@ def episode_data(
         split=episode.row.get(ROBODATA_SPLIT) or _split_of(source.info.get("splits") or {}, episode.index),
         robot_type=source.info.get("robot_type") or "",
         source=native["source"].to_pylist() if "source" in native else None,
-        is_intervention=(
-            native["is_intervention"].to_numpy().astype(bool) if "is_intervention" in native else None
-        ),
+        is_intervention=(native["is_intervention"].to_numpy().astype(bool) if "is_intervention" in native else None),
         extra_columns=_extra_columns(source, rows, data_path),
         extra_metadata={
             "imported_from": {
@@ -156,15 +150,12 @@ def _task_text(source: LeRobotSource, episode: SourceEpisode, rows: pa.Table, pa
     indices = pc.unique(rows["task_index"]).to_pylist()
     if len(indices) > 1:
         raise LeRobotFormatError(
-            f"{path}: episode {episode.index} switches between tasks {indices}; "
-            "robodata holds one task per episode"
+            f"{path}: episode {episode.index} switches between tasks {indices}; robodata holds one task per episode"
         )
     if not indices:
         return ""
     if indices[0] not in source.tasks:
-        raise LeRobotFormatError(
-            f"{path}: episode {episode.index} has task_index {indices[0]}, not in tasks.parquet"
-        )
+        raise LeRobotFormatError(f"{path}: episode {episode.index} has task_index {indices[0]}, not in tasks.parquet")
     return source.tasks[indices[0]]
 
 
@@ -223,8 +214,6 @@ def _camera(
                     yield int(times[count]), rgb
                 count += 1
         if count != n:
-            raise BadUploadError(
-                path, f"episode {episode.index}'s span holds {count} frames, its rows number {n}"
-            )
+            raise BadUploadError(path, f"episode {episode.index}'s span holds {count} frames, its rows number {n}")
 
     return CameraStream(video.camera, video.width, video.height, fps, frames, path)

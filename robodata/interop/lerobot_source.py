@@ -190,17 +190,14 @@ class LeRobotSource:
                 table = pq.read_table(handle)
             tables.append(table.select([c for c in table.column_names if not c.startswith("stats/")]))
         rows = pa.concat_tables(tables, promote_options="default").sort_by("episode_index").to_pylist()
-        return [
-            SourceEpisode(int(r["episode_index"]), int(r["length"]), r, list(r.get("tasks") or []))
-            for r in rows
-        ]
+        return [SourceEpisode(int(r["episode_index"]), int(r["length"]), r, list(r.get("tasks") or [])) for r in rows]
 
     # --- checks before anything is written ------------------------------------------------------
     def check(self, episodes: list[SourceEpisode]) -> None:
         """Every file the episodes point at exists, every video span lies inside its MP4 and every
         data file's columns have the shapes info.json declares."""
-        needed = self.videos and [self.video_path(e, v.key) for e in episodes for v in self.videos]
-        durations = {path: self._duration(path) for path in dict.fromkeys(needed or [])}
+        needed = dict.fromkeys(self.video_path(e, v.key) for e in episodes for v in self.videos)
+        durations = {path: self._duration(path) for path in needed}
         for episode in episodes:
             for video in self.videos:
                 path = self.video_path(episode, video.key)

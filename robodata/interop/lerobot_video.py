@@ -95,9 +95,7 @@ def probe_video_info(path: str) -> dict:
         }
 
 
-def decode_span(
-    handle, source: str, from_s: float, to_s: float, fps: float
-) -> Iterator[tuple[float, np.ndarray]]:
+def decode_span(handle, source: str, from_s: float, to_s: float, fps: float) -> Iterator[tuple[float, np.ndarray]]:
     """Frames of an opened MP4 whose time lies in [from_s, to_s), as (seconds after from_s, RGB).
 
     Raises BadUploadError when the file ends before ``to_s``: an episodes table pointing past
@@ -130,6 +128,5 @@ def decode_span(
     end = "no frames" if last is None else f"its last frame at {last:.4f} s"
     raise BadUploadError(
         source,
-        f"the episodes table points past the end of the video "
-        f"(span {from_s:.4f}-{to_s:.4f} s, video has {end})",
+        f"the episodes table points past the end of the video (span {from_s:.4f}-{to_s:.4f} s, video has {end})",
     )

@@ -109,9 +109,7 @@ def test_both_image_encodings_import_exactly(recordings, tmp_path):
     }  # fmt: skip
     for episode, source in enumerate(written):
         rows = _episode_rows(ds, episode)
-        table = ds.to_table(
-            columns=["timestamp_ns", "observation_state", "action", "observation_qvel", "task"]
-        )
+        table = ds.to_table(columns=["timestamp_ns", "observation_state", "action", "observation_qvel", "task"])
         table = table.take(rows)
 
         def matrix(name, table=table):
@@ -135,9 +133,7 @@ def test_both_image_encodings_import_exactly(recordings, tmp_path):
 
     again = import_hdf5(str(folder / "episode_*.hdf5"), target, progress=False)
     assert again.imported == [] and again.skipped == [0, 1]
-    shifted = import_hdf5(
-        str(folder / "episode_*.hdf5"), target, episodes=[1], start_index=100, progress=False
-    )
+    shifted = import_hdf5(str(folder / "episode_*.hdf5"), target, episodes=[1], start_index=100, progress=False)
     assert shifted.imported == [101] and shifted.skipped == []
 
 
@@ -146,9 +142,7 @@ def test_a_bad_file_is_named_and_nothing_is_written(recordings, tmp_path):
     bad = folder / "episode_2.hdf5"
     with h5py.File(bad, "w") as root:
         root.create_dataset("observations/qpos", data=np.zeros((STEPS, 14)))
-        root.create_dataset(
-            "observations/images/cam_high", data=np.zeros((STEPS, HEIGHT, WIDTH, 3), np.uint8)
-        )
+        root.create_dataset("observations/images/cam_high", data=np.zeros((STEPS, HEIGHT, WIDTH, 3), np.uint8))
     with pytest.raises(BadUploadError, match=rf"{bad}: has no /action dataset"):
         import_hdf5(str(folder / "episode_*.hdf5"), str(tmp_path / "ds"), progress=False)
     assert not (tmp_path / "ds").exists()
@@ -157,6 +151,4 @@ def test_a_bad_file_is_named_and_nothing_is_written(recordings, tmp_path):
     with pytest.raises(FileNotFoundError, match="matches no HDF5 files"):
         import_hdf5(str(folder / "nothing_*.hdf5"), str(tmp_path / "ds"), progress=False)
     with pytest.raises(BadUploadError, match="has 14 joints but 2 joint names"):
-        import_hdf5(
-            str(folder / "episode_0.hdf5"), str(tmp_path / "ds"), joint_names=["a", "b"], progress=False
-        )
+        import_hdf5(str(folder / "episode_0.hdf5"), str(tmp_path / "ds"), joint_names=["a", "b"], progress=False)

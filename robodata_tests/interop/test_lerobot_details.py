@@ -44,9 +44,7 @@ def test_irregular_times_annotations_and_old_versions_survive(tmp_path):
     source = str(tmp_path / "ds")
     write_episode(_episode(3, jitter_ns=1_234_567), source)
     write_episode(_episode(7, jitter_ns=0), source)
-    labels = pa.table(
-        {"episode_index": [3, 7], "frame_index": [4, 0], "reward": pa.array([0.5, 1.0], pa.float32())}
-    )
+    labels = pa.table({"episode_index": [3, 7], "frame_index": [4, 0], "reward": pa.array([0.5, 1.0], pa.float32())})
     latest = robodata.add_annotations(source, labels)
 
     exported = tmp_path / "lerobot"
@@ -73,9 +71,7 @@ def test_irregular_times_annotations_and_old_versions_survive(tmp_path):
         "reward",
     ):
         assert b[column].equals(a[column]), column
-    assert b["observation_images_front_frame_index_in_gop"].equals(
-        a["observation_images_front_frame_index_in_gop"]
-    )
+    assert b["observation_images_front_frame_index_in_gop"].equals(a["observation_images_front_frame_index_in_gop"])
 
     older = tmp_path / "older"
     result = export_lerobot(source, older, version=latest - 1, progress=False)

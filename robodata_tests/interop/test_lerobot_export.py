@@ -85,9 +85,7 @@ def test_episodes_tasks_and_data_tables(exported, ingested):
     episodes = pq.read_table(Path(exported) / "meta/episodes/chunk-000/file-000.parquet")
     plain = [c for c in episodes.column_names if not c.startswith("stats/")]
     video_cols = [
-        f"videos/{k}/{f}"
-        for k in KEYS
-        for f in ("chunk_index", "file_index", "from_timestamp", "to_timestamp")
+        f"videos/{k}/{f}" for k in KEYS for f in ("chunk_index", "file_index", "from_timestamp", "to_timestamp")
     ]
     assert plain == [
         "episode_index", "tasks", "length", "data/chunk_index", "data/file_index",
@@ -146,9 +144,7 @@ def _lerobot_lookup(path: Path, query_s: float, tolerance_s: float = 1e-4) -> np
 
 def test_every_row_shows_its_robodata_frame_where_lerobot_looks(exported, ingested):
     ds = robodata.open(ingested)
-    rows = ds.to_table(
-        columns=["episode_index", "frame_index", "timestamp_ns", "observation_state", "action"]
-    )
+    rows = ds.to_table(columns=["episode_index", "frame_index", "timestamp_ns", "observation_state", "action"])
     episodes = pq.read_table(Path(exported) / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
     for episode in episodes:
         file = episode["data/file_index"]
@@ -168,10 +164,7 @@ def test_every_row_shows_its_robodata_frame_where_lerobot_looks(exported, ingest
             timestamp = data["timestamp"][frame].as_py()
             assert timestamp == pytest.approx(frame / 100)
             for camera, key in zip(CAMERAS, KEYS, strict=True):
-                video = (
-                    Path(exported)
-                    / f"videos/{key}/chunk-000/file-{episode[f'videos/{key}/file_index']:03d}.mp4"
-                )
+                video = Path(exported) / f"videos/{key}/chunk-000/file-{episode[f'videos/{key}/file_index']:03d}.mp4"
                 got = _lerobot_lookup(video, episode[f"videos/{key}/from_timestamp"] + timestamp)
                 want = ds[int(source[frame])][f"observation_images_{camera}"]
                 assert psnr(want, got) > EXPORT_PSNR_DB, (episode["episode_index"], frame, camera)

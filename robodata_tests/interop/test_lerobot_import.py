@@ -111,9 +111,7 @@ def test_a_foreign_dataset_imports_every_frame_at_the_dataset_rate(lerobot_copy,
         assert table[column].equals(original[column]), column
     assert table["task"][0].as_py() == "stack the blue cup on the green cup"  # the LeRobot task text
     episode = pq.read_table(lerobot_copy / "meta/episodes/chunk-000/file-000.parquet").to_pylist()[2]
-    got = ds.take_blobs_decoded("observation_images_wrist_left", np.arange(len(ds)))[
-        "observation_images_wrist_left"
-    ]
+    got = ds.take_blobs_decoded("observation_images_wrist_left", np.arange(len(ds)))["observation_images_wrist_left"]
     want = _source_frames(lerobot_copy, episode, "observation.images.wrist_left")
     assert min(psnr(w, g) for w, g in zip(want, got, strict=True)) > IMPORT_PSNR_DB
 
@@ -145,9 +143,7 @@ def test_feature_shape_that_does_not_match_its_data_is_named(lerobot_copy, tmp_p
         info["features"]["action"]["shape"] = [13]
 
     _edit_info(lerobot_copy, shrink)
-    with pytest.raises(
-        LeRobotFormatError, match=r"feature 'observation.state' is declared with shape \[13\]"
-    ):
+    with pytest.raises(LeRobotFormatError, match=r"feature 'observation.state' is declared with shape \[13\]"):
         import_lerobot(str(lerobot_copy), str(tmp_path / "ds"), progress=False)
     assert not (tmp_path / "ds").exists()
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 
 import robodata
-from robodata.interop import import_hdf5, import_lerobot
+from robodata.interop import export_lerobot, import_hdf5, import_lerobot
 from robodata.storage import fsspec_filesystem
 
 from .test_hdf5_import import STEPS, _write_episode
@@ -40,20 +41,21 @@ def test_lerobot_dataset_on_s3_imports_like_a_local_one(exported, s3_options, tm
     assert a.metadata.extra["imported_from"]["repo_id"] == "sample"
 
 
-def test_hdf5_glob_on_s3_into_a_dataset_on_s3(s3_options, tmp_path):
+def test_hdf5_glob_on_s3_into_a_dataset_on_s3_and_out_to_lerobot(s3_options, tmp_path):
     local = tmp_path / "aloha"
     local.mkdir()
     for n in (0, 1):
         _write_episode(local / f"episode_{n}.hdf5", n, compress=bool(n))
     _put_tree(local, "s3://interop/aloha", s3_options)
     target = "s3://interop/datasets/aloha"
-    result = import_hdf5(
-        "s3://interop/aloha/episode_*.hdf5", target, storage_options=s3_options, progress=False
-    )
+    result = import_hdf5("s3://interop/aloha/episode_*.hdf5", target, storage_options=s3_options, progress=False)
     assert result.imported == [0, 1] and result.rows == 2 * STEPS
     ds = robodata.open(target, storage_options=s3_options)
     assert len(ds) == 2 * STEPS and ds.cameras == ["cam_high", "cam_left_wrist"]
-    again = import_hdf5(
-        "s3://interop/aloha/episode_*.hdf5", target, storage_options=s3_options, progress=False
-    )
+    again = import_hdf5("s3://interop/aloha/episode_*.hdf5", target, storage_options=s3_options, progress=False)
     assert again.skipped == [0, 1]
+
+    exported = export_lerobot(target, tmp_path / "lerobot", storage_options=s3_options, progress=False)
+    assert (exported.episodes, exported.frames, exported.fps) == (2, 2 * STEPS, 50)
+    info = json.loads((tmp_path / "lerobot/meta/info.json").read_text())
+    assert info["features"]["observation_qvel"] == {"dtype": "float32", "shape": [14], "names": None}
