@@ -173,3 +173,22 @@ def test_gop_blobs_takes_encoding_run_config(store):
     gops = lance.dataset(gops_uri(store.root)).to_table(columns=["n_frames", "crf"])
     assert set(gops["n_frames"].to_pylist()) == {4, 2} and set(gops["crf"].to_pylist()) == {30}
     assert robodata.open(store.root).metadata.gop_size == 4
+
+
+def test_full_benchmark_attaches_its_plots(pipeline):
+    store, instance, _, _ = pipeline
+    result = dg.materialize(
+        [benchmark.benchmark_report],
+        instance=instance,
+        resources={"store": store},
+        run_config={
+            "ops": {"benchmark_report": {"config": {"samples": 4, "batch_size": 4, "full": True, "small": True}}}
+        },
+    )
+    metadata = metadata_of(result, "benchmark_report")
+    plots = {key: Path(value) for key, value in metadata.items() if key.startswith("plot_")}
+    assert set(plots) == {"plot_scenarios", "plot_storage_vs_gop", "plot_throughput_vs_gop"}
+    assert all(path.read_bytes().startswith(b"\x89PNG") for path in plots.values())
+    assert metadata["benchmark"].count("](data:image/png;base64,") == 3
+    assert Path(metadata["benchmark_report_path"]).parent == Path(store.root) / "reports" / "benchmark_v3"
+    assert robodata.open(store.root).version == 3  # measuring wrote nothing to the dataset
