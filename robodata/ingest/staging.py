@@ -2,7 +2,8 @@
 episode's GOPs (encode + append to gops.lance), later commit its rows to frames.lance.
 
 Between the steps the GOP layout waits in ``<root>/_staging/episode_<index>.json`` next to the
-two tables, so the second step needs only the dataset root, local or s3://.
+two tables, so the second step needs only the dataset root, local or s3://. The file goes away
+once the rows commit; until then garbage collection treats its GOPs as referenced.
 """
 
 from __future__ import annotations
@@ -57,13 +58,33 @@ def load_staged_gops(dataset_uri: str, episode_index: int, storage_options: dict
     return StagedGops.from_json(text)
 
 
-def commit_staged_frames(
-    episode: EpisodeData, dataset_uri: str, storage_options: dict | None = None
-) -> IngestResult:
+def commit_staged_frames(episode: EpisodeData, dataset_uri: str, storage_options: dict | None = None) -> IngestResult:
     """Write ``episode``'s rows to frames.lance against the GOPs staged for it, replacing any
     earlier copy of the episode in one commit.
 
     >>> commit_staged_frames(read_upload("uploads/episode_000000"), "data/demo").frames_version
     """
     staged = load_staged_gops(dataset_uri, episode.episode_index, storage_options)
-    return write_frames(episode, dataset_uri, staged, storage_options)
+    result = write_frames(episode, dataset_uri, staged, storage_options)
+    uri = staged_gops_uri(dataset_uri, episode.episode_index)
+    fsspec_filesystem(uri, storage_options).rm_file(uri)  # committed: frames.lance references them now
+    return result
+
+
+def staged_ref_ids(dataset_uri: str, storage_options: dict | None = None) -> set[int]:
+    """The ref_ids of every GOP staged but not yet committed (garbage collection keeps them).
+
+    >>> staged_ref_ids("data/demo")
+    set()
+    """
+    folder = join_uri(dataset_uri, STAGING_DIR)
+    fs = fsspec_filesystem(folder, storage_options)
+    try:
+        paths = [p for p in fs.ls(folder, detail=False) if p.endswith(".json")]
+    except FileNotFoundError:
+        return set()
+    refs: set[int] = set()
+    for path in paths:
+        staged = StagedGops.from_json(fs.cat_file(path))
+        refs.update(r for camera in staged.cameras.values() for r in camera.ref_ids)
+    return refs
