@@ -153,6 +153,22 @@ def _bench_readpath(args: argparse.Namespace) -> int:
     return readpath_main(args)
 
 
+def _bench_args(p: argparse.ArgumentParser) -> None:
+    from robodata.bench.__main__ import configure
+
+    configure(p)
+
+
+@command("bench", _bench_args)
+def _bench(args: argparse.Namespace) -> int:
+    """Benchmark report: GOP-size sweep and reads against the LeRobot v3 layout."""
+    import shlex
+
+    from robodata.bench.__main__ import run
+
+    return run(args, shlex.join(["robodata", *sys.argv[1:]]))
+
+
 def _export_lerobot_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="robodata dataset root: a directory or s3://bucket/prefix")
     p.add_argument("root", help="new local folder for the LeRobot v3.0 dataset")
@@ -257,6 +273,21 @@ def _import_hdf5(args: argparse.Namespace) -> int:
         f"imported episodes {result.imported} ({result.rows} rows), skipped {result.skipped} "
         f"already present; dataset version {result.frames_version}"
     )
+    return 0
+
+
+def _register_uploads_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", default=None, help="dataset root (default: $ROBODATA_ROOT, else ./demo/dataset)")
+    p.add_argument("--uploads", default=None, help="uploads root (default: $ROBODATA_UPLOADS, else beside the dataset)")
+
+
+@command("register-uploads", _register_uploads_args)
+def _register_uploads(args: argparse.Namespace) -> int:
+    """Add a Dagster partition (in $DAGSTER_HOME's instance) for every complete upload."""
+    from robodata.defs.episodes import register_uploads_from_cli
+
+    for key in register_uploads_from_cli(args.dataset, args.uploads):
+        print(key)
     return 0
 
 
