@@ -291,6 +291,21 @@ def _register_uploads(args: argparse.Namespace) -> int:
     return 0
 
 
+def _register_imports_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", help="a LeRobot v3 root or an HDF5 glob (local or s3://)")
+    p.add_argument("--format", choices=["lerobot", "aloha_hdf5"], default="lerobot")
+
+
+@command("register-imports", _register_imports_args)
+def _register_imports(args: argparse.Namespace) -> int:
+    """Add an imported_episodes partition (in $DAGSTER_HOME's instance) per source episode."""
+    from robodata.defs.interop import register_import_partitions_from_cli
+
+    for key in register_import_partitions_from_cli(args.source, args.format):
+        print(key)
+    return 0
+
+
 def _version(value: str | None) -> int | str | None:
     if value is None:
         return None

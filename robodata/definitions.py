@@ -5,7 +5,7 @@ Each ``robodata/defs/<domain>.py`` exposes its own ``defs``; add a domain with o
 
 import dagster as dg
 
-from robodata.defs import annotations, benchmark, checks, episodes, jobs, resources, sensors, snapshots
+from robodata.defs import annotations, benchmark, checks, episodes, interop, jobs, resources, sensors, snapshots
 
 defs = dg.Definitions.merge(
     resources.defs,
@@ -16,4 +16,5 @@ defs = dg.Definitions.merge(
     annotations.defs,
     snapshots.defs,
     benchmark.defs,
+    interop.defs,
 )
