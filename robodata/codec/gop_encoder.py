@@ -23,6 +23,9 @@ class EncoderSettings:
     crf: int = 23
     preset: str = "veryfast"
     codec: str = "h264"
+    # fastdecode (CAVLC, no deblocking) doubles decode speed on the read path for ~25% more
+    # bytes at the same PSNR; reads outnumber writes, and the bytes are still far below JPEG's.
+    fast_decode: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.gop_size <= 1024:
@@ -71,7 +74,7 @@ class GopEncoder:
         ctx.options = {
             "crf": str(self.settings.crf),
             "preset": self.settings.preset,
-            "tune": "zerolatency",
+            "tune": "zerolatency,fastdecode" if self.settings.fast_decode else "zerolatency",
             "x264-params": self.settings.x264_params(),
         }
         ctx.open()

@@ -103,7 +103,7 @@ def dataset_metadata(episode: EpisodeData, settings: EncoderSettings) -> Dataset
         cameras={c.name: CameraInfo(c.width, c.height, c.fps) for c in episode.cameras},
         gop_size=settings.gop_size,
         codec={"name": settings.codec, "crf": settings.crf, "preset": settings.preset,
-               "pix_fmt": "yuv420p", "bframes": 0, "closed_gop": True},
+               "pix_fmt": "yuv420p", "bframes": 0, "closed_gop": True, "fast_decode": settings.fast_decode},
         robot_type=episode.robot_type,
         extra=dict(episode.extra_metadata),
     )
