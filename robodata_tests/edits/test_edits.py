@@ -15,7 +15,8 @@ from robodata.format.tables import gops_uri, open_table
 
 def _gops_data_files(root: str) -> dict[str, str]:
     folder = Path(root) / "gops.lance" / "data"
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*") if p.is_file()}
+    files = [p for p in folder.rglob("*") if p.is_file()]  # blob v2 puts large blobs in sub-folders
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
 def _frames(root, version=None):
