@@ -171,7 +171,7 @@ class BatchReader:
         if self.channels_first:
             frames = np.moveaxis(frames, -1, -3)
         if self.image_dtype == "float32":
-            return np.multiply(frames, np.float32(1 / 255), dtype=np.float32)
+            return np.divide(frames, np.float32(255), dtype=np.float32)
         return np.ascontiguousarray(frames)
 
     def __repr__(self) -> str:

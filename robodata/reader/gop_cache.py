@@ -84,22 +84,27 @@ class GopCache:
         refs = self._needed_refs(indices)
         with self._lock:
             position = self._plan_pos.get(batch_key(indices))
-            if position is not None and position >= self._cursor:
-                # Skip batches the consumer passed over, then wait for this one if in flight.
+            if position is not None and position >= self._cursor and self._prefetching():
+                # Skip batches the consumer passed over; this batch is the thread's next job (so
+                # its read, too, waits for room in the budget), unless it is already fetched.
                 for skipped in range(self._cursor, position):
                     entry = self._ready.pop(skipped, None)
                     if entry is not None:
                         self._unpin(entry[0])
-                self._cursor = position + 1
+                self._cursor = position
                 self._lock.notify_all()
-                while position in self._ready and not self._ready[position][1].is_set():
-                    self._lock.wait()
+                while not self._fetched(position) and self._prefetching():
+                    self._lock.wait(timeout=1.0)
+                self._cursor = position + 1
                 entry = self._ready.pop(position, None)
                 if entry is not None:
                     # The prefetch pin now belongs to this call; pin what it lacks below.
                     self._unpin(entry[0])
+                self._lock.notify_all()
             self._pin(refs)
             missing = np.array([r for r in refs.tolist() if r not in self._bytes], dtype=np.int64)
+            if missing.size:  # a batch outside the plan: make what room unpinned GOPs allow
+                self._evict(int(self._dataset.gop_byte_sizes(missing).sum()))
         fetched = self._dataset.read_gops(missing) if missing.size else {}
         with self._lock:
             for ref, data in fetched.items():
@@ -116,6 +121,13 @@ class GopCache:
             self._lock.notify_all()
 
     # --- bookkeeping (lock held) ------------------------------------------------------------
+    def _prefetching(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() and not self._closed
+
+    def _fetched(self, position: int) -> bool:
+        entry = self._ready.get(position)
+        return entry is not None and entry[1].is_set()
+
     def _pin(self, refs: np.ndarray) -> None:
         for ref in refs.tolist():
             self._pins[ref] = self._pins.get(ref, 0) + 1
@@ -185,8 +197,8 @@ class GopCache:
         pinned = self._pinned_bytes()
         if pinned and pinned + need > self.budget_bytes:
             return None  # wait until the consumer releases a batch
+        self._pin(refs)  # first, so that making room cannot evict this batch's cached GOPs
         self._evict(need)
-        self._pin(refs)
         self._ready[position] = (refs, threading.Event())
         self._fetch_at = position + 1
         return position, refs, missing, self._generation

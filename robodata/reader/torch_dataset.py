@@ -29,11 +29,15 @@ from robodata.reader.sampler import RowSampler, current_worker
 
 
 def to_tensors(batch: dict) -> dict:
-    """Numpy arrays as tensors (sharing memory); tensors, strings and other objects stay as they are."""
-    return {
-        name: torch.from_numpy(value) if isinstance(value, np.ndarray) and value.dtype != object else value
-        for name, value in batch.items()
-    }
+    """Numpy arrays as tensors (sharing memory unless read-only, e.g. straight from Arrow);
+    tensors, strings and other objects stay as they are."""
+    return {name: _tensor(value) for name, value in batch.items()}
+
+
+def _tensor(value):
+    if not isinstance(value, np.ndarray) or value.dtype == object:
+        return value
+    return torch.from_numpy(value if value.flags.writeable else value.copy())
 
 
 def pass_batch(batch: dict) -> dict:
