@@ -68,7 +68,7 @@ def test_same_seed_same_order_and_new_epoch_new_order():
     assert np.array_equal(np.sort(next_epoch), np.arange(ROWS))
     # The order does not depend on how the rows are split: one rank of 1 == ranks of 2 interleaved.
     two = rank_samplers(2, batch_size=4, seed=1)
-    interleaved = np.concatenate([b for pair in zip(*(s.batches() for s in two)) for b in pair])
+    interleaved = np.concatenate([b for pair in zip(*(s.batches() for s in two), strict=False) for b in pair])
     assert np.array_equal(interleaved, RowSampler(ROWS, batch_size=8, seed=1).order()[: len(interleaved)])
 
 
