@@ -44,6 +44,9 @@ class GopCache:
         self._pins: dict[int, int] = {}
         self._held = 0
         self.peak_held = 0
+        # GOPs read ahead by the thread vs. read on demand while a batch waited (misses).
+        self.prefetched_gops = 0
+        self.on_demand_gops = 0
         self._plan: list[np.ndarray] = []
         self._plan_pos: dict[bytes, int] = {}
         self._ready: dict[int, tuple[np.ndarray, threading.Event]] = {}  # plan position -> refs
@@ -107,6 +110,7 @@ class GopCache:
                 self._evict(int(self._dataset.gop_byte_sizes(missing).sum()))
         fetched = self._dataset.read_gops(missing) if missing.size else {}
         with self._lock:
+            self.on_demand_gops += len(fetched)
             for ref, data in fetched.items():
                 self._store(ref, data)
             self._lock.notify_all()
@@ -181,6 +185,7 @@ class GopCache:
                 fetched = {}
             with self._lock:
                 if generation == self._generation and position in self._ready:
+                    self.prefetched_gops += len(fetched)
                     for ref, data in fetched.items():
                         self._store(ref, data)
                     self._ready[position][1].set()

@@ -15,6 +15,7 @@ GOPs (LeRobot-style locality, still one permutation over rows).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -29,6 +30,17 @@ class WorkerShard:
 
     worker_id: int = 0
     num_workers: int = 1
+
+
+class PlannedBatch(list):
+    """Row indices of one batch that also name the plan they come from (``epoch``, ``start``),
+    so a DataLoader worker that receives it knows which batches follow (it pickles with them).
+    """
+
+    def __init__(self, indices, epoch: int, start: int) -> None:
+        super().__init__(indices)
+        self.epoch = epoch
+        self.start = start
 
 
 def current_worker() -> WorkerShard:
@@ -166,9 +178,17 @@ class RowSampler:
         mine = self._bounds()[shard.worker_id :: shard.num_workers]
         return [order[first:stop] for first, stop in mine]
 
-    def __iter__(self) -> Iterator[np.ndarray]:
-        """The rank's batches; inside a DataLoader worker only that worker's share."""
-        yield from self.batches(current_worker())
+    def __iter__(self) -> Iterator[PlannedBatch]:
+        """The rank's batches (as DataLoader's ``batch_sampler``); inside a DataLoader worker
+        only that worker's share."""
+        for batch in self.batches(current_worker()):
+            yield PlannedBatch(batch.tolist(), self.epoch, self.start)
+
+    def positioned(self, epoch: int, start: int) -> RowSampler:
+        """This sampler at another epoch and start (e.g. the plan a PlannedBatch names)."""
+        other = copy.copy(self)
+        other.epoch, other.start = int(epoch), int(start)
+        return other
 
     # --- resume -----------------------------------------------------------------------------
     def position_after(self, batches: int) -> int:

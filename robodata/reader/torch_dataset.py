@@ -25,7 +25,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from robodata.reader.batch_reader import BatchReader
 from robodata.reader.loader import ResumableLoader
-from robodata.reader.sampler import RowSampler, current_worker
+from robodata.reader.sampler import PlannedBatch, RowSampler, current_worker
 
 
 def to_tensors(batch: dict) -> dict:
@@ -65,21 +65,22 @@ class RoboTorchDataset(Dataset):
         return self.reader.num_rows
 
     def __getitems__(self, indices: Sequence[int]) -> dict:
-        self._schedule_prefetch()
+        self._schedule_prefetch(indices)
         return to_tensors(self.reader.read(np.asarray(indices, dtype=np.int64)))
 
     def __getitem__(self, index: int) -> dict:
         batch = self.__getitems__([index])
         return {name: value[0] for name, value in batch.items()}
 
-    def _schedule_prefetch(self) -> None:
-        """Once per epoch (and again if the plan moved on): this worker's share of the batches."""
-        if self.plan is None:
+    def _schedule_prefetch(self, indices: Sequence[int]) -> None:
+        """When a batch from a new plan arrives (first batch, new epoch, resumed position), tell
+        the reader this worker's share of that plan: the batches DataLoader will send next."""
+        if self.plan is None or not isinstance(indices, PlannedBatch):
             return
         shard = current_worker()
-        key = (self.plan.epoch, self.plan.start, shard)
+        key = (indices.epoch, indices.start, shard)
         if key != self._scheduled_for:
-            self.reader.schedule(self.plan.batches(shard))
+            self.reader.schedule(self.plan.positioned(indices.epoch, indices.start).batches(shard))
             self._scheduled_for = key
 
     def __getstate__(self) -> dict:
@@ -102,6 +103,7 @@ class TorchLoader(ResumableLoader):
         num_workers: int = 0,
         prefetch_factor: int | None = None,
         pin_memory: bool = False,
+        persistent_workers: bool = True,
     ) -> None:
         super().__init__(reader, sampler)
         self.dataset = RoboTorchDataset(reader, plan=sampler)
@@ -113,7 +115,9 @@ class TorchLoader(ResumableLoader):
             # Lance is not fork-safe: workers start fresh and open the dataset themselves.
             multiprocessing_context="spawn" if num_workers > 0 else None,
             prefetch_factor=prefetch_factor if num_workers > 0 else None,
-            persistent_workers=False,
+            # Spawned workers are slow to start: keep them across epochs. Each batch names its
+            # plan (PlannedBatch), so a worker re-plans its prefetch on a new epoch or resume.
+            persistent_workers=persistent_workers and num_workers > 0,
             pin_memory=pin_memory,
         )
 
@@ -135,6 +139,7 @@ def make_dataloader(
     pool_episodes: int = 8,
     prefetch_factor: int | None = None,
     pin_memory: bool = False,
+    persistent_workers: bool = True,
     **reader_options,
 ) -> TorchLoader:
     """A resumable, sharded, pinned-version PyTorch loader; ``reader_options`` go to BatchReader
@@ -157,5 +162,10 @@ def make_dataloader(
         pool_episodes=pool_episodes,
     )
     return TorchLoader(
-        reader, sampler, num_workers=num_workers, prefetch_factor=prefetch_factor, pin_memory=pin_memory
+        reader,
+        sampler,
+        num_workers=num_workers,
+        prefetch_factor=prefetch_factor,
+        pin_memory=pin_memory,
+        persistent_workers=persistent_workers,
     )

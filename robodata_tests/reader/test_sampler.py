@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -137,4 +139,8 @@ def test_bad_arguments_are_named():
 def test_outside_a_dataloader_worker_the_sampler_yields_all_rank_batches():
     sampler = RowSampler(ROWS, batch_size=32, rank=1, world_size=2)
     assert current_worker() == WorkerShard(0, 1)
-    assert [b.tolist() for b in sampler] == [b.tolist() for b in sampler.batches()]
+    planned = list(sampler)
+    assert [list(b) for b in planned] == [b.tolist() for b in sampler.batches()]
+    assert (planned[0].epoch, planned[0].start) == (0, 0)
+    restored = pickle.loads(pickle.dumps(planned[0]))
+    assert (list(restored), restored.epoch, restored.start) == (list(planned[0]), 0, 0)
