@@ -153,6 +153,20 @@ def _bench_readpath(args: argparse.Namespace) -> int:
     return readpath_main(args)
 
 
+def _bench_loader_args(p: argparse.ArgumentParser) -> None:
+    from robodata.bench.loader import configure
+
+    configure(p)
+
+
+@command("bench-loader", _bench_loader_args)
+def _bench_loader(args: argparse.Namespace) -> int:
+    """Training DataLoader samples/s (0/1/2 workers, batch 32/128) and memory over a long run."""
+    from robodata.bench.loader import main as loader_main
+
+    return loader_main(args)
+
+
 def _version(value: str | None) -> int | str | None:
     if value is None:
         return None
