@@ -114,6 +114,7 @@ def robodata_throughput(uri: str, *, num_workers: int, batch_size: int, samples:
 
     loader = make_dataloader(uri, batch_size=batch_size, num_workers=num_workers, cameras=cameras, seed=1)
     figures = _time_batches(_epochs(loader), samples, lambda b: len(b["index"]))
+    loader.close()
     return {"loader": "robodata", "workers": num_workers, "batch_size": batch_size, **figures}
 
 
@@ -207,6 +208,7 @@ def long_run_memory(uri: str, *, samples: int, batch_size: int, num_workers: int
                 break
         elapsed = time.perf_counter() - start
     progress.close()
+    loader.close()
     mib = 1 << 20
     return {
         "samples": seen,

@@ -9,6 +9,7 @@ shuffles reuse them) and are the first to go when the budget is full.
 
 from __future__ import annotations
 
+import multiprocessing.util
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -74,6 +75,9 @@ class GopCache:
         if self.depth and self._thread is None:
             self._thread = threading.Thread(target=self._run, name="robodata-prefetch", daemon=True)
             self._thread.start()
+            # A process (e.g. a DataLoader worker) must not exit while the thread is inside a
+            # Lance read: that aborts the process. multiprocessing runs these finalizers at exit.
+            multiprocessing.util.Finalize(self, self.close, exitpriority=10)
 
     def _unpin_scheduled(self) -> None:
         for refs, _ in self._ready.values():
@@ -209,7 +213,14 @@ class GopCache:
         return position, refs, missing, self._generation
 
     def close(self) -> None:
+        """Stop prefetching and wait for a read in flight to finish."""
         with self._lock:
             self._closed = True
             self._unpin_scheduled()
             self._lock.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=60)
+        with self._lock:
+            self._bytes.clear()
+            self._pins.clear()
+            self._held = 0

@@ -55,6 +55,10 @@ class ResumableLoader:
         self._yielded = 0
         self._resume_pending = True
 
+    def close(self) -> None:
+        """Stop prefetching in this process and free the GOP bytes it holds."""
+        self.reader.close()
+
     def __iter__(self) -> Iterator[dict]:
         self._resume_pending = False
         self._yielded = 0

@@ -124,6 +124,14 @@ class TorchLoader(ResumableLoader):
     def _batches(self) -> Iterator[dict]:
         return iter(self.dataloader)
 
+    def close(self) -> None:
+        """Stop the persistent workers (DataLoader only does so when it is garbage collected)."""
+        super().close()
+        iterator = getattr(self.dataloader, "_iterator", None)
+        if iterator is not None and hasattr(iterator, "_shutdown_workers"):
+            iterator._shutdown_workers()
+            self.dataloader._iterator = None
+
 
 def make_dataloader(
     uri: str,
