@@ -13,6 +13,9 @@ background thread prefetches their GOPs within the byte budget.
 
 from __future__ import annotations
 
+import multiprocessing.util
+import os
+import sys
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -65,6 +68,7 @@ class RoboTorchDataset(Dataset):
         return self.reader.num_rows
 
     def __getitems__(self, indices: Sequence[int]) -> dict:
+        _exit_workers_without_native_teardown()
         self._schedule_prefetch(indices)
         return to_tensors(self.reader.read(np.asarray(indices, dtype=np.int64)))
 
@@ -87,6 +91,31 @@ class RoboTorchDataset(Dataset):
         state = self.__dict__.copy()
         state["_scheduled_for"] = None
         return state
+
+
+_exit_registered = False
+
+
+def _exit_workers_without_native_teardown() -> None:
+    """In a DataLoader worker, end the process with ``os._exit`` once its loop is over.
+
+    A spawned worker that has decoded with PyAV ends, now and then, in "terminate called
+    without an active exception" (SIGABRT) while native libraries tear down after Python has
+    finished, which DataLoader reports as a crashed worker. By then the worker has sent its
+    last batch and closed its queues; the finalizer below runs after theirs (lowest priority),
+    stops the prefetch threads and exits without the native teardown.
+    """
+    global _exit_registered
+    if _exit_registered or torch.utils.data.get_worker_info() is None:
+        return
+    _exit_registered = True
+    multiprocessing.util.Finalize(None, _exit_now, exitpriority=-100)
+
+
+def _exit_now() -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 class TorchLoader(ResumableLoader):
