@@ -125,3 +125,15 @@ def test_pinned_version_ignores_rows_appended_after_it(dataset_copy, extra_uploa
     assert (by_tag.dataset_version, by_tag.num_rows) == (before.version, len(before))
     latest = BatchReader(dataset_copy, cameras=[])
     assert latest.dataset_version > before.version
+
+
+def test_episode_pools_cover_every_row_and_stay_inside_few_episodes(ingested):
+    loader = TrainingLoader.create(
+        ingested, batch_size=32, cameras=[], columns=["episode_index"],
+        sampler_options={"shuffle": "episode", "pool_episodes": 1, "seed": 6},
+    )
+    batches = list(loader)
+    visited = np.concatenate([b["index"] for b in batches])
+    assert np.array_equal(np.sort(visited), np.arange(len(robodata.open(ingested))))
+    # One episode per pool: a batch spans at most two episodes (at a pool boundary).
+    assert max(len(set(b["episode_index"].tolist())) for b in batches) <= 2
