@@ -75,8 +75,8 @@ class GopCache:
         if self.depth and self._thread is None:
             self._thread = threading.Thread(target=self._run, name="robodata-prefetch", daemon=True)
             self._thread.start()
-            # A process (e.g. a DataLoader worker) must not exit while the thread is inside a
-            # Lance read: that aborts the process. multiprocessing runs these finalizers at exit.
+            # Stop the thread (and let a read in flight finish) before the process exits;
+            # multiprocessing runs these finalizers at exit, in DataLoader workers too.
             multiprocessing.util.Finalize(self, self.close, exitpriority=10)
 
     def _unpin_scheduled(self) -> None:
