@@ -31,6 +31,8 @@ def test_batches_equal_take_blobs_decoded_within_a_byte_budget(ingested):
         assert batch["frame_index"].tolist() == rows["frame_index"]
         assert batch["action"].shape == (8, 14) and batch["action"].dtype == np.float32
     assert 0 < reader.cache.peak_held <= 2 * largest
+    # Scheduled batches are read by the prefetch thread, never on demand.
+    assert reader.cache.prefetched_gops > 0 and reader.cache.on_demand_gops == 0
     reader.close()
 
 
