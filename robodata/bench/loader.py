@@ -8,6 +8,7 @@ Run ``robodata bench-loader`` (``--help`` for sizes). Needs the ``torch`` extra.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import threading
@@ -277,6 +278,7 @@ def main(args: argparse.Namespace) -> int:
     if not baseline_root:
         reason = "cameras were restricted" if cameras else "robodata.bench.lerobot_baseline is not installed"
         print(f"\n(no LeRobot-layout baseline column: {reason})")
+    memory = None
     if args.rss_samples:
         memory = long_run_memory(uri, samples=args.rss_samples, batch_size=32, num_workers=args.rss_workers,
                                  cameras=cameras)
@@ -285,6 +287,10 @@ def main(args: argparse.Namespace) -> int:
         print("| measure | value |\n| --- | --- |")
         for key, value in memory.items():
             print(f"| {key} | {value:.1f} |" if isinstance(value, float) else f"| {key} | {value} |")
+    if args.json:
+        report = {"dataset": uri, "cpu_count": os.cpu_count(), "throughput": rows, "memory": memory}
+        Path(args.json).write_text(json.dumps(report, indent=2))
+        print(f"\nwrote {args.json}")
     return 0
 
 
@@ -300,3 +306,4 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rss-samples", type=int, default=100_000, help="length of the memory run (0 skips it)")
     p.add_argument("--rss-workers", type=int, default=2)
     p.add_argument("--no-baseline", dest="baseline", action="store_false")
+    p.add_argument("--json", default=None, help="also write the figures to this JSON file (for the report)")
