@@ -71,9 +71,11 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
 
 @command("info", _dataset_args)
 def _info(args: argparse.Namespace) -> int:
+    from robodata.storage import storage_options_from_env
     from robodata.summary import dataset_summary
 
-    print(json.dumps(dataset_summary(args.dataset, _version(args.version)), indent=2))
+    summary = dataset_summary(args.dataset, _version(args.version), storage_options_from_env() or None)
+    print(json.dumps(summary, indent=2))
     return 0
 
 

@@ -47,3 +47,6 @@ def dataset_copy(ingested, tmp_path) -> str:
     target = tmp_path / "ds"
     shutil.copytree(ingested, target)
     return str(target)
+
+
+pytest_plugins = ["robodata_tests.fixtures.s3_server"]
