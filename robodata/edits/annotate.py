@@ -47,6 +47,7 @@ def _lookup_udf(labels: pa.Table, names: list[str]):
     order = np.argsort(keys)
     sorted_keys = keys[order]
     schema = pa.schema([labels.schema.field(n) for n in names])
+    values = {n: labels[n].combine_chunks() for n in names}  # RecordBatch columns must be Arrays
 
     def lookup(batch: pa.RecordBatch) -> pa.RecordBatch:
         wanted = _key(batch["episode_index"].to_numpy(), batch["frame_index"].to_numpy())
@@ -54,7 +55,7 @@ def _lookup_udf(labels: pa.Table, names: list[str]):
         found = sorted_keys[pos] == wanted if len(sorted_keys) else np.zeros(len(wanted), bool)
         take = pa.array(np.where(found, order[pos], 0)).cast(pa.int64())
         arrays = [
-            pa.compute.if_else(pa.array(found), labels[n].take(take), pa.nulls(len(wanted), labels[n].type))
+            pa.compute.if_else(pa.array(found), values[n].take(take), pa.nulls(len(wanted), values[n].type))
             for n in names
         ]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
