@@ -17,3 +17,8 @@ class BadUploadError(RoboDataError, ValueError):
 
 class IncompatibleEpisodeError(RoboDataError, ValueError):
     """An episode whose cameras, joints or GOP size differ from the dataset's."""
+
+
+class StorageUnreachableError(RoboDataError, OSError):
+    """The dataset's storage could not be reached (or did not answer) during a step; the message
+    names the store, the table and the step. Credentials are never part of it."""
