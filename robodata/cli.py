@@ -30,10 +30,11 @@ def _sample_data_args(p: argparse.ArgumentParser) -> None:
 
 @command("sample-data", _sample_data_args)
 def _sample_data(args: argparse.Namespace) -> int:
-    from robodata.sample_data import write_sample_episode
+    from pathlib import Path
 
     import numpy as np
-    from pathlib import Path
+
+    from robodata.sample_data import write_sample_episode
 
     for i in tqdm(range(args.episodes), desc="sample episodes", unit="episode"):
         index = args.start_index + i

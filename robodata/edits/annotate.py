@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import lance
 import numpy as np
 import pyarrow as pa
 
@@ -26,7 +27,8 @@ def add_annotations(uri: str, labels: pa.Table, storage_options: dict | None = N
     label_names = [c for c in labels.column_names if c not in KEYS]
     if not label_names:
         raise ValueError("annotation table has no label columns besides the keys")
-    protected = _PROTECTED.intersection(label_names) | {c for c in label_names if c.endswith(("_ref_id", "_gop_index", "_frame_index_in_gop"))}
+    reference_suffixes = ("_ref_id", "_gop_index", "_frame_index_in_gop")
+    protected = _PROTECTED.intersection(label_names) | {c for c in label_names if c.endswith(reference_suffixes)}
     if protected:
         raise ValueError(f"cannot overwrite dataset columns {sorted(protected)} with annotations")
     frames = open_table(frames_uri(uri), storage_options)
@@ -47,7 +49,7 @@ def _lookup_udf(labels: pa.Table, names: list[str]):
     order = np.argsort(keys)
     sorted_keys = keys[order]
     schema = pa.schema([labels.schema.field(n) for n in names])
-    values = {n: labels[n].combine_chunks() for n in names}  # RecordBatch columns must be Arrays
+    values = {n: labels[n].combine_chunks() for n in names}
 
     def lookup(batch: pa.RecordBatch) -> pa.RecordBatch:
         wanted = _key(batch["episode_index"].to_numpy(), batch["frame_index"].to_numpy())
@@ -59,8 +61,6 @@ def _lookup_udf(labels: pa.Table, names: list[str]):
             for n in names
         ]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-    import lance
 
     return lance.batch_udf(output_schema=schema)(lookup)
 

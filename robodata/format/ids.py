@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+import numpy as np
+
 _EPISODE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
@@ -22,6 +24,8 @@ def validate_episode_id(episode_id: str) -> str:
 
 
 def validate_episode_index(value: object) -> int:
+    if isinstance(value, np.integer):
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**62:
         raise ValueError(f"episode_index must be a non-negative integer, got {value!r}")
     return value
@@ -31,7 +35,7 @@ def episode_filter(episode_indices: list[int] | int) -> str:
     """A Lance filter selecting episodes, built only from validated integers."""
     if isinstance(episode_indices, int):
         episode_indices = [episode_indices]
-    values = [validate_episode_index(int(e)) for e in episode_indices]
+    values = [validate_episode_index(e) for e in episode_indices]
     if not values:
         raise ValueError("no episodes given")
     return f"episode_index IN ({', '.join(str(v) for v in values)})"

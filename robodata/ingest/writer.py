@@ -204,7 +204,9 @@ def _conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.table(columns, schema=schema)
 
 
-def _append_new_gops(root: str, encoded: dict[str, EncodedCamera], episode_index: int, storage_options) -> tuple[int, int]:
+def _append_new_gops(
+    root: str, encoded: dict[str, EncodedCamera], episode_index: int, storage_options
+) -> tuple[int, int]:
     table = pa.concat_tables([e.gops for e in encoded.values()])
     gops = open_table(gops_uri(root), storage_options)
     if gops is not None:

@@ -14,6 +14,7 @@ from robodata.reader.decode_pool import GopTask, run_tasks
 from robodata.reader.gop_index import GopIndex
 from robodata.reader.row_index import RowIndex
 
+
 def open_dataset(
     uri: str, *, version: int | str | None = None, storage_options: dict | None = None
 ) -> RoboDataset:

@@ -1,0 +1,108 @@
+"""Reader: rows, decoded takes in request order, windows, versions and tags."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import robodata
+from robodata.codec import plain_decode_gop
+from robodata.format.schema import ref_columns
+from robodata.format.tables import gops_uri, open_table
+
+
+def _reference_frame(root, ds, camera, row):
+    """Row ``row``'s frame of ``camera`` decoded by a fresh plain PyAV decoder."""
+    ref_id, _, in_gop = ref_columns(camera)
+    pointer = ds.to_table(columns=[ref_id, in_gop]).slice(row, 1).to_pylist()[0]
+    gops = open_table(gops_uri(root))
+    table = gops.to_table(columns=["ref_id"], with_row_id=True).to_pylist()
+    row_id = next(r["_rowid"] for r in table if r["ref_id"] == pointer[ref_id])
+    data = gops.read_blobs("gop", ids=[row_id])[0][1]
+    return plain_decode_gop(data)[pointer[in_gop]]
+
+
+def test_item_holds_row_values_and_every_camera_frame(ingested):
+    ds = robodata.open(ingested)
+    item = ds[123]
+    assert item["episode_index"] == 0 and item["frame_index"] == 123
+    assert item["timestamp_ns"] == 1_230_000_000
+    assert item["observation_state"].shape == (14,) and item["observation_state"].dtype == np.float32
+    assert item["source"] in ("human", "policy", "intervention")
+    assert item["observation_images_top"].shape == (480, 640, 3)
+    assert item["observation_images_wrist_left"].shape == (240, 320, 3)
+    for camera in ds.cameras:
+        np.testing.assert_array_equal(item[f"observation_images_{camera}"],
+                                      _reference_frame(ingested, ds, camera, 123))
+
+
+def test_batched_take_equals_item_by_item_in_request_order(ingested):
+    ds = robodata.open(ingested)
+    rng = np.random.default_rng(3)
+    indices = np.concatenate([rng.integers(0, len(ds), 40), [5, 5, 0, len(ds) - 1]])
+    batch = ds.take_blobs_decoded(ds.image_columns, indices, concurrency=2)
+    assert batch["observation_images_top"].shape == (len(indices), 480, 640, 3)
+    for position, row in enumerate(indices[:12].tolist() + indices[-4:].tolist()):
+        item = ds[row]
+        slot = position if position < 12 else len(indices) - 16 + position
+        for column in ds.image_columns:
+            np.testing.assert_array_equal(batch[column][slot], item[column])
+
+
+def test_zero_copy_reuses_one_buffer(ingested):
+    ds = robodata.open(ingested)
+    first = ds.take_blobs_decoded("observation_images_top", [1, 2], zero_copy=True)["observation_images_top"]
+    kept = first.copy()
+    second = ds.take_blobs_decoded("observation_images_top", [300, 400], zero_copy=True)["observation_images_top"]
+    assert second is first
+    assert not np.array_equal(second, kept)
+    fresh = ds.take_blobs_decoded("observation_images_top", [300, 400])["observation_images_top"]
+    np.testing.assert_array_equal(second, fresh)
+
+
+def test_bad_requests_raise(ingested):
+    ds = robodata.open(ingested)
+    with pytest.raises(IndexError, match="out of range"):
+        ds.take_blobs_decoded("observation_images_top", [len(ds)])
+    with pytest.raises(KeyError, match="observation_images_top"):
+        ds.take_blobs_decoded("observation_images_nope", [0])
+
+
+def test_windows_pad_at_episode_edges(ingested):
+    ds = robodata.open(ingested)
+    episodes = ds.episodes.to_pydict()
+    first_of_second = episodes["rows"][0]
+    last_of_first = first_of_second - 1
+    offsets = range(-2, 3)
+    window = ds.take_windows([first_of_second, last_of_first, 50], offsets, ["action", "observation_images_top"])
+    assert window["action"].shape == (3, 5, 14)
+    assert window["observation_images_top"].shape == (3, 5, 480, 640, 3)
+    np.testing.assert_array_equal(window["action_is_pad"], [
+        [True, True, False, False, False],
+        [False, False, False, True, True],
+        [False, False, False, False, False],
+    ])
+    actions = ds.to_table(columns=["action"])["action"].to_pylist()
+    # Padding repeats the episode's edge row; it never crosses into the neighbouring episode.
+    np.testing.assert_allclose(window["action"][0, 0], actions[first_of_second])
+    np.testing.assert_allclose(window["action"][0, 4], actions[first_of_second + 2])
+    np.testing.assert_allclose(window["action"][1, 4], actions[last_of_first])
+    np.testing.assert_allclose(window["action"][2, 0], actions[48])
+    np.testing.assert_array_equal(window["observation_images_top"][2, 4], ds[52]["observation_images_top"])
+    np.testing.assert_array_equal(window["observation_images_top_is_pad"], window["action_is_pad"])
+
+
+def test_versions_tags_and_time_travel(dataset_copy):
+    ds = robodata.open(dataset_copy)
+    assert [v["version"] for v in ds.versions()] == [1, 2, 3]
+    assert ds.tag("run-a") == 3
+    robodata.delete_episodes(dataset_copy, [0])
+    now = robodata.open(dataset_copy)
+    assert now.version == 4 and now.tags == {"run-a": 3}
+    tagged = robodata.open(dataset_copy, version="run-a")
+    assert tagged.version == 3 and len(tagged) == len(ds)
+    assert len(robodata.open(dataset_copy, version=1)) == ds.episodes.to_pydict()["rows"][0]
+    with pytest.raises(ValueError, match="already names version 3"):
+        now.tag("run-a")
+    with pytest.raises(FileNotFoundError, match="no robodata dataset"):
+        robodata.open(dataset_copy + "-missing")

@@ -1,0 +1,35 @@
+"""The robodata command: sample data, ingest, info, tag, delete, gc, and errors on bad input."""
+
+from __future__ import annotations
+
+import json
+
+from robodata.cli import main
+
+
+def test_sample_ingest_info_tag_delete_gc(tmp_path, capsys):
+    uploads, dataset = tmp_path / "uploads", str(tmp_path / "ds")
+    assert main(["sample-data", str(uploads), "--episodes", "2", "--seconds", "1"]) == 0
+    folders = sorted(str(p) for p in uploads.iterdir())
+    assert [p.rsplit("/", 1)[1] for p in folders] == ["episode_000000", "episode_000001"]
+    assert main(["ingest", *folders, dataset, "--gop-size", "4"]) == 0
+    capsys.readouterr()
+    assert main(["info", dataset]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["episodes"] == 2 and info["version"] == 2 and info["gop_size"] == 4
+    assert info["gop_rows"] == 2 * 3 * 8  # 30 frames per camera in GOPs of 4
+    assert main(["tag", dataset, "before-delete"]) == 0
+    assert main(["delete", dataset, "0"]) == 0
+    capsys.readouterr()
+    assert main(["info", dataset, "--version", "before-delete"]) == 0
+    assert json.loads(capsys.readouterr().out)["episodes"] == 2
+    assert main(["gc", dataset, "--dry-run"]) == 0
+    assert "0 unreferenced" in capsys.readouterr().out
+
+
+def test_errors_name_the_file_and_exit_2(tmp_path, capsys):
+    missing = tmp_path / "uploads" / "episode_000009"
+    missing.mkdir(parents=True)
+    assert main(["ingest", str(missing), str(tmp_path / "ds")]) == 2
+    err = capsys.readouterr().err
+    assert "episode.json" in err and "missing" in err
