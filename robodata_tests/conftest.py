@@ -53,6 +53,6 @@ pytest_plugins = ["robodata_tests.fixtures.s3_server"]
 
 
 @pytest.fixture(scope="session")
-def short_uploads(tmp_path_factory) -> list[Path]:
+def eight_short_uploads(tmp_path_factory) -> list[Path]:
     """Eight half-second sample episodes (indices 0-7): cheap enough for many ingests. Read-only."""
     return write_sample_uploads(tmp_path_factory.mktemp("short-uploads"), episodes=8, seed=11, seconds=0.5)

@@ -25,13 +25,13 @@ def _ingest_in_processes(pool, uploads, root: str, options: dict) -> list[roboda
     return results
 
 
-def test_eight_writers_one_dataset(s3, s3_root, short_uploads):
+def test_eight_writers_one_dataset(s3, s3_root, eight_short_uploads):
     options = s3.storage_options
     # Lance is not fork-safe: every worker is a fresh interpreter.
-    with multiprocessing.get_context("spawn").Pool(len(short_uploads)) as pool:
-        results = _ingest_in_processes(pool, short_uploads, s3_root, options)
+    with multiprocessing.get_context("spawn").Pool(len(eight_short_uploads)) as pool:
+        results = _ingest_in_processes(pool, eight_short_uploads, s3_root, options)
         # Re-running some of them, again at the same time, must still leave one copy of each.
-        again = _ingest_in_processes(pool, [short_uploads[2], short_uploads[5]], s3_root, options)
+        again = _ingest_in_processes(pool, [eight_short_uploads[2], eight_short_uploads[5]], s3_root, options)
     # Every ingest is its own commit: versions 1..8, no commit lost or merged.
     assert sorted(r.frames_version for r in results) == list(range(1, 9))
     rows = {r.episode_index: r.rows for r in results}

@@ -23,11 +23,11 @@ def _assert_clean(text: str, s3) -> None:
         assert secret not in text
 
 
-def test_planted_secret_appears_nowhere(s3, s3_root, short_uploads, monkeypatch, capsys):
+def test_planted_secret_appears_nowhere(s3, s3_root, eight_short_uploads, monkeypatch, capsys):
     options = s3.storage_options
     uploads = f"{s3_root}/uploads"
-    good = s3.put_tree(short_uploads[0], f"{uploads}/{short_uploads[0].name}")
-    broken = s3.put_tree(short_uploads[1], f"{uploads}/{short_uploads[1].name}", skip=("episode.json",))
+    good = s3.put_tree(eight_short_uploads[0], f"{uploads}/{eight_short_uploads[0].name}")
+    broken = s3.put_tree(eight_short_uploads[1], f"{uploads}/{eight_short_uploads[1].name}", skip=("episode.json",))
     root = f"{s3_root}/ds"
     robodata.ingest_episode(good, root, storage_options=options, uploads_root=uploads)
 
@@ -41,7 +41,7 @@ def test_planted_secret_appears_nowhere(s3, s3_root, short_uploads, monkeypatch,
     messages.append(str(missing.value))
     gone = {**options, "aws_endpoint": f"http://127.0.0.1:{free_port()}", "client_max_retries": "0"}
     with pytest.raises(StorageUnreachableError) as unreachable:
-        robodata.ingest_episode(str(short_uploads[1]), root, storage_options=gone)
+        robodata.ingest_episode(str(eight_short_uploads[1]), root, storage_options=gone)
     messages.append(str(unreachable.value))
     assert "could not reach http://127.0.0.1:" in messages[-1]
     for message in messages:

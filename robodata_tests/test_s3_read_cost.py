@@ -18,9 +18,9 @@ def _cost(s3, read) -> tuple[int, int]:
     return len(gets), len(requests) - len(gets)
 
 
-def test_requests_per_read(s3, s3_root, short_uploads):
+def test_requests_per_read(s3, s3_root, eight_short_uploads):
     options = s3.storage_options
-    for upload in short_uploads[:2]:
+    for upload in eight_short_uploads[:2]:
         robodata.ingest_episode(str(upload), s3_root, storage_options=options)
     ds = robodata.open(s3_root, storage_options=options)
     column = "observation_images_top"
