@@ -45,6 +45,9 @@ def test_server_stops_between_gop_write_and_frames_commit(private_s3, eight_shor
     with pytest.raises(StorageUnreachableError) as error:
         robodata.ingest_episode(str(eight_short_uploads[1]), root, storage_options=options)
     _assert_names_the_store(error, server, "committing episode 1's rows", f"{root}/frames.lance")
+    with pytest.raises(StorageUnreachableError) as error:  # a reader meets the same clear error
+        robodata.open(root, storage_options=options)
+    _assert_names_the_store(error, server, "opening the dataset", f"{root}/frames.lance")
     monkeypatch.undo()
     server.start()
 
