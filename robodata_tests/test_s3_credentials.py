@@ -1,5 +1,6 @@
 """Credentials reach storage and nothing else: with a recognisable secret planted in the storage
-options and the environment, no error message, CLI output, Lance schema metadata, version
+options and the environment, no error message (bad upload, missing dataset, unreachable store,
+missing bucket), CLI output, Lance schema metadata, version
 metadata or stored object contains it."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import pytest
 
 import robodata
 from robodata.cli import main as cli
-from robodata.errors import BadUploadError, StorageUnreachableError
+from robodata.errors import BadUploadError, StorageError, StorageUnreachableError
 from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.storage import fsspec_filesystem
 from robodata_tests.fixtures.s3_server import free_port
@@ -44,6 +45,9 @@ def test_planted_secret_appears_nowhere(s3, s3_root, eight_short_uploads, monkey
         robodata.ingest_episode(str(eight_short_uploads[1]), root, storage_options=gone)
     messages.append(str(unreachable.value))
     assert "could not reach http://127.0.0.1:" in messages[-1]
+    with pytest.raises(StorageError, match="refused a request while writing episode 0's GOPs") as refused:
+        robodata.ingest_episode(str(eight_short_uploads[0]), "s3://no-such-bucket/ds", storage_options=options)
+    messages.append(str(refused.value))
     for message in messages:
         _assert_clean(message, s3)
 
