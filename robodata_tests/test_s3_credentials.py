@@ -1,7 +1,7 @@
 """Credentials reach storage and nothing else: with a recognisable secret planted in the storage
 options and the environment, no error message (bad upload, missing dataset, unreachable store,
-missing bucket), CLI output, Lance schema metadata, version
-metadata or stored object contains it."""
+missing bucket), CLI output, Lance schema metadata, version metadata or stored object contains
+it."""
 
 from __future__ import annotations
 
