@@ -30,7 +30,10 @@ def test_planted_secret_appears_nowhere(s3, s3_root, eight_short_uploads, monkey
     good = s3.put_tree(eight_short_uploads[0], f"{uploads}/{eight_short_uploads[0].name}")
     broken = s3.put_tree(eight_short_uploads[1], f"{uploads}/{eight_short_uploads[1].name}", skip=("episode.json",))
     root = f"{s3_root}/ds"
-    robodata.ingest_episode(good, root, storage_options=options, uploads_root=uploads)
+    # The CLI takes credentials from the environment only.
+    for name, value in s3.environ.items():
+        monkeypatch.setenv(name, value)
+    assert cli(["ingest", good, root]) == 0
 
     # Errors a user sees: a bad upload on s3://, a missing dataset, a store that is not there.
     messages = []
@@ -51,9 +54,7 @@ def test_planted_secret_appears_nowhere(s3, s3_root, eight_short_uploads, monkey
     for message in messages:
         _assert_clean(message, s3)
 
-    # The CLI takes credentials from the environment and prints none of them, even on failure.
-    for name, value in s3.environ.items():
-        monkeypatch.setenv(name, value)
+    # The CLI prints none of them, even on failure.
     assert cli(["info", root]) == 0
     assert cli(["info", f"{s3_root}/nothing-here"]) == 2
     printed = capsys.readouterr()
