@@ -24,6 +24,7 @@ from robodata.format.schema import (
 from robodata.format.tables import append_or_create, frames_uri, gops_uri, open_table
 from robodata.ingest.alignment import nearest_frames
 from robodata.ingest.episode import CameraStream, EpisodeData
+from robodata.storage.failures import storage_step
 
 
 @dataclass
@@ -153,7 +154,8 @@ def write_episode(
     """
     settings = settings or EncoderSettings()
     meta = dataset_metadata(episode, settings)
-    frames = open_table(frames_uri(dataset_uri), storage_options)
+    with storage_step("reading the dataset's schema", frames_uri(dataset_uri), storage_options):
+        frames = open_table(frames_uri(dataset_uri), storage_options)
     if frames is not None:
         problems = read_metadata(frames.schema).compatible_with(meta)
         if problems:
@@ -165,8 +167,11 @@ def write_episode(
         futures = {c.name: pool.submit(encode_camera, episode.episode_index, c, settings) for c in episode.cameras}
         encoded = {name: f.result() for name, f in futures.items()}
     rows = _conform(build_rows(episode, encoded, _with_extra_fields(frames_schema(meta), episode)), schema)
-    gops_written, gops_version = _append_new_gops(dataset_uri, encoded, episode.episode_index, storage_options)
-    frames_version = _replace_episode_rows(dataset_uri, rows, schema, episode.episode_index, storage_options)
+    index = episode.episode_index
+    with storage_step(f"writing episode {index}'s GOPs", gops_uri(dataset_uri), storage_options):
+        gops_written, gops_version = _append_new_gops(dataset_uri, encoded, index, storage_options)
+    with storage_step(f"committing episode {index}'s rows", frames_uri(dataset_uri), storage_options):
+        frames_version = _replace_episode_rows(dataset_uri, rows, schema, index, storage_options)
     return IngestResult(
         episode_id=episode.episode_id,
         episode_index=episode.episode_index,

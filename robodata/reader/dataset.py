@@ -14,6 +14,7 @@ from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.reader.decode_pool import GopTask, run_tasks
 from robodata.reader.gop_index import GopIndex
 from robodata.reader.row_index import RowIndex
+from robodata.storage.failures import storage_step
 
 
 def open_dataset(
@@ -23,7 +24,8 @@ def open_dataset(
 
     >>> ds = robodata.open("data/demo", version="run-42")
     """
-    frames = open_table(frames_uri(uri), storage_options, version)
+    with storage_step("opening the dataset", frames_uri(uri), storage_options):
+        frames = open_table(frames_uri(uri), storage_options, version)
     if frames is None:
         raise FileNotFoundError(f"no robodata dataset at {uri} (frames.lance does not exist)")
     return RoboDataset(uri, frames, storage_options)
