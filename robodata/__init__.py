@@ -9,7 +9,13 @@
 
 from robodata.codec import EncoderSettings
 from robodata.edits import add_annotations, collect_garbage, delete_episodes
-from robodata.errors import BadUploadError, IncompatibleEpisodeError, RoboDataError
+from robodata.errors import (
+    BadUploadError,
+    IncompatibleEpisodeError,
+    RoboDataError,
+    StorageError,
+    StorageUnreachableError,
+)
 from robodata.ingest import IngestResult, ingest_episode, write_episode
 from robodata.reader import RoboDataset
 from robodata.reader import open_dataset as open  # noqa: A001 - mirrors lance.dataset / robodata.open
@@ -21,6 +27,8 @@ __all__ = [
     "IngestResult",
     "RoboDataError",
     "RoboDataset",
+    "StorageError",
+    "StorageUnreachableError",
     "add_annotations",
     "collect_garbage",
     "delete_episodes",

@@ -72,9 +72,11 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
 
 @command("info", _dataset_args)
 def _info(args: argparse.Namespace) -> int:
+    from robodata.storage import storage_options_from_env
     from robodata.summary import dataset_summary
 
-    print(json.dumps(dataset_summary(args.dataset, _version(args.version)), indent=2))
+    summary = dataset_summary(args.dataset, _version(args.version), storage_options_from_env() or None)
+    print(json.dumps(summary, indent=2))
     return 0
 
 
@@ -112,16 +114,25 @@ def _tag(args: argparse.Namespace) -> int:
 def _gc_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset")
     p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--min-age-minutes", type=float, default=60.0,
+                   help="keep unreferenced GOPs younger than this: an ingest may still be running")
 
 
 @command("gc", _gc_args)
 def _gc(args: argparse.Namespace) -> int:
+    from datetime import timedelta
+
     from robodata.edits import collect_garbage
     from robodata.storage import storage_options_from_env
 
-    report = collect_garbage(args.dataset, dry_run=args.dry_run, storage_options=storage_options_from_env() or None)
+    report = collect_garbage(
+        args.dataset, dry_run=args.dry_run, storage_options=storage_options_from_env() or None,
+        min_age=timedelta(minutes=args.min_age_minutes),
+    )
     verb = "would delete" if args.dry_run else "deleted"
-    print(f"{report.unreferenced} unreferenced GOP rows; {verb} them (gops.lance version {report.gops_version})")
+    removable = report.unreferenced - report.too_recent
+    print(f"{report.unreferenced} unreferenced GOP rows; {verb} {removable}, kept {report.too_recent} younger "
+          f"than {args.min_age_minutes:g} min (gops.lance version {report.gops_version})")
     return 0
 
 
@@ -304,6 +315,20 @@ def _register_imports(args: argparse.Namespace) -> int:
     for key in register_import_partitions_from_cli(args.source, args.format):
         print(key)
     return 0
+
+
+def _bench_loader_args(p: argparse.ArgumentParser) -> None:
+    from robodata.bench.loader import configure
+
+    configure(p)
+
+
+@command("bench-loader", _bench_loader_args)
+def _bench_loader(args: argparse.Namespace) -> int:
+    """Training DataLoader samples/s (0/1/2 workers, batch 32/128) and memory over a long run."""
+    from robodata.bench.loader import main as loader_main
+
+    return loader_main(args)
 
 
 def _version(value: str | None) -> int | str | None:

@@ -17,3 +17,13 @@ class BadUploadError(RoboDataError, ValueError):
 
 class IncompatibleEpisodeError(RoboDataError, ValueError):
     """An episode whose cameras, joints or GOP size differ from the dataset's."""
+
+
+class StorageError(RoboDataError, OSError):
+    """The dataset's storage failed a request during a step (e.g. a missing bucket, access
+    denied); the message names the store, the table, the step and the store's answer.
+    Credentials are never part of it."""
+
+
+class StorageUnreachableError(StorageError):
+    """The dataset's storage could not be reached, or did not answer, during a step."""

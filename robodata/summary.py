@@ -13,7 +13,7 @@ def dataset_summary(uri: str, version: int | str | None = None, storage_options:
     video_bytes = 0
     if gops is not None:
         data_files = [f for fragment in gops.get_fragments() for f in fragment.data_files()]
-        video_bytes = sum(_file_size(gops, f.path) for f in data_files)
+        video_bytes = sum(_file_size(gops, f, storage_options) for f in data_files)
     return {
         "uri": uri,
         "version": ds.version,
@@ -30,11 +30,14 @@ def dataset_summary(uri: str, version: int | str | None = None, storage_options:
     }
 
 
-def _file_size(dataset, path: str) -> int:
+def _file_size(dataset, data_file, storage_options: dict | None) -> int:
+    # Lance records each data file's size in the manifest; ask the store only when it did not.
+    if data_file.file_size_bytes:
+        return int(data_file.file_size_bytes)
     from robodata.storage import fsspec_filesystem, join_uri
 
-    uri = join_uri(dataset.uri, "data", path)
+    uri = join_uri(dataset.uri, "data", data_file.path)
     try:
-        return int(fsspec_filesystem(uri).size(uri))
+        return int(fsspec_filesystem(uri, storage_options).size(uri))
     except (FileNotFoundError, OSError):
         return 0

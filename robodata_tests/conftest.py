@@ -51,3 +51,12 @@ def dataset_copy(ingested, tmp_path) -> str:
     target = tmp_path / "ds"
     shutil.copytree(ingested, target)
     return str(target)
+
+
+pytest_plugins = ["robodata_tests.fixtures.s3_server"]
+
+
+@pytest.fixture(scope="session")
+def eight_short_uploads(tmp_path_factory) -> list[Path]:
+    """Eight half-second sample episodes (indices 0-7): cheap enough for many ingests. Read-only."""
+    return write_sample_uploads(tmp_path_factory.mktemp("short-uploads"), episodes=8, seed=11, seconds=0.5)

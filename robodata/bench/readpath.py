@@ -17,6 +17,7 @@ import numpy as np
 from tqdm import tqdm
 
 from robodata.codec import decode_gop_frames
+from robodata.format.ids import camera_filter
 from robodata.format.schema import camera_of
 from robodata.reader import RoboDataset, open_dataset
 
@@ -26,7 +27,7 @@ def sequential_decode_fps(ds: RoboDataset, column: str, threads: int | None = No
     single-threaded decoder per core."""
     camera = camera_of(column, ds.cameras)
     gops = ds._gops  # noqa: SLF001 - the benchmark measures the reader's own table
-    table = gops.to_table(columns=["packet_sizes"], filter=f"camera = '{camera}'", with_row_id=True)
+    table = gops.to_table(columns=["packet_sizes"], filter=camera_filter(camera), with_row_id=True)
     row_ids = table["_rowid"].to_pylist()[:max_gops]
     sizes = table["packet_sizes"].to_pylist()[:max_gops]
     blobs = [data for _, data in gops.read_blobs("gop", ids=row_ids, preserve_order=True)]

@@ -4,6 +4,7 @@ ingest, a re-ingest with new video, or deleted episodes)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import numpy as np
 
@@ -17,10 +18,21 @@ class GarbageReport:
     unreferenced: int
     deleted: int
     gops_version: int
+    too_recent: int = 0  # unreferenced, but younger than min_age: kept
 
 
-def collect_garbage(uri: str, *, dry_run: bool = False, storage_options: dict | None = None) -> GarbageReport:
+def collect_garbage(
+    uri: str,
+    *,
+    dry_run: bool = False,
+    storage_options: dict | None = None,
+    min_age: timedelta | None = None,
+) -> GarbageReport:
     """Delete gops.lance rows that no version of frames.lance still on disk points at.
+
+    An ingest writes its GOPs before the frames commit that references them, so while ingests
+    may be running, pass ``min_age`` (the CLI defaults to an hour): GOPs written more recently
+    than that are kept, since their frames commit may still be coming.
 
     Versions removed by Lance's ``cleanup_old_versions`` no longer protect their GOPs; tagged
     versions always do. The bytes leave disk at the next compaction and cleanup of gops.lance.
@@ -41,8 +53,26 @@ def collect_garbage(uri: str, *, dry_run: bool = False, storage_options: dict | 
     referenced |= staged_ref_ids(uri, storage_options)  # written by a first ingest step, not yet committed
     stored = gops.to_table(columns=["ref_id"])["ref_id"].to_numpy()
     orphans = sorted(set(stored.tolist()) - referenced)
+    too_recent = 0
+    if orphans and min_age is not None:
+        settled = _ref_ids_stored_before(gops, min_age)
+        too_recent = sum(r not in settled for r in orphans)
+        orphans = [r for r in orphans if r in settled]
     if orphans and not dry_run:
         for start in range(0, len(orphans), 1000):
             chunk = orphans[start : start + 1000]
             gops.delete(f"ref_id IN ({', '.join(str(int(r)) for r in chunk)})")
-    return GarbageReport(len(orphans), 0 if dry_run else len(orphans), gops.version)
+    return GarbageReport(len(orphans) + too_recent, 0 if dry_run else len(orphans), gops.version, too_recent)
+
+
+def _ref_ids_stored_before(gops, min_age: timedelta) -> set[int]:
+    """GOPs already present in the newest gops.lance version at least ``min_age`` old."""
+    old = [v for v in gops.versions() if _age(v["timestamp"]) >= min_age]
+    if not old:
+        return set()
+    version = gops.checkout_version(max(v["version"] for v in old))
+    return set(version.to_table(columns=["ref_id"])["ref_id"].to_pylist())
+
+
+def _age(timestamp: datetime) -> timedelta:
+    return datetime.now(timestamp.tzinfo) - timestamp

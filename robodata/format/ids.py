@@ -41,6 +41,22 @@ def episode_filter(episode_indices: list[int] | int) -> str:
     return f"episode_index IN ({', '.join(str(v) for v in values)})"
 
 
+def sql_string(value: str) -> str:
+    """``value`` as a Lance (DataFusion SQL) string literal: quoted, inner quotes doubled."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {value!r}")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def camera_filter(camera: str) -> str:
+    """A Lance filter selecting one camera's GOPs, whatever characters its name holds.
+
+    >>> camera_filter("o'brien")
+    "camera = 'o''brien'"
+    """
+    return f"camera = {sql_string(camera)}"
+
+
 def gop_ref_id(episode_index: int, camera: str, gop_index: int, data: bytes) -> int:
     """A content-derived int64 id: the same GOP of the same episode always gets the same id,
     so re-ingesting identical video finds its GOPs already stored."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import lance
 import pyarrow as pa
+from lance.fragment import write_fragments
 
 from robodata.format.schema import FRAMES_TABLE, GOPS_TABLE
 from robodata.storage import join_uri
@@ -30,21 +31,31 @@ def open_table(uri: str, storage_options: dict | None = None, version: int | str
 def append_or_create(
     uri: str, table: pa.Table, schema: pa.Schema, storage_options: dict | None = None
 ) -> lance.LanceDataset:
-    """Append ``table``; the first writer creates the dataset. Two writers racing to create it
-    both succeed: the loser appends."""
+    """Append ``table``; the first writer creates the dataset.
+
+    Writers may race to create it (eight ingest processes on an empty s3:// dataset). Lance
+    retries a losing ``mode="create"`` commit as an Overwrite, which would silently replace the
+    winner's rows; so the data files are written first and the create is committed once, with
+    no retries: exactly one writer creates the dataset, the others commit the same files as an
+    ordinary append.
+    """
+    fragments = write_fragments(
+        table, uri, schema=schema, storage_options=storage_options, enable_stable_row_ids=True
+    )
     if open_table(uri, storage_options) is None:
         try:
-            return lance.write_dataset(
-                table,
+            return lance.LanceDataset.commit(
                 uri,
-                schema=schema,
-                mode="create",
-                enable_stable_row_ids=True,
+                lance.LanceOperation.Overwrite(schema, fragments),
+                read_version=0,
+                max_retries=0,
                 storage_options=storage_options,
+                enable_stable_row_ids=True,
             )
-        except (OSError, ValueError) as exc:
-            if "exist" not in str(exc).lower():
-                raise
-    return lance.write_dataset(
-        table, uri, schema=schema, mode="append", storage_options=storage_options
+        except (OSError, ValueError):
+            if open_table(uri, storage_options) is None:
+                raise  # nobody else created it: a real failure
+    latest = open_table(uri, storage_options)
+    return lance.LanceDataset.commit(
+        uri, lance.LanceOperation.Append(fragments), read_version=latest.version, storage_options=storage_options
     )

@@ -42,7 +42,9 @@ def _open(path: str, fs):
         return av.open(handle, mode="r")
     except (av.error.FFmpegError, UnicodeDecodeError) as exc:
         handle.close()
-        raise BadUploadError(path, f"not a readable video ({exc.__class__.__name__}: {exc})") from None
+        raise BadUploadError(
+            path, f"not a readable video: truncated, damaged or not a video at all ({exc.__class__.__name__}: {exc})"
+        ) from None
 
 
 def _video_stream(container, path: str):

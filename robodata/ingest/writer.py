@@ -28,6 +28,7 @@ from robodata.format.schema import (
 from robodata.format.tables import append_or_create, frames_uri, gops_uri, open_table
 from robodata.ingest.alignment import nearest_frames
 from robodata.ingest.episode import CameraStream, EpisodeData
+from robodata.storage.failures import storage_step
 
 
 @dataclass
@@ -234,9 +235,9 @@ def write_gops(
             c.name: pool.submit(encode_camera, episode.episode_index, c, settings) for c in episode.cameras
         }
         encoded = {name: f.result() for name, f in futures.items()}
-    written, written_bytes, gops_version = _append_new_gops(
-        dataset_uri, encoded, episode.episode_index, storage_options
-    )
+    index = episode.episode_index
+    with storage_step(f"writing episode {index}'s GOPs", gops_uri(dataset_uri), storage_options):
+        written, written_bytes, gops_version = _append_new_gops(dataset_uri, encoded, index, storage_options)
     return StagedGops(
         episode_id=episode.episode_id,
         episode_index=episode.episode_index,
@@ -271,7 +272,9 @@ def write_frames(
     schema = _frames_schema(episode, meta, dataset_uri, storage_options)
     built = build_rows(episode, staged.cameras, _with_extra_fields(frames_schema(meta), episode))
     rows = _conform(built, schema)
-    frames_version = _replace_episode_rows(dataset_uri, rows, schema, episode.episode_index, storage_options)
+    index = episode.episode_index
+    with storage_step(f"committing episode {index}'s rows", frames_uri(dataset_uri), storage_options):
+        frames_version = _replace_episode_rows(dataset_uri, rows, schema, index, storage_options)
     return IngestResult(
         episode_id=episode.episode_id,
         episode_index=episode.episode_index,
@@ -290,7 +293,8 @@ def _frames_schema(
 ) -> pa.Schema:
     """The frames.lance schema ``episode`` will be written with; IncompatibleEpisodeError if the
     dataset's cameras, joints or GOP size differ from the episode's."""
-    frames = open_table(frames_uri(dataset_uri), storage_options)
+    with storage_step("reading the dataset's schema", frames_uri(dataset_uri), storage_options):
+        frames = open_table(frames_uri(dataset_uri), storage_options)
     if frames is None:
         return _with_extra_fields(frames_schema(meta), episode)
     problems = read_metadata(frames.schema).compatible_with(meta)

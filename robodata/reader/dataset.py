@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 
 import lance
@@ -13,6 +14,7 @@ from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.reader.decode_pool import GopTask, run_tasks
 from robodata.reader.gop_index import GopIndex
 from robodata.reader.row_index import RowIndex
+from robodata.storage.failures import storage_step
 
 
 def open_dataset(
@@ -22,7 +24,8 @@ def open_dataset(
 
     >>> ds = robodata.open("data/demo", version="run-42")
     """
-    frames = open_table(frames_uri(uri), storage_options, version)
+    with storage_step("opening the dataset", frames_uri(uri), storage_options):
+        frames = open_table(frames_uri(uri), storage_options, version)
     if frames is None:
         raise FileNotFoundError(f"no robodata dataset at {uri} (frames.lance does not exist)")
     return RoboDataset(uri, frames, storage_options)
@@ -110,13 +113,16 @@ class RoboDataset:
         *,
         concurrency: int | None = None,
         zero_copy: bool = False,
+        gop_bytes: Mapping[int, bytes] | None = None,
     ) -> dict[str, np.ndarray]:
         """Decoded frames of rows ``indices`` (dataset row offsets), one ``[N, H, W, 3]`` uint8
         array per image column, in request order.
 
         Requests are grouped by GOP; every needed GOP is fetched in one coalesced Lance read and
         decoded once, only as far as its last requested frame, in parallel across GOPs. With
-        ``zero_copy=True`` the arrays are buffers that the next call may overwrite.
+        ``zero_copy=True`` the arrays are buffers that the next call may overwrite. ``gop_bytes``
+        (ref_id -> GOP bytes, e.g. prefetched by a training loader) supplies GOPs already in
+        memory; only the others are read from Lance.
 
         >>> ds.take_blobs_decoded("observation_images_top", [5, 900, 17])["observation_images_top"].shape
         (3, 480, 640, 3)
@@ -130,7 +136,7 @@ class RoboDataset:
             refs = self._rows.ref_id[camera][indices]
             frames = self._rows.frame_in_gop[camera][indices]
             requests.append((refs, frames, outputs[name]))
-        run_tasks(self._gop_tasks(requests), concurrency)
+        run_tasks(self._gop_tasks(requests, gop_bytes), concurrency)
         return outputs
 
     def _output(self, name: str, n: int, zero_copy: bool) -> np.ndarray:
@@ -143,16 +149,19 @@ class RoboDataset:
             buffer = self._buffers[(name, n)] = np.empty(shape, dtype=np.uint8)
         return buffer
 
-    def _gop_tasks(self, requests) -> list[GopTask]:
+    def _gop_tasks(self, requests, gop_bytes: Mapping[int, bytes] | None = None) -> list[GopTask]:
         all_refs = np.concatenate([refs for refs, _, _ in requests])
         unique_refs, inverse = np.unique(all_refs, return_inverse=True)
         positions = self._gop_index.positions(unique_refs)
-        blobs = self._gops.read_blobs(
-            "gop", ids=self._gop_index.row_ids(positions).tolist(), preserve_order=True
-        )
+        supplied = gop_bytes or {}
+        blobs = [supplied.get(int(ref)) for ref in unique_refs]
+        missing = [slot for slot, data in enumerate(blobs) if data is None]
+        if missing:
+            for slot, data in zip(missing, self._read_gop_rows(positions[missing]), strict=True):
+                blobs[slot] = data
         tasks = [
             GopTask(data, self._gop_index.packet_sizes(int(pos)))
-            for (_, data), pos in zip(blobs, positions, strict=True)
+            for data, pos in zip(blobs, positions, strict=True)
         ]
         cursor = 0
         for refs, frames, out in requests:
@@ -163,12 +172,50 @@ class RoboDataset:
             cursor += len(refs)
         return tasks
 
-    def take_windows(self, indices, offsets, columns: str | list[str]) -> dict[str, np.ndarray]:
+    def _read_gop_rows(self, positions: np.ndarray) -> list[bytes]:
+        blobs = self._gops.read_blobs("gop", ids=self._gop_index.row_ids(positions).tolist(), preserve_order=True)
+        return [data for _, data in blobs]
+
+    def gop_refs(self, columns: str | list[str], indices) -> np.ndarray:
+        """The distinct GOP ref_ids that the frames of rows ``indices`` in ``columns`` decode from.
+
+        >>> ds.gop_refs("observation_images_top", [0, 1, 2])
+        array([123456789])
+        """
+        names = [columns] if isinstance(columns, str) else list(columns)
+        indices = self._check_indices(indices)
+        refs = [self._rows.ref_id[camera_of(name, self.cameras)][indices] for name in names]
+        return np.unique(np.concatenate(refs)) if refs else np.zeros(0, np.int64)
+
+    def gop_byte_sizes(self, ref_ids) -> np.ndarray:
+        """Stored size in bytes of each GOP in ``ref_ids``, known without reading it."""
+        return self._gop_index.byte_sizes(self._gop_index.positions(np.asarray(ref_ids)))
+
+    def read_gops(self, ref_ids) -> dict[int, bytes]:
+        """GOP bytes by ref_id, in one coalesced Lance read (what ``gop_bytes`` accepts).
+
+        >>> ds.take_blobs_decoded(cols, rows, gop_bytes=ds.read_gops(ds.gop_refs(cols, rows)))
+        """
+        refs = np.asarray(ref_ids)
+        if refs.size == 0:
+            return {}
+        data = self._read_gop_rows(self._gop_index.positions(refs))
+        return {int(ref): blob for ref, blob in zip(refs, data, strict=True)}
+
+    def window_rows(self, indices, offsets) -> tuple[np.ndarray, np.ndarray]:
+        """The rows ``take_windows`` reads: ``([N, T] row offsets, [N, T] pad mask)``."""
+        offsets = np.asarray(list(offsets), dtype=np.int64)
+        return self._rows.window_rows(self._check_indices(indices), offsets)
+
+    def take_windows(
+        self, indices, offsets, columns: str | list[str], *, gop_bytes: Mapping[int, bytes] | None = None
+    ) -> dict[str, np.ndarray]:
         """Temporal windows around rows ``indices`` at row ``offsets`` (e.g. ``range(-7, 1)``).
 
         Each column comes back as ``[N, T, ...]``; rows past an episode's edge repeat the edge
         row and are flagged in ``<column>_is_pad`` ([N, T] bool), as LeRobot's delta_timestamps
-        does. An offset of k rows is k / control_hz seconds.
+        does. An offset of k rows is k / control_hz seconds. ``gop_bytes`` is passed on to
+        ``take_blobs_decoded``.
         """
         names = [columns] if isinstance(columns, str) else list(columns)
         indices = self._check_indices(indices)
@@ -179,7 +226,7 @@ class RoboDataset:
         scalars = [n for n in names if n not in self.image_columns]
         result: dict[str, np.ndarray] = {}
         if images:
-            decoded = self.take_blobs_decoded(images, flat)
+            decoded = self.take_blobs_decoded(images, flat, gop_bytes=gop_bytes)
             for name, array in decoded.items():
                 result[name] = array.reshape(rows.shape + array.shape[1:])
         if scalars:

@@ -22,6 +22,7 @@ class GopIndex:
         self._sizes_start = offsets[:-1][order]
         self._sizes_end = offsets[1:][order]
         self._sizes = values
+        self._sizes_cumsum = np.concatenate([[0], np.cumsum(values, dtype=np.int64)])
 
     def __len__(self) -> int:
         return len(self._ref_ids)
@@ -40,3 +41,7 @@ class GopIndex:
 
     def packet_sizes(self, position: int) -> np.ndarray:
         return self._sizes[self._sizes_start[position] : self._sizes_end[position]]
+
+    def byte_sizes(self, positions: np.ndarray) -> np.ndarray:
+        """Total bytes of each GOP at ``positions`` (the sum of its packet sizes)."""
+        return self._sizes_cumsum[self._sizes_end[positions]] - self._sizes_cumsum[self._sizes_start[positions]]

@@ -1,0 +1,194 @@
+"""Training batches from one pinned dataset version: frames, windows, per-row columns.
+
+A BatchReader is what a training worker holds. It pickles as (uri, version, storage options,
+options) only, and opens the dataset lazily in whichever process uses it, so DataLoader
+workers started by spawn each open their own Lance handles (Lance is not fork-safe).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from robodata.format.schema import camera_of, image_column
+from robodata.reader.dataset import RoboDataset, _to_numpy, open_dataset
+from robodata.reader.gop_cache import GopCache
+
+DEFAULT_COLUMNS = ("episode_index", "frame_index", "observation_state", "action")
+DEFAULT_BUDGET_BYTES = 256 << 20
+
+
+def offsets_from_delta_timestamps(delta_timestamps: Mapping[str, Sequence[float]], control_hz: float) -> dict:
+    """LeRobot's ``delta_timestamps`` (seconds) as row offsets; each must be a whole number of
+    control steps.
+
+    >>> offsets_from_delta_timestamps({"action": [0.0, 0.01, 0.02]}, 100.0)
+    {'action': [0, 1, 2]}
+    """
+    offsets = {}
+    for column, deltas in delta_timestamps.items():
+        steps = [float(d) * control_hz for d in deltas]
+        rounded = [round(s) for s in steps]
+        bad = [d for d, s, r in zip(deltas, steps, rounded, strict=True) if abs(s - r) > 1e-4]
+        if bad:
+            raise ValueError(
+                f"delta_timestamps[{column!r}] = {bad} is not a multiple of 1/{control_hz:g} s (one control step)"
+            )
+        offsets[column] = rounded
+    return offsets
+
+
+class BatchReader:
+    """Reads batches of rows as numpy arrays, through ``take_blobs_decoded`` / ``take_windows``.
+
+    >>> reader = BatchReader("s3://bucket/ds", version="run-42", cameras=["top"], offsets={"action": range(16)})
+    >>> batch = reader.read([5, 900, 17])   # {"observation_images_top": [3,480,640,3] uint8, ...}
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        version: int | str | None = None,
+        storage_options: dict | None = None,
+        cameras: Sequence[str] | None = None,
+        columns: Sequence[str] = DEFAULT_COLUMNS,
+        offsets: Mapping[str, Sequence[int]] | None = None,
+        delta_timestamps: Mapping[str, Sequence[float]] | None = None,
+        image_dtype: str = "uint8",
+        channels_first: bool = False,
+        transform: Callable[[dict], dict] | None = None,
+        budget_bytes: int = DEFAULT_BUDGET_BYTES,
+        prefetch_batches: int = 4,
+    ) -> None:
+        if image_dtype not in ("uint8", "float32"):
+            raise ValueError(f"image_dtype must be 'uint8' or 'float32', got {image_dtype!r}")
+        self.uri = uri
+        self.storage_options = storage_options
+        self._dataset: RoboDataset | None = open_dataset(uri, version=version, storage_options=storage_options)
+        # Pin the number, not the tag or "latest": every worker and every epoch reads this version.
+        self.dataset_version: int = self._dataset.version
+        self.requested_version = version
+        self.num_rows = len(self._dataset)
+        known = self._dataset.cameras
+        chosen = known if cameras is None else [_camera(c, known) for c in cameras]
+        self.image_columns = [image_column(c) for c in chosen]
+        self.columns = list(columns)
+        windows = dict(offsets or {})
+        if delta_timestamps:
+            windows.update(offsets_from_delta_timestamps(delta_timestamps, self._dataset.metadata.control_hz))
+        self.offsets = {self._column_name(name, known): [int(o) for o in offs] for name, offs in windows.items()}
+        self.image_dtype = image_dtype
+        self.channels_first = channels_first
+        self.transform = transform
+        self.budget_bytes = int(budget_bytes)
+        self.prefetch_batches = int(prefetch_batches)
+        self._cache: GopCache | None = None
+
+    def _column_name(self, name: str, cameras: list[str]) -> str:
+        if name in self.columns or name in self.image_columns:
+            return name
+        if name in cameras and image_column(name) in self.image_columns:
+            return image_column(name)
+        raise ValueError(f"offsets name {name!r}, which is not among the columns read: "
+                         f"{self.image_columns + self.columns}")
+
+    # --- lazily opened state (never pickled) ------------------------------------------------
+    @property
+    def dataset(self) -> RoboDataset:
+        if self._dataset is None:
+            self._dataset = open_dataset(self.uri, version=self.dataset_version, storage_options=self.storage_options)
+        return self._dataset
+
+    @property
+    def cache(self) -> GopCache | None:
+        """The GOP byte cache and prefetcher (None when the budget is 0)."""
+        if self._cache is None and self.budget_bytes > 0 and self.image_columns:
+            self._cache = GopCache(
+                self.dataset, self.needed_gops, budget_bytes=self.budget_bytes, depth=self.prefetch_batches
+            )
+        return self._cache
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_dataset"] = None
+        state["_cache"] = None
+        return state
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+
+    # --- reading ----------------------------------------------------------------------------
+    def schedule(self, batches: Sequence[np.ndarray]) -> None:
+        """Tell the prefetcher which batches come next, in order."""
+        if self.cache is not None:
+            self.cache.schedule(batches)
+
+    def needed_gops(self, indices: np.ndarray) -> np.ndarray:
+        """The GOP ref_ids a batch decodes from, windows included."""
+        plain = [c for c in self.image_columns if c not in self.offsets]
+        refs = [self.dataset.gop_refs(plain, indices)] if plain else []
+        for column, offs in self.offsets.items():
+            if column in self.image_columns:
+                rows, _ = self.dataset.window_rows(indices, offs)
+                refs.append(self.dataset.gop_refs(column, rows.reshape(-1)))
+        return np.unique(np.concatenate(refs)) if refs else np.zeros(0, np.int64)
+
+    def read(self, indices) -> dict[str, np.ndarray]:
+        """Batch of rows ``indices`` (dataset row offsets): ``index``, each image column
+        ``[N, H, W, 3]`` (or ``[N, T, ...]`` with offsets, plus ``<column>_is_pad``), each
+        per-row column; then ``transform`` if one was given."""
+        indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+        cache = self.cache
+        gop_bytes = cache.acquire(indices) if cache is not None else None
+        try:
+            batch = self._read(indices, gop_bytes)
+        finally:
+            if cache is not None:
+                cache.release(indices)
+        return self.transform(batch) if self.transform is not None else batch
+
+    def _read(self, indices: np.ndarray, gop_bytes) -> dict[str, np.ndarray]:
+        ds = self.dataset
+        batch: dict[str, np.ndarray] = {"index": indices}
+        plain_images = [c for c in self.image_columns if c not in self.offsets]
+        plain_columns = [c for c in self.columns if c not in self.offsets]
+        if plain_images:
+            batch.update(ds.take_blobs_decoded(plain_images, indices, gop_bytes=gop_bytes))
+        if plain_columns:
+            table = ds.lance_dataset.take(indices.tolist(), columns=plain_columns)
+            batch.update({name: _to_numpy(table[name]) for name in plain_columns})
+        for offs, names in _group_by_offsets(self.offsets).items():
+            batch.update(ds.take_windows(indices, offs, names, gop_bytes=gop_bytes))
+        for name in self.image_columns:
+            batch[name] = self._convert_images(batch[name])
+        return batch
+
+    def _convert_images(self, frames: np.ndarray) -> np.ndarray:
+        if self.channels_first:
+            frames = np.moveaxis(frames, -1, -3)
+        if self.image_dtype == "float32":
+            return np.divide(frames, np.float32(255), dtype=np.float32)
+        return np.ascontiguousarray(frames)
+
+    def __repr__(self) -> str:
+        return (
+            f"BatchReader({self.uri!r}, version={self.dataset_version}, images={self.image_columns}, "
+            f"columns={self.columns}, offsets={self.offsets})"
+        )
+
+
+def _camera(name: str, cameras: list[str]) -> str:
+    """A camera given by name (``top``) or by image column (``observation_images_top``)."""
+    return name if name in cameras else camera_of(name, cameras)
+
+
+def _group_by_offsets(offsets: Mapping[str, list[int]]) -> dict[tuple[int, ...], list[str]]:
+    """Columns that share the same offsets are read in one take_windows call."""
+    groups: dict[tuple[int, ...], list[str]] = {}
+    for name, offs in offsets.items():
+        groups.setdefault(tuple(offs), []).append(name)
+    return groups
