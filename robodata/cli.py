@@ -164,6 +164,159 @@ def _bench_readpath(args: argparse.Namespace) -> int:
     return readpath_main(args)
 
 
+def _bench_args(p: argparse.ArgumentParser) -> None:
+    from robodata.bench.__main__ import configure
+
+    configure(p)
+
+
+@command("bench", _bench_args)
+def _bench(args: argparse.Namespace) -> int:
+    """Benchmark report: GOP-size sweep and reads against the LeRobot v3 layout."""
+    import shlex
+
+    from robodata.bench.__main__ import run
+
+    return run(args, shlex.join(["robodata", *sys.argv[1:]]))
+
+
+def _export_lerobot_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="robodata dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("root", help="new local folder for the LeRobot v3.0 dataset")
+    p.add_argument("--version", default=None, help="a version number or a tag (default: latest)")
+    p.add_argument("--episodes-per-file", type=int, default=50)
+    p.add_argument("--vcodec", default="libsvtav1")
+    p.add_argument("--crf", type=int, default=30)
+    p.add_argument("--g", type=int, default=2, help="keyframe interval of the exported MP4s")
+
+
+@command("export-lerobot", _export_lerobot_args)
+def _export_lerobot(args: argparse.Namespace) -> int:
+    """Export a dataset version as a LeRobot v3.0 dataset."""
+    from robodata.interop.lerobot_export import export_lerobot
+    from robodata.storage import storage_options_from_env
+
+    result = export_lerobot(
+        args.dataset,
+        args.root,
+        version=_version(args.version),
+        episodes_per_file=args.episodes_per_file,
+        vcodec=args.vcodec,
+        crf=args.crf,
+        g=args.g,
+        storage_options=storage_options_from_env() or None,
+    )
+    print(
+        f"exported version {result.dataset_version}: {result.episodes} episodes, {result.frames} frames "
+        f"at {result.fps} fps to {result.root}"
+    )
+    return 0
+
+
+def _import_lerobot_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("root", help="LeRobot v3 dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("dataset", help="robodata dataset root to import into: a directory or s3://bucket/prefix")
+    p.add_argument("--repo-id", default=None, help="recorded in the schema metadata (default: ROOT's name)")
+    p.add_argument("--episodes", type=int, nargs="*", default=None, help="LeRobot episodes (all by default)")
+    p.add_argument("--gop-size", type=int, default=8)
+    p.add_argument("--crf", type=int, default=23)
+    p.add_argument("--preset", default="veryfast")
+
+
+@command("import-lerobot", _import_lerobot_args)
+def _import_lerobot(args: argparse.Namespace) -> int:
+    """Import a LeRobot v3 dataset; episodes already in the dataset are skipped."""
+    from robodata.interop.lerobot_import import import_lerobot
+    from robodata.storage import storage_options_from_env
+
+    result = import_lerobot(
+        args.root,
+        args.dataset,
+        repo_id=args.repo_id,
+        episodes=args.episodes,
+        gop_size=args.gop_size,
+        crf=args.crf,
+        preset=args.preset,
+        storage_options=storage_options_from_env() or None,
+    )
+    print(
+        f"imported episodes {result.imported} ({result.rows} rows), skipped {result.skipped} "
+        f"already present; dataset version {result.frames_version}"
+    )
+    return 0
+
+
+def _import_hdf5_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", help="an ALOHA / ACT HDF5 file or a glob, e.g. 'rec/episode_*.hdf5' or s3://")
+    p.add_argument("dataset", help="robodata dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("--episodes", type=int, nargs="*", default=None, help="source episodes (all by default)")
+    p.add_argument("--control-hz", type=float, default=50.0, help="the recording's control rate")
+    p.add_argument("--joint-names", nargs="+", default=None, help="default: ALOHA's 14 joints")
+    p.add_argument("--task", default="")
+    p.add_argument("--jpeg-channel-order", choices=["bgr", "rgb"], default="bgr", help="bgr: OpenCV wrote it")
+    p.add_argument("--start-index", type=int, default=0, help="added to N of episode_N.hdf5")
+    p.add_argument("--gop-size", type=int, default=8)
+    p.add_argument("--crf", type=int, default=23)
+    p.add_argument("--preset", default="veryfast")
+
+
+@command("import-hdf5", _import_hdf5_args)
+def _import_hdf5(args: argparse.Namespace) -> int:
+    """Import ALOHA / ACT HDF5 episodes; episodes already in the dataset are skipped."""
+    from robodata.interop.hdf5_import import import_hdf5
+    from robodata.storage import storage_options_from_env
+
+    result = import_hdf5(
+        args.path,
+        args.dataset,
+        episodes=args.episodes,
+        control_hz=args.control_hz,
+        joint_names=args.joint_names,
+        task=args.task,
+        jpeg_channel_order=args.jpeg_channel_order,
+        start_index=args.start_index,
+        gop_size=args.gop_size,
+        crf=args.crf,
+        preset=args.preset,
+        storage_options=storage_options_from_env() or None,
+    )
+    print(
+        f"imported episodes {result.imported} ({result.rows} rows), skipped {result.skipped} "
+        f"already present; dataset version {result.frames_version}"
+    )
+    return 0
+
+
+def _register_uploads_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", default=None, help="dataset root (default: $ROBODATA_ROOT, else ./demo/dataset)")
+    p.add_argument("--uploads", default=None, help="uploads root (default: $ROBODATA_UPLOADS, else beside the dataset)")
+
+
+@command("register-uploads", _register_uploads_args)
+def _register_uploads(args: argparse.Namespace) -> int:
+    """Add a Dagster partition (in $DAGSTER_HOME's instance) for every complete upload."""
+    from robodata.defs.episodes import register_uploads_from_cli
+
+    for key in register_uploads_from_cli(args.dataset, args.uploads):
+        print(key)
+    return 0
+
+
+def _register_imports_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", help="a LeRobot v3 root or an HDF5 glob (local or s3://)")
+    p.add_argument("--format", choices=["lerobot", "aloha_hdf5"], default="lerobot")
+
+
+@command("register-imports", _register_imports_args)
+def _register_imports(args: argparse.Namespace) -> int:
+    """Add an imported_episodes partition (in $DAGSTER_HOME's instance) per source episode."""
+    from robodata.defs.interop import register_import_partitions_from_cli
+
+    for key in register_import_partitions_from_cli(args.source, args.format):
+        print(key)
+    return 0
+
+
 def _version(value: str | None) -> int | str | None:
     if value is None:
         return None

@@ -1,28 +1,84 @@
-"""The README's demo: sample uploads -> dataset -> summary, one decoded frame as PNG."""
+"""The README's demo, run through Dagster: sample uploads -> partitions -> every asset
+materialized in-process against a local DAGSTER_HOME -> summary, one decoded frame as PNG."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
-from tqdm import tqdm
 
 from robodata.bench.quality import jpeg_roundtrip, psnr
-from robodata.ingest import ingest_episode
 from robodata.reader import open_dataset
 from robodata.sample_data import write_sample_uploads
 from robodata.summary import dataset_summary
 
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
 
 def run_demo(workdir: str, episodes: int = 4, seconds: float = 4.0) -> dict:
+    """Write ``episodes`` sample uploads under ``workdir`` and build the dataset with Dagster.
+
+    >>> run_demo("demo", episodes=2, seconds=1.0)["episodes"]
+    2
+    """
+    import dagster as dg
+
+    from robodata.defs.episodes import register_uploads
+    from robodata.defs.instance import prepare_dagster_home
+    from robodata.defs.resources import DatasetStore
+
     root = Path(workdir).resolve()
-    uploads = write_sample_uploads(root / "uploads", episodes=episodes, seconds=seconds)
-    dataset = str(root / "dataset")
-    for upload in tqdm(uploads, desc="ingest", unit="episode"):
-        ingest_episode(str(upload), dataset)
-    return report(dataset, root)
+    run_name = time.strftime("demo-run-%Y%m%d-%H%M%S")  # a tag names one version: one per demo run
+    write_sample_uploads(root / "uploads", episodes=episodes, seconds=seconds)
+    labels = _write_success_labels(root / "labels" / "success.csv", episodes)
+    store = DatasetStore(root=str(root / "dataset"), uploads_root=str(root / "uploads"))
+    home = prepare_dagster_home(root / "dagster_home")
+    with dg.DagsterInstance.get() as instance:
+        partitions = register_uploads(instance, store)
+        reports = materialize_all(instance, store, partitions, labels, run_name)
+    summary = report(store.root, root)
+    print(f"Dagster instance: DAGSTER_HOME={home}; see the runs with `DAGSTER_HOME={home} dagster dev`")
+    print(f"Lance versions: frames.lance {summary['version']}, gops.lance {summary['gops_version']}, "
+          f"tag {run_name!r} -> version {summary['tags'].get(run_name)}")
+    print(f"benchmark report: {reports['benchmark_report']} (also in the benchmark_report asset's metadata)")
+    return summary
+
+
+def materialize_all(instance, store, partitions: list[str], labels_path: str, run_name: str) -> dict[str, str]:
+    """Materialize every asset in-process: each episode partition (checks included), then
+    annotations, the training snapshot and the benchmark report. Returns the report's path."""
+    import dagster as dg
+    from tqdm import tqdm
+
+    from robodata.defs import annotations, benchmark, checks, episodes, snapshots
+
+    resources = {"store": store}
+    episode_assets = [episodes.raw_episodes, episodes.gop_blobs, episodes.aligned_frames, *checks.episode_checks]
+    for key in tqdm(partitions, desc="dagster: ingest episodes", unit="episode"):
+        dg.materialize(episode_assets, partition_key=key, instance=instance, resources=resources, run_config=QUIET)
+    config = {
+        "annotations": {"config": {"labels_path": labels_path}},
+        "training_snapshot": {"config": {"run_name": run_name}},
+    }
+    result = dg.materialize(
+        [annotations.annotations, snapshots.training_snapshot, benchmark.benchmark_report],
+        instance=instance,
+        resources=resources,
+        run_config={**QUIET, "ops": config},
+    )
+    bench = result.asset_materializations_for_node("benchmark_report")[0]
+    return {"benchmark_report": bench.metadata["report_path"].value}
+
+
+def _write_success_labels(path: Path, episodes: int) -> str:
+    """Per-episode success / failure labels, as an evaluator would hand them over."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["episode_index,success"] + [f"{i},{'true' if i % 3 else 'false'}" for i in range(episodes)]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
 
 
 def report(dataset: str, out: Path) -> dict:

@@ -14,10 +14,12 @@ def psnr(reference: np.ndarray, test: np.ndarray) -> float:
     return float("inf") if mse == 0 else float(10 * np.log10(255.0**2 / mse))
 
 
-def jpeg_roundtrip(rgb: np.ndarray, quality: int) -> tuple[int, np.ndarray]:
-    """(bytes, decoded image) of ``rgb`` as a JPEG at ``quality`` (Pillow/libjpeg)."""
+def jpeg_roundtrip(rgb: np.ndarray, quality: int, subsampling: int | None = None) -> tuple[int, np.ndarray]:
+    """(bytes, decoded image) of ``rgb`` as a JPEG at ``quality`` (Pillow/libjpeg); ``subsampling``
+    is Pillow's chroma option (0 = 4:4:4, 2 = 4:2:0, None = Pillow's default, 4:2:0)."""
     buffer = io.BytesIO()
-    Image.fromarray(rgb).save(buffer, format="JPEG", quality=quality)
+    options = {} if subsampling is None else {"subsampling": subsampling}
+    Image.fromarray(rgb).save(buffer, format="JPEG", quality=quality, **options)
     size = buffer.tell()
     buffer.seek(0)
     return size, np.asarray(Image.open(buffer).convert("RGB"))

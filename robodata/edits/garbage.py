@@ -10,6 +10,7 @@ import numpy as np
 
 from robodata.format.schema import read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_table
+from robodata.ingest.staging import staged_ref_ids
 
 
 @dataclass
@@ -49,6 +50,7 @@ def collect_garbage(
             table = version.to_table(columns=columns)
             for column in columns:
                 referenced.update(np.unique(table[column].to_numpy()).tolist())
+    referenced |= staged_ref_ids(uri, storage_options)  # written by a first ingest step, not yet committed
     stored = gops.to_table(columns=["ref_id"])["ref_id"].to_numpy()
     orphans = sorted(set(stored.tolist()) - referenced)
     too_recent = 0

@@ -6,6 +6,14 @@ import numpy as np
 
 from robodata.errors import BadUploadError
 
+TIMESTAMP_SLACK_NS = 1_000_000  # 1 ms for container timestamp rounding
+
+
+def alignment_tolerance_ns(fps: float) -> float:
+    """The largest allowed distance between a row and its camera frame: half a camera period
+    plus the rounding slack."""
+    return 0.5e9 / fps + TIMESTAMP_SLACK_NS
+
 
 def nearest_frames(row_times_ns: np.ndarray, frame_times_ns: np.ndarray, fps: float, source: str) -> np.ndarray:
     """Index of the camera frame nearest each row time.
@@ -24,7 +32,7 @@ def nearest_frames(row_times_ns: np.ndarray, frame_times_ns: np.ndarray, fps: fl
     nearest = np.where(pick_before, before, after)
     error = np.abs(frame_times_ns[nearest] - row_times_ns)
     half_period_ns = 0.5e9 / fps
-    tolerance_ns = half_period_ns + 1e6  # 1 ms slack for container timestamp rounding
+    tolerance_ns = alignment_tolerance_ns(fps)
     if (error > tolerance_ns).any():
         row = int(np.argmax(error > tolerance_ns))
         raise BadUploadError(

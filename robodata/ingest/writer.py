@@ -1,10 +1,14 @@
 """Write one episode: its cameras as GOP rows in gops.lance, then its control-rate rows in
-frames.lance, replacing any earlier copy of the episode in a single commit."""
+frames.lance, replacing any earlier copy of the episode in a single commit.
+
+The two steps are separate functions (``write_gops`` then ``write_frames``) so an orchestrator
+can run them as separate assets; ``write_episode`` runs both."""
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import lance
 import numpy as np
@@ -39,6 +43,50 @@ class IngestResult:
     gops: int
     gops_written: int
     video_bytes: int
+    rows_bytes: int = 0  # in-memory Arrow size of the rows written to frames.lance
+
+
+@dataclass
+class CameraGops:
+    """Where one camera's frames landed in gops.lance, in GOP order: all ``write_frames`` needs
+    to point rows at them, without the video bytes."""
+
+    ref_ids: list[int]
+    n_frames: list[int]
+    frame_times_ns: list[int]
+    fps: float
+    video_bytes: int
+
+
+@dataclass
+class StagedGops:
+    """An episode's GOP rows, written to gops.lance but not yet referenced by frames.lance."""
+
+    episode_id: str
+    episode_index: int
+    settings: EncoderSettings
+    cameras: dict[str, CameraGops]
+    gops_version: int
+    gops_written: int  # GOP rows appended now (identical GOPs already stored are reused)
+    bytes_written: int  # video bytes appended now
+
+    @property
+    def gops(self) -> int:
+        return sum(len(c.ref_ids) for c in self.cameras.values())
+
+    @property
+    def video_bytes(self) -> int:
+        return sum(c.video_bytes for c in self.cameras.values())
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> StagedGops:
+        body = json.loads(text)
+        body["settings"] = EncoderSettings(**body["settings"])
+        body["cameras"] = {name: CameraGops(**camera) for name, camera in body["cameras"].items()}
+        return cls(**body)
 
 
 @dataclass
@@ -101,7 +149,17 @@ def encode_camera(episode_index: int, camera: CameraStream, settings: EncoderSet
     return EncodedCamera(table, frame_times, camera.fps, sum(len(g.data) for g in gops))
 
 
-def build_rows(episode: EpisodeData, encoded: dict[str, EncodedCamera], schema: pa.Schema) -> pa.Table:
+def _layout(encoded: EncodedCamera) -> CameraGops:
+    return CameraGops(
+        ref_ids=encoded.gops["ref_id"].to_pylist(),
+        n_frames=encoded.gops["n_frames"].to_pylist(),
+        frame_times_ns=encoded.frame_times_ns.tolist(),
+        fps=encoded.fps,
+        video_bytes=encoded.video_bytes,
+    )
+
+
+def build_rows(episode: EpisodeData, cameras: dict[str, CameraGops], schema: pa.Schema) -> pa.Table:
     """One frames.lance row per control step, each pointing at its nearest frame per camera."""
     n, joints = len(episode), len(episode.joint_names)
     columns: dict[str, object] = {
@@ -124,13 +182,14 @@ def build_rows(episode: EpisodeData, encoded: dict[str, EncodedCamera], schema: 
             else np.asarray([s == "intervention" for s in (episode.source or ["human"] * n)])
         ),
     }
-    for camera, enc in sorted(encoded.items()):
-        frame = nearest_frames(episode.timestamps_ns, enc.frame_times_ns, enc.fps, _source_of(episode, camera))
-        n_frames = enc.gops["n_frames"].to_numpy()
+    for camera, layout in sorted(cameras.items()):
+        frame_times = np.asarray(layout.frame_times_ns, dtype=np.int64)
+        frame = nearest_frames(episode.timestamps_ns, frame_times, layout.fps, _source_of(episode, camera))
+        n_frames = np.asarray(layout.n_frames, dtype=np.int64)
         gop_start = np.concatenate([[0], np.cumsum(n_frames)[:-1]])
         gop = np.searchsorted(gop_start, frame, side="right") - 1
         ref_id, gop_index, in_gop = ref_columns(camera)
-        columns[ref_id] = enc.gops["ref_id"].to_numpy()[gop]
+        columns[ref_id] = np.asarray(layout.ref_ids, dtype=np.int64)[gop]
         columns[gop_index] = gop.astype(np.int32)
         columns[in_gop] = (frame - gop_start[gop]).astype(np.int32)
     columns.update(episode.extra_columns)
@@ -151,37 +210,102 @@ def write_episode(
 
     GOP rows are appended first (unreferenced until the frames commit, so a failure leaves
     nothing a reader sees); the frames commit then swaps the episode's rows in one version.
+
+    >>> write_episode(episode, "data/demo").frames_version
+    """
+    staged = write_gops(episode, dataset_uri, settings, storage_options)
+    return write_frames(episode, dataset_uri, staged, storage_options)
+
+
+def write_gops(
+    episode: EpisodeData,
+    dataset_uri: str,
+    settings: EncoderSettings | None = None,
+    storage_options: dict | None = None,
+) -> StagedGops:
+    """Encode ``episode``'s cameras and append its new GOP rows to gops.lance. Readers see
+    nothing yet: no row of frames.lance points at them until ``write_frames``.
+
+    >>> staged = write_gops(episode, "data/demo", EncoderSettings(gop_size=8))
     """
     settings = settings or EncoderSettings()
     meta = dataset_metadata(episode, settings)
-    with storage_step("reading the dataset's schema", frames_uri(dataset_uri), storage_options):
-        frames = open_table(frames_uri(dataset_uri), storage_options)
-    if frames is not None:
-        problems = read_metadata(frames.schema).compatible_with(meta)
-        if problems:
-            raise IncompatibleEpisodeError(f"{episode.origin or episode.episode_id}: " + "; ".join(problems))
-        schema = frames.schema
-    else:
-        schema = _with_extra_fields(frames_schema(meta), episode)
+    schema = _frames_schema(episode, meta, dataset_uri, storage_options)
     with ThreadPoolExecutor(max_workers=max(1, len(episode.cameras))) as pool:
-        futures = {c.name: pool.submit(encode_camera, episode.episode_index, c, settings) for c in episode.cameras}
+        futures = {
+            c.name: pool.submit(encode_camera, episode.episode_index, c, settings) for c in episode.cameras
+        }
         encoded = {name: f.result() for name, f in futures.items()}
-    rows = _conform(build_rows(episode, encoded, _with_extra_fields(frames_schema(meta), episode)), schema)
+    # Build the rows once before writing anything, so an upload whose cameras do not cover its
+    # states (or whose columns do not fit) fails with nothing written, not with orphan GOPs.
+    layouts = {name: _layout(enc) for name, enc in encoded.items()}
+    _conform(build_rows(episode, layouts, _with_extra_fields(frames_schema(meta), episode)), schema)
     index = episode.episode_index
     with storage_step(f"writing episode {index}'s GOPs", gops_uri(dataset_uri), storage_options):
-        gops_written, gops_version = _append_new_gops(dataset_uri, encoded, index, storage_options)
+        written, written_bytes, gops_version = _append_new_gops(dataset_uri, encoded, index, storage_options)
+    return StagedGops(
+        episode_id=episode.episode_id,
+        episode_index=episode.episode_index,
+        settings=settings,
+        cameras=layouts,
+        gops_version=gops_version,
+        gops_written=written,
+        bytes_written=written_bytes,
+    )
+
+
+def write_frames(
+    episode: EpisodeData,
+    dataset_uri: str,
+    staged: StagedGops,
+    storage_options: dict | None = None,
+) -> IngestResult:
+    """Write ``episode``'s control-rate rows, pointing at the GOPs ``staged`` describes, and
+    replace any earlier copy of the episode in frames.lance in one commit.
+
+    >>> write_frames(episode, "data/demo", staged).frames_version
+    """
+    if staged.episode_index != episode.episode_index or sorted(staged.cameras) != sorted(
+        c.name for c in episode.cameras
+    ):
+        raise ValueError(
+            f"{episode.origin or episode.episode_id}: staged GOPs are for episode {staged.episode_index} "
+            f"with cameras {sorted(staged.cameras)}, not episode {episode.episode_index} with cameras "
+            f"{sorted(c.name for c in episode.cameras)}; write its GOPs again"
+        )
+    meta = dataset_metadata(episode, staged.settings)
+    schema = _frames_schema(episode, meta, dataset_uri, storage_options)
+    built = build_rows(episode, staged.cameras, _with_extra_fields(frames_schema(meta), episode))
+    rows = _conform(built, schema)
+    index = episode.episode_index
     with storage_step(f"committing episode {index}'s rows", frames_uri(dataset_uri), storage_options):
         frames_version = _replace_episode_rows(dataset_uri, rows, schema, index, storage_options)
     return IngestResult(
         episode_id=episode.episode_id,
         episode_index=episode.episode_index,
         frames_version=frames_version,
-        gops_version=gops_version,
+        gops_version=staged.gops_version,
         rows=rows.num_rows,
-        gops=sum(e.gops.num_rows for e in encoded.values()),
-        gops_written=gops_written,
-        video_bytes=sum(e.video_bytes for e in encoded.values()),
+        gops=staged.gops,
+        gops_written=staged.gops_written,
+        video_bytes=staged.video_bytes,
+        rows_bytes=rows.nbytes,
     )
+
+
+def _frames_schema(
+    episode: EpisodeData, meta: DatasetMetadata, dataset_uri: str, storage_options
+) -> pa.Schema:
+    """The frames.lance schema ``episode`` will be written with; IncompatibleEpisodeError if the
+    dataset's cameras, joints or GOP size differ from the episode's."""
+    with storage_step("reading the dataset's schema", frames_uri(dataset_uri), storage_options):
+        frames = open_table(frames_uri(dataset_uri), storage_options)
+    if frames is None:
+        return _with_extra_fields(frames_schema(meta), episode)
+    problems = read_metadata(frames.schema).compatible_with(meta)
+    if problems:
+        raise IncompatibleEpisodeError(f"{episode.origin or episode.episode_id}: " + "; ".join(problems))
+    return frames.schema
 
 
 def _with_extra_fields(schema: pa.Schema, episode: EpisodeData) -> pa.Schema:
@@ -206,16 +330,18 @@ def _conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
 
 def _append_new_gops(
     root: str, encoded: dict[str, EncodedCamera], episode_index: int, storage_options
-) -> tuple[int, int]:
+) -> tuple[int, int, int]:
+    """Append the GOPs not already stored; returns (rows appended, video bytes appended, version)."""
     table = pa.concat_tables([e.gops for e in encoded.values()])
     gops = open_table(gops_uri(root), storage_options)
     if gops is not None:
         stored = gops.to_table(columns=["ref_id"], filter=episode_filter(episode_index))["ref_id"]
         table = table.filter(pa.compute.invert(pa.compute.is_in(table["ref_id"], stored)))
         if table.num_rows == 0:
-            return 0, gops.version
+            return 0, 0, gops.version
     written = append_or_create(gops_uri(root), table, GOPS_SCHEMA, storage_options)
-    return table.num_rows, written.version
+    appended_bytes = int(pa.compute.sum(pa.compute.list_flatten(table["packet_sizes"])).as_py() or 0)
+    return table.num_rows, appended_bytes, written.version
 
 
 def _replace_episode_rows(root: str, rows: pa.Table, schema: pa.Schema, episode_index: int, storage_options) -> int:

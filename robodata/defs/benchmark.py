@@ -1,0 +1,85 @@
+"""benchmark_report: the read-path benchmark on the current dataset version, as a table; on
+request also the whole benchmark (LeRobot-layout comparison, GOP-size sweep) with its plots."""
+
+import base64
+import tempfile
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field
+
+from robodata.bench.readpath import measure_readpath
+from robodata.bench.report_markdown import figures_markdown, write_report
+from robodata.defs.episodes import aligned_frames
+from robodata.defs.lineage import lineage_result
+from robodata.defs.resources import DatasetStore
+from robodata.reader import open_dataset
+from robodata.storage import is_remote, join_uri
+
+
+class BenchmarkConfig(dg.Config):
+    samples: int = Field(default=200, description="Random rows read per measurement.")
+    batch_size: int = Field(default=16, description="Rows per batched read.")
+    full: bool = Field(
+        default=False,
+        description="Also run the whole benchmark (scenarios against the LeRobot layout, GOP-size sweep) "
+        "and attach its plots. Takes minutes.",
+    )
+    small: bool = Field(default=False, description="With full: tiny sizes, a smoke run.")
+
+
+@dg.asset(
+    deps=[aligned_frames],
+    group_name="reports",
+    kinds={"python"},
+    description="Random-read benchmark of the current dataset version; the table (and, with full, the plots) "
+    "are in the metadata.",
+)
+def benchmark_report(config: BenchmarkConfig, store: DatasetStore) -> dg.MaterializeResult:
+    options = store.storage_options()
+    ds = open_dataset(store.root, storage_options=options)
+    figures = measure_readpath(ds, samples=config.samples, batch_size=config.batch_size)
+    markdown = figures_markdown("Read path", figures, ds.version)
+    report = write_report(store.root, f"readpath_v{ds.version}", markdown, options)
+    extra = {
+        "report": dg.MetadataValue.md(markdown),
+        "report_path": store.safe_uri(report),
+        "measured_version": ds.version,
+        **{name: value if isinstance(value, int | float) else str(value) for name, value in figures.items()},
+    }
+    if config.full:
+        extra.update(_full_benchmark(store, ds.version, config.small))
+    return lineage_result(
+        store, rows_written=0, bytes_written=len(markdown.encode()), frames_version=ds.version, extra=extra
+    )
+
+
+def _full_benchmark(store: DatasetStore, version: int, small: bool) -> dict:
+    from robodata.bench.harness import run_benchmark  # heavy (matplotlib): only when asked for
+
+    # The harness writes locally; next to a local dataset, else in a temporary folder.
+    out = (
+        Path(tempfile.mkdtemp(prefix="robodata-benchmark-"))
+        if is_remote(store.root)
+        else Path(join_uri(store.root, "reports", f"benchmark_v{version}"))
+    )
+    result = run_benchmark(
+        out,
+        dataset_uri=store.root,
+        version=version,
+        storage_options=store.storage_options(),
+        small=small,
+        progress=False,
+    )
+    plots = "\n\n".join(
+        f"![{name}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
+        for name, path in result.plots.items()
+    )
+    return {
+        "benchmark": dg.MetadataValue.md(result.table_markdown + "\n\n" + plots),
+        "benchmark_report_path": dg.MetadataValue.path(str(result.report_path)),
+        **{f"plot_{name}": dg.MetadataValue.path(str(path)) for name, path in result.plots.items()},
+    }
+
+
+defs = dg.Definitions(assets=[benchmark_report])

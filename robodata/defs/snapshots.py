@@ -1,0 +1,41 @@
+"""training_snapshot: name the current dataset version after a training run, in Lance."""
+
+import dagster as dg
+from pydantic import Field
+
+from robodata.defs.annotations import annotations
+from robodata.defs.episodes import aligned_frames
+from robodata.defs.lineage import failure, lineage_result
+from robodata.defs.resources import DatasetStore
+from robodata.reader import open_dataset
+
+
+class TrainingSnapshotConfig(dg.Config):
+    run_name: str = Field(description="The training run's name; becomes a Lance tag on frames.lance.")
+
+
+@dg.asset(
+    deps=[aligned_frames, annotations],
+    group_name="training",
+    kinds={"lance"},
+    description="Tags the current dataset version with a training run's name: robodata.open(uri, "
+    "version=<run name>) later returns exactly the rows and frames that run saw.",
+)
+def training_snapshot(config: TrainingSnapshotConfig, store: DatasetStore) -> dg.MaterializeResult:
+    options = store.storage_options()
+    ds = open_dataset(store.root, storage_options=options)
+    try:
+        version = ds.tag(config.run_name)
+    except ValueError as exc:
+        raise failure(store, exc) from None
+    return lineage_result(
+        store,
+        rows_written=0,
+        bytes_written=0,
+        frames_version=version,
+        tag=config.run_name,
+        extra={"rows": len(ds), "episodes": ds.episodes.num_rows},
+    )
+
+
+defs = dg.Definitions(assets=[training_snapshot])

@@ -1,0 +1,263 @@
+"""Integrity checks on one stored episode: each returns an IntegrityResult saying what held and
+what did not, so any orchestrator (or a person at a prompt) can report it.
+
+>>> check_references("data/demo", 0).passed
+True
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from robodata.format.ids import episode_filter
+from robodata.format.schema import GOPS_SCHEMA, METADATA_KEY, read_metadata, ref_columns
+from robodata.format.tables import frames_uri, gops_uri, open_table
+from robodata.ingest.alignment import alignment_tolerance_ns
+from robodata.reader.dataset import open_dataset
+
+REQUIRED_METADATA = (
+    "control_hz",
+    "joint_names",
+    "cameras",
+    "camera_fps",
+    "gop_size",
+    "codec",
+    "format_version",
+)
+REQUIRED_CODEC = ("name", "crf", "preset")
+
+
+@dataclass
+class IntegrityResult:
+    passed: bool
+    description: str
+    details: dict[str, object] = field(default_factory=dict)
+
+
+def check_schema_metadata(dataset_uri: str, storage_options: dict | None = None) -> IntegrityResult:
+    """frames.lance's schema metadata names everything a reader needs, and every camera it lists
+    has its three reference columns."""
+    frames = _open_frames(dataset_uri, storage_options)
+    raw = (frames.schema.metadata or {}).get(METADATA_KEY)
+    if raw is None:
+        return IntegrityResult(False, "frames.lance has no robodata schema metadata")
+    body = json.loads(raw)
+    problems = [f"missing {key!r}" for key in REQUIRED_METADATA if key not in body]
+    if not problems:
+        problems += _metadata_problems(body, frames.schema)
+    if problems:
+        return IntegrityResult(False, "schema metadata is incomplete: " + "; ".join(problems))
+    return IntegrityResult(
+        True,
+        "schema metadata is complete",
+        {"cameras": sorted(body["cameras"]), "control_hz": body["control_hz"], "gop_size": body["gop_size"]},
+    )
+
+
+def _metadata_problems(body: dict, schema: pa.Schema) -> list[str]:
+    problems = []
+    if not body["control_hz"] or body["control_hz"] <= 0:
+        problems.append("control_hz is not positive")
+    if not body["joint_names"]:
+        problems.append("joint_names is empty")
+    elif schema.field("observation_state").type.list_size != len(body["joint_names"]):
+        problems.append("observation_state width differs from the number of joint names")
+    if not body["cameras"]:
+        problems.append("no cameras")
+    for name, camera in body["cameras"].items():
+        if not all(camera.get(k, 0) > 0 for k in ("width", "height", "fps")):
+            problems.append(f"camera {name!r} lacks a positive width, height or fps")
+        if body["camera_fps"].get(name) != camera.get("fps"):
+            problems.append(f"camera_fps has no matching entry for {name!r}")
+        missing = [c for c in ref_columns(name) if c not in schema.names]
+        if missing:
+            problems.append(f"camera {name!r} has no columns {missing}")
+    if not isinstance(body["gop_size"], int) or body["gop_size"] < 1:
+        problems.append("gop_size is not a positive integer")
+    problems += [f"codec lacks {key!r}" for key in REQUIRED_CODEC if key not in body["codec"]]
+    return problems
+
+
+def check_references(
+    dataset_uri: str, episode_index: int, storage_options: dict | None = None
+) -> IntegrityResult:
+    """Every row's camera references resolve to a gops.lance row of the same episode and camera
+    whose gop_index matches and which holds the referenced frame."""
+    refs = _EpisodeRefs(dataset_uri, episode_index, storage_options)
+    bad: dict[str, int] = {}
+    for camera in refs.cameras:
+        ok = refs.resolved(camera) & refs.consistent(camera)
+        if not ok.all():
+            bad[camera] = int((~ok).sum())
+    details = {"rows": refs.rows, "cameras": refs.cameras}
+    if bad:
+        first = min(refs.first_bad_row(c) for c in bad)
+        return IntegrityResult(
+            False,
+            f"episode {episode_index}: rows point at GOPs that are missing or belong elsewhere "
+            f"(per camera {bad}; first at frame_index {first})",
+            {**details, "bad_references": bad},
+        )
+    return IntegrityResult(
+        True, f"episode {episode_index}: all {refs.rows} rows' references resolve", details
+    )
+
+
+def check_alignment(
+    dataset_uri: str, episode_index: int, storage_options: dict | None = None
+) -> IntegrityResult:
+    """Every row's frame is within half a camera period of the row's time."""
+    refs = _EpisodeRefs(dataset_uri, episode_index, storage_options)
+    worst_ms: dict[str, float] = {}
+    problems = []
+    for camera in refs.cameras:
+        usable = refs.resolved(camera) & refs.consistent(camera)
+        if not usable.all():
+            problems.append(f"{camera}: {int((~usable).sum())} rows have unresolved references")
+            continue
+        error = np.abs(refs.row_times - refs.frame_times(camera))
+        worst_ms[camera] = round(float(error.max()) / 1e6, 3) if len(error) else 0.0
+        tolerance = alignment_tolerance_ns(refs.fps[camera])
+        if (error > tolerance).any():
+            problems.append(
+                f"{camera}: a row is {worst_ms[camera]} ms from its frame (limit {tolerance / 1e6:.1f} ms)"
+            )
+    details = {"max_error_ms": worst_ms}
+    if problems:
+        return IntegrityResult(False, f"episode {episode_index}: " + "; ".join(problems), details)
+    return IntegrityResult(
+        True, f"episode {episode_index}: every row is within half a camera period", details
+    )
+
+
+def check_row_count(
+    dataset_uri: str, episode_index: int, expected_rows: int, storage_options: dict | None = None
+) -> IntegrityResult:
+    """The episode has exactly ``expected_rows`` rows (its upload's state samples)."""
+    rows = _open_frames(dataset_uri, storage_options).count_rows(episode_filter(episode_index))
+    details = {"rows": rows, "expected_rows": expected_rows}
+    if rows != expected_rows:
+        return IntegrityResult(
+            False, f"episode {episode_index} has {rows} rows, its upload {expected_rows}", details
+        )
+    return IntegrityResult(True, f"episode {episode_index} has all {rows} rows", details)
+
+
+def check_sample_decodes(
+    dataset_uri: str,
+    episode_index: int,
+    samples: int = 8,
+    seed: int = 0,
+    storage_options: dict | None = None,
+) -> IntegrityResult:
+    """``samples`` random rows of the episode decode, every camera, to the recorded frame size."""
+    ds = open_dataset(dataset_uri, storage_options=storage_options)
+    positions = np.flatnonzero(
+        ds.to_table(columns=["episode_index"])["episode_index"].to_numpy() == episode_index
+    )
+    if len(positions) == 0:
+        return IntegrityResult(False, f"episode {episode_index} has no rows")
+    chosen = np.sort(
+        np.random.default_rng(seed).choice(positions, min(samples, len(positions)), replace=False)
+    )
+    try:
+        frames = ds.take_blobs_decoded(ds.image_columns, chosen)
+    except (KeyError, ValueError, OSError) as exc:  # missing GOPs, undecodable bytes
+        return IntegrityResult(False, f"episode {episode_index}: sampled frames do not decode ({exc})")
+    wrong = {}
+    for camera, column in zip(ds.cameras, ds.image_columns, strict=True):
+        info = ds.metadata.cameras[camera]
+        if frames[column].shape[1:] != (info.height, info.width, 3):
+            wrong[camera] = f"{frames[column].shape[1:]} != {(info.height, info.width, 3)}"
+    details = {"sampled_rows": len(chosen)}
+    if wrong:
+        return IntegrityResult(
+            False, f"episode {episode_index}: decoded frames have the wrong size {wrong}", details
+        )
+    return IntegrityResult(
+        True, f"episode {episode_index}: {len(chosen)} sampled rows decode to the recorded size", details
+    )
+
+
+def _open_frames(dataset_uri: str, storage_options: dict | None):
+    frames = open_table(frames_uri(dataset_uri), storage_options)
+    if frames is None:
+        raise FileNotFoundError(f"no robodata dataset at {dataset_uri} (frames.lance does not exist)")
+    return frames
+
+
+class _EpisodeRefs:
+    """One episode's rows joined, per camera, with the gops.lance rows they reference."""
+
+    def __init__(self, dataset_uri: str, episode_index: int, storage_options: dict | None) -> None:
+        frames = _open_frames(dataset_uri, storage_options)
+        meta = read_metadata(frames.schema)
+        self.episode_index = episode_index
+        self.cameras = sorted(meta.cameras)
+        self.fps = {c: meta.cameras[c].fps for c in self.cameras}
+        columns = ["frame_index", "timestamp_ns"] + [c for cam in self.cameras for c in ref_columns(cam)]
+        table = frames.to_table(columns=columns, filter=episode_filter(episode_index))
+        self.rows = table.num_rows
+        self.frame_index = table["frame_index"].to_numpy()
+        self.row_times = table["timestamp_ns"].to_numpy()
+        self._refs = {cam: [table[c].to_numpy() for c in ref_columns(cam)] for cam in self.cameras}
+        wanted = np.unique(np.concatenate([r[0] for r in self._refs.values()]))
+        gops = _gop_rows(dataset_uri, wanted, storage_options)
+        self._ids = gops["ref_id"].to_numpy()
+        self._camera = gops["camera"].to_numpy(zero_copy_only=False)
+        self._episode = gops["episode_index"].to_numpy()
+        self._gop_index = gops["gop_index"].to_numpy()
+        self._n_frames = gops["n_frames"].to_numpy()
+        times = gops["timestamps_ns"].combine_chunks()
+        self._times_start = times.offsets.to_numpy()[:-1]
+        self._times = times.values.to_numpy()
+
+    def _lookup(self, camera: str) -> tuple[np.ndarray, np.ndarray]:
+        ref_id = self._refs[camera][0]
+        if len(self._ids) == 0:
+            return np.zeros(len(ref_id), np.int64), np.zeros(len(ref_id), bool)
+        pos = np.clip(np.searchsorted(self._ids, ref_id), 0, len(self._ids) - 1)
+        return pos, self._ids[pos] == ref_id
+
+    def resolved(self, camera: str) -> np.ndarray:
+        return self._lookup(camera)[1]
+
+    def consistent(self, camera: str) -> np.ndarray:
+        pos, found = self._lookup(camera)
+        if len(self._ids) == 0:
+            return found
+        _, gop_index, in_gop = self._refs[camera]
+        return (
+            found
+            & (self._camera[pos] == camera)
+            & (self._episode[pos] == self.episode_index)
+            & (self._gop_index[pos] == gop_index)
+            & (in_gop >= 0)
+            & (in_gop < self._n_frames[pos])
+        )
+
+    def frame_times(self, camera: str) -> np.ndarray:
+        """The camera timestamp of each row's frame; only meaningful where references are consistent."""
+        pos, _ = self._lookup(camera)
+        return self._times[self._times_start[pos] + self._refs[camera][2]]
+
+    def first_bad_row(self, camera: str) -> int:
+        bad = ~(self.resolved(camera) & self.consistent(camera))
+        return int(self.frame_index[bad].min())
+
+
+def _gop_rows(dataset_uri: str, ref_ids: np.ndarray, storage_options: dict | None) -> pa.Table:
+    """The small columns of the gops.lance rows with ``ref_ids``, sorted by ref_id."""
+    columns = ["ref_id", "episode_index", "camera", "gop_index", "n_frames", "timestamps_ns"]
+    gops = open_table(gops_uri(dataset_uri), storage_options)
+    if gops is None or len(ref_ids) == 0:
+        return pa.schema([GOPS_SCHEMA.field(c) for c in columns]).empty_table()
+    parts = []
+    for start in range(0, len(ref_ids), 1000):
+        chunk = ", ".join(str(int(r)) for r in ref_ids[start : start + 1000])
+        parts.append(gops.to_table(columns=columns, filter=f"ref_id IN ({chunk})"))
+    return pa.concat_tables(parts).sort_by("ref_id").combine_chunks()
