@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from robodata.bench.lerobot_baseline import LeRobotLayoutReader
 from robodata.bench.quality import jpeg_roundtrip, psnr
+from robodata.format.ids import episode_filter
 from robodata.format.schema import ref_columns
 from robodata.format.tables import gops_uri, open_table
 from robodata.ingest.upload import read_upload
@@ -32,7 +33,7 @@ def video_bytes(ds: RoboDataset) -> int:
 def _gops_of(ds: RoboDataset, columns: list[str]):
     episodes = ds.episodes["episode_index"].to_pylist()
     gops = open_table(gops_uri(ds.uri), ds._storage_options)  # noqa: SLF001 - same dataset, same options
-    return gops.to_table(columns=columns, filter=f"episode_index IN ({', '.join(map(str, episodes))})")
+    return gops.to_table(columns=columns, filter=episode_filter(episodes))
 
 
 def quality_sample(

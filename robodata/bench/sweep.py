@@ -11,6 +11,7 @@ import numpy as np
 from robodata.bench.ingest_speed import summarize, timed_ingest
 from robodata.bench.readpath import measure_readpath
 from robodata.bench.storage import quality_sample, storage_figures
+from robodata.format.ids import camera_filter
 from robodata.format.schema import camera_of
 from robodata.format.tables import gops_uri, open_table
 from robodata.reader import open_dataset
@@ -67,7 +68,7 @@ def sweep_gop_sizes(
 
 
 def _gop_count(ds, column: str) -> int:
-    return open_table(gops_uri(ds.uri)).count_rows(filter=f"camera = '{camera_of(column, ds.cameras)}'")
+    return open_table(gops_uri(ds.uri)).count_rows(filter=camera_filter(camera_of(column, ds.cameras)))
 
 
 def storage_matched_point(sweep: list[dict], storage: dict, baseline_single_per_s: float) -> dict | None:

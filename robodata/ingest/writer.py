@@ -229,12 +229,17 @@ def write_gops(
     >>> staged = write_gops(episode, "data/demo", EncoderSettings(gop_size=8))
     """
     settings = settings or EncoderSettings()
-    _frames_schema(episode, dataset_metadata(episode, settings), dataset_uri, storage_options)
+    meta = dataset_metadata(episode, settings)
+    schema = _frames_schema(episode, meta, dataset_uri, storage_options)
     with ThreadPoolExecutor(max_workers=max(1, len(episode.cameras))) as pool:
         futures = {
             c.name: pool.submit(encode_camera, episode.episode_index, c, settings) for c in episode.cameras
         }
         encoded = {name: f.result() for name, f in futures.items()}
+    # Build the rows once before writing anything, so an upload whose cameras do not cover its
+    # states (or whose columns do not fit) fails with nothing written, not with orphan GOPs.
+    layouts = {name: _layout(enc) for name, enc in encoded.items()}
+    _conform(build_rows(episode, layouts, _with_extra_fields(frames_schema(meta), episode)), schema)
     index = episode.episode_index
     with storage_step(f"writing episode {index}'s GOPs", gops_uri(dataset_uri), storage_options):
         written, written_bytes, gops_version = _append_new_gops(dataset_uri, encoded, index, storage_options)
@@ -242,7 +247,7 @@ def write_gops(
         episode_id=episode.episode_id,
         episode_index=episode.episode_index,
         settings=settings,
-        cameras={name: _layout(enc) for name, enc in encoded.items()},
+        cameras=layouts,
         gops_version=gops_version,
         gops_written=written,
         bytes_written=written_bytes,
