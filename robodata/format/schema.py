@@ -12,6 +12,7 @@ FORMAT_VERSION = "1"
 GOPS_TABLE = "gops.lance"
 FRAMES_TABLE = "frames.lance"
 METADATA_KEY = b"robodata"
+INLINE_GOP_BYTES = 16 << 20
 
 GOPS_SCHEMA = pa.schema(
     [
@@ -27,7 +28,8 @@ GOPS_SCHEMA = pa.schema(
         pa.field("codec", pa.string(), nullable=False),
         pa.field("crf", pa.int32(), nullable=False),
         pa.field("preset", pa.string(), nullable=False),
-        lance.blob_field("gop"),
+        # Keep GOPs inline in the data file: one ranged read each, no sidecar file to open.
+        lance.blob_field("gop", inline_size_threshold=INLINE_GOP_BYTES, dedicated_size_threshold=4 * INLINE_GOP_BYTES),
     ]
 )
 
