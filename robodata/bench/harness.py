@@ -228,7 +228,7 @@ def _write_uploads(folder: Path, episodes: int, seconds: float, seed: int, tick)
 def _export_baseline(uri: str, version: int, root: Path, cfg: BenchmarkConfig, storage_options) -> float:
     start = time.perf_counter()
     export_lerobot(uri, root, version=version, episodes_per_file=cfg.episodes_per_file,
-                   storage_options=storage_options, progress=False)
+                   storage_options=storage_options, progress=False, rate="camera")
     return time.perf_counter() - start
 
 
