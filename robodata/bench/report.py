@@ -171,8 +171,9 @@ def _method(results: dict) -> str:
         "concurrency=cpu_count)` plus the rows' state and action, against the baseline reading the same rows one "
         "by one (its DataLoader path). C reads 8 consecutive camera frames of every camera per sample: "
         "`take_windows` against LeRobot's delta_timestamps path.",
-        "- Each robodata row is paired with the baseline sample of the same episode nearest in time, so both sides "
-        "read the same moments.",
+        "- The baseline is a camera-rate export (one LeRobot frame per camera frame, as LeRobot records). Each "
+        "robodata row is paired with the baseline sample of the same episode showing the same camera frame (by the "
+        "frame times the export records), so both sides decode the same picture.",
         "- When an aim is missed, both sides are profiled with cProfile in one Python thread (cProfile does not see "
         "worker threads): robodata with `concurrency=1` and single-threaded decoders, the baseline with its cameras "
         "one after another (its AV1 decoder, dav1d, still uses its own threads, as LeRobot leaves the thread count "
