@@ -188,6 +188,12 @@ def _export_lerobot_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vcodec", default="libsvtav1")
     p.add_argument("--crf", type=int, default=30)
     p.add_argument("--g", type=int, default=2, help="keyframe interval of the exported MP4s")
+    p.add_argument(
+        "--rate",
+        choices=["control", "camera"],
+        default="control",
+        help="frames at the control rate (exact round trip, default) or one per camera frame, as LeRobot records",
+    )
 
 
 @command("export-lerobot", _export_lerobot_args)
@@ -205,6 +211,7 @@ def _export_lerobot(args: argparse.Namespace) -> int:
         crf=args.crf,
         g=args.g,
         storage_options=storage_options_from_env() or None,
+        rate=args.rate,
     )
     print(
         f"exported version {result.dataset_version}: {result.episodes} episodes, {result.frames} frames "

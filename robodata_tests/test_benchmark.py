@@ -17,6 +17,7 @@ from robodata.bench.lerobot_baseline import FrameTimestampError, LeRobotLayoutRe
 from robodata.bench.pairing import baseline_rows
 from robodata.bench.quality import psnr
 from robodata.bench.report import SECTIONS
+from robodata.format.schema import ref_columns
 
 TINY = BenchmarkConfig.small()  # 3 episodes x 1 s, G in {1, 8}, a few samples per scenario
 IDENTIFIERS = {"episode_index"}  # integers in results.json that name things rather than measure them
@@ -65,6 +66,8 @@ def test_results_json_structure(run):
     assert baseline["episodes"] == TINY.episodes
     assert baseline["encoding"]["codec"] == "av1" and baseline["encoding"]["g"] == 2
     assert baseline["encoding"]["crf"] == 30
+    # As LeRobot records: the cameras' 30 fps, each camera frame once, not robodata's 100 Hz rows.
+    assert baseline["fps"] == 30 and baseline["encoding"]["fps"] == 30
     # 3 episodes at 2 per file: 2 MP4s per camera, several episodes in the first.
     assert baseline["video_files"] == 2 * 3
     assert {a["key"] for a in results["aims"]} >= {"A1", "A3", "B32", "C", "bytes", "psnr", "jpeg_g8", "bound_g8"}
@@ -107,13 +110,24 @@ def test_baseline_reader_returns_robodata_frames(run):
     ds = robodata.open(run.dataset_uri)
     reader = LeRobotLayoutReader(run.out_dir / "work" / "lerobot")
     paired = baseline_rows(ds, reader)
-    assert len(reader) == len(ds)  # the exporter keeps the control rate: one sample per row
-    for row in (0, len(ds) // 2, len(ds) - 1):
+    # The baseline is exported at the camera rate: one sample per camera frame, 30 of 100 rows.
+    assert reader.fps == 30
+    ref, _, in_gop = ref_columns("top")
+    refs = ds.to_table(columns=[ref, in_gop])
+    assert len(reader) == len(set(zip(refs[ref].to_pylist(), refs[in_gop].to_pylist(), strict=True))) < len(ds)
+    top = ds.take_blobs_decoded("observation_images_top", np.arange(len(ds)))["observation_images_top"]
+    shown = [int(paired[row]) for row in range(len(ds))]
+    assert sorted(set(shown)) == list(range(len(reader)))  # every baseline sample is some row's frame
+    for row in (0, 1, 2, 3, len(ds) // 2, len(ds) // 2 + 1, len(ds) - 1):
         ours, theirs = ds[row], reader[int(paired[row])]
         assert theirs["episode_index"] == ours["episode_index"]
         for camera in ds.cameras:
             # The baseline re-encodes robodata's frames with AV1 crf 30: close, not equal.
             assert psnr(ours[f"observation_images_{camera}"], theirs[f"observation.images.{camera}"]) > 30
+        # ...and it is the same camera frame, not a neighbour: closer to ours than to any other.
+        others = [psnr(top[r], theirs["observation.images.top"]) for r in range(len(ds))
+                  if not np.array_equal(top[r], top[row])]
+        assert psnr(top[row], theirs["observation.images.top"]) > max(others)
 
 
 def test_baseline_window_pads_at_the_episode_end_like_lerobot(run):

@@ -104,8 +104,10 @@ def render_report(results: dict) -> str:
         f"robodata / LeRobot layout bytes: **{_n(s['robodata_vs_baseline_bytes'], 3)}x**. The exporter encodes "
         f"robodata's decoded frames, so the baseline's PSNR against its own input is "
         f"{_n(s['baseline_psnr_vs_robodata_db'], 1)} dB; against the source it also carries robodata's loss. "
-        f"The export keeps the control rate ({_n(b['fps'], 0)} fps), repeating each camera frame, as the exporter "
-        "documents.",
+        f"The baseline is exported at the camera rate (`rate=\"camera\"`, {_n(b['fps'], 0)} fps), as LeRobot "
+        "records: one LeRobot frame per camera frame, each camera frame once in its MP4, state and action from the "
+        "robodata row nearest in time. Each robodata row is paired with the baseline frame showing the same camera "
+        "frame, so both sides decode the same picture.",
         SECTIONS[3],
         f"Each G re-encodes the same {results['config']['sweep_episodes']} sample episodes of "
         f"{results['config']['sweep_seconds']:g} s. Bytes are relative to one JPEG per camera frame at the lowest "
@@ -169,8 +171,9 @@ def _method(results: dict) -> str:
         "concurrency=cpu_count)` plus the rows' state and action, against the baseline reading the same rows one "
         "by one (its DataLoader path). C reads 8 consecutive camera frames of every camera per sample: "
         "`take_windows` against LeRobot's delta_timestamps path.",
-        "- Each robodata row is paired with the baseline sample of the same episode nearest in time, so both sides "
-        "read the same moments.",
+        "- The baseline is a camera-rate export (one LeRobot frame per camera frame, as LeRobot records). Each "
+        "robodata row is paired with the baseline sample of the same episode showing the same camera frame (by the "
+        "frame times the export records), so both sides decode the same picture.",
         "- When an aim is missed, both sides are profiled with cProfile in one Python thread (cProfile does not see "
         "worker threads): robodata with `concurrency=1` and single-threaded decoders, the baseline with its cameras "
         "one after another (its AV1 decoder, dav1d, still uses its own threads, as LeRobot leaves the thread count "

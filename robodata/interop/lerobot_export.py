@@ -5,8 +5,14 @@ at their own (slower) rate. The export keeps the control rate: one LeRobot frame
 row, so no state or action sample is dropped, and each camera's MP4 repeats the camera frame the
 row shows (the nearest in time, exactly what ``robodata.open(...)[i]`` returns). A per-frame
 ``robodata.frame_timestamp_ns.<cam>`` column names that camera frame, which is how import
-collapses the repeats back into the original camera stream. Resampling rows to the camera rate
-was rejected: it throws away most action samples and cannot be inverted.
+collapses the repeats back into the original camera stream. This is the default because
+it can be inverted exactly.
+
+``rate="camera"`` exports at the cameras' shared fps instead, as LeRobot records (one frame per
+camera tick, the encoding LeRobot users have): each LeRobot frame is one camera frame, shown once
+in the MP4, and its state, action and other per-frame features come from the robodata row nearest
+in time to that frame (``lerobot_rate.camera_rate_rows``). The other rows' samples are dropped.
+Both rates share one writer: the camera rate only selects which rows become frames.
 
 >>> export_lerobot("data/demo", "exports/demo_lerobot")
 """
@@ -55,6 +61,7 @@ from robodata.interop.lerobot_format import (
     video_columns,
     video_key,
 )
+from robodata.interop.lerobot_rate import Rate, camera_rate_rows, export_fps
 from robodata.interop.lerobot_video import LIBSVTAV1_DEFAULT_PRESET, SharedVideoWriter, probe_video_info
 from robodata.reader import open_dataset
 
@@ -91,7 +98,8 @@ class _Episode:
     source_index: int
     rows: pa.Table  # this episode's rows in frame order, with the dataset row offset
     task_index: int
-    from_index: int
+    from_index: int  # set by the writer once the episode's frames are chosen
+    camera_times: dict[str, np.ndarray] | None = None  # per camera, the frame time each row shows
 
 
 def export_lerobot(
@@ -107,6 +115,7 @@ def export_lerobot(
     preset: int | str | None = LIBSVTAV1_DEFAULT_PRESET,
     storage_options: dict | None = None,
     progress: bool = True,
+    rate: Rate = "control",
 ) -> ExportResult:
     """Write ``dataset_uri`` (at ``version``) as a LeRobot v3.0 dataset in the new local folder ``root``.
 
@@ -122,15 +131,16 @@ def export_lerobot(
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise LeRobotFormatError(f"{target}: already exists and is not an empty folder; export writes a new one")
     ds = open_dataset(dataset_uri, version=version, storage_options=storage_options)
-    fps = _integer_fps(ds.metadata.control_hz, dataset_uri)
+    fps = export_fps(ds.metadata, rate, dataset_uri)
     episodes, tasks, table = _plan(ds)
     extras = [c for c in table.column_names if c not in _CORE_COLUMNS and not c.startswith("__")]
-    features = _features(ds, table, extras, fps)
+    features = _features(ds, table, extras, fps, rate)
     staging = target.parent / f".{target.name}.partial-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
-        writer = _Writer(ds, staging, fps, features, extras, (vcodec, g, crf, pix_fmt, preset), storage_options)
+        video = (vcodec, g, crf, pix_fmt, preset)
+        writer = _Writer(ds, staging, fps, rate, features, extras, video, storage_options)
         groups = [episodes[i : i + episodes_per_file] for i in range(0, len(episodes), episodes_per_file)]
         bar = tqdm(total=len(episodes), desc="export-lerobot", unit="episode", disable=not progress)
         for file_number, group in enumerate(groups):
@@ -147,21 +157,12 @@ def export_lerobot(
         root=str(target),
         dataset_version=ds.version,
         episodes=len(episodes),
-        frames=table.num_rows,
+        frames=writer.frames,
         fps=fps,
         data_files=len(groups),
         video_files=len(groups) * len(ds.cameras),
         video_bytes=writer.video_bytes,
     )
-
-
-def _integer_fps(control_hz: float, uri: str) -> int:
-    fps = round(control_hz)
-    if fps <= 0 or abs(control_hz - fps) > 1e-6:
-        raise LeRobotFormatError(
-            f"{uri}: control rate {control_hz} Hz is not a whole number; LeRobot v3 needs an integer fps"
-        )
-    return fps
 
 
 def _plan(ds) -> tuple[list[_Episode], list[str], pa.Table]:
@@ -198,7 +199,7 @@ def _task_text(rows: pa.Table) -> str:
     return instruction or rows["task"][0].as_py() or ""
 
 
-def _features(ds, table: pa.Table, extras: list[str], fps: int) -> dict:
+def _features(ds, table: pa.Table, extras: list[str], fps: int, rate: Rate) -> dict:
     joints = list(ds.metadata.joint_names)
     features: dict[str, dict] = {
         STATE: {"dtype": "float32", "shape": [len(joints)], "names": joints},
@@ -218,7 +219,7 @@ def _features(ds, table: pa.Table, extras: list[str], fps: int) -> dict:
         features[camera_time_column(camera)] = {"dtype": "int64", "shape": [1], "names": None}
     times = table["timestamp_ns"].to_numpy()
     grid = np.round(table["frame_index"].to_numpy() * (1e9 / fps)).astype(np.int64)
-    if not np.array_equal(times, grid):
+    if rate == "camera" or not np.array_equal(times, grid):  # sampled rows lie off the camera grid
         features[ROW_TIMESTAMP] = {"dtype": "int64", "shape": [1], "names": None}
     return {**features, **{k: dict(v) for k, v in DEFAULT_FEATURES.items()}}
 
@@ -235,13 +236,16 @@ def _splits(episodes: list[_Episode]) -> dict[str, str]:
 
 
 class _Writer:
-    def __init__(self, ds, staging: Path, fps: int, features: dict, extras: list[str], video, storage_options):
-        self.ds, self.staging, self.fps, self.features, self.extras = ds, staging, fps, features, extras
+    def __init__(self, ds, staging: Path, fps: int, rate: Rate, features: dict, extras: list[str], video,
+                 storage_options):
+        self.ds, self.staging, self.fps, self.rate = ds, staging, fps, rate
+        self.features, self.extras = features, extras
         self.vcodec, self.g, self.crf, self.pix_fmt, self.preset = video
         self.gops = open_table(gops_uri(ds.uri), storage_options)
         self.episode_rows: list[dict] = []
         self.episode_stats: list[dict[str, dict]] = []
         self.video_bytes = 0
+        self.frames = 0  # LeRobot frames written so far: the next episode's dataset_from_index
 
     # --- one data file and one MP4 per camera for a group of episodes ---------------------------
     def write_group(self, file_number: int, group: list[_Episode], bar) -> None:
@@ -249,6 +253,8 @@ class _Writer:
         location = {"chunk_index": chunk, "file_index": file}
         spans: dict[int, dict[str, object]] = {e.lerobot_index: {} for e in group}
         samples: dict[int, dict[str, list[np.ndarray]]] = {e.lerobot_index: {} for e in group}
+        for episode in group:
+            self._select_frames(episode)
         for camera in self.ds.cameras:
             self._write_video(camera, location, group, spans, samples)
         tables = []
@@ -322,6 +328,19 @@ class _Writer:
             "is_depth_map": False,
         }
 
+    def _select_frames(self, episode: _Episode) -> None:
+        """Keep the rows that become LeRobot frames (all of them at the control rate) with the
+        camera frame times they show, and number them on from the frames written so far."""
+        times = self._camera_times(episode)
+        if self.rate == "camera":
+            main = times[self.ds.cameras[0]]  # the cameras share one fps: the first sets the ticks
+            keep = camera_rate_rows(episode.rows["timestamp_ns"].to_numpy(), main)
+            episode.rows = episode.rows.take(pa.array(keep))
+            times = {camera: t[keep] for camera, t in times.items()}
+        episode.camera_times = times
+        episode.from_index = self.frames
+        self.frames += episode.rows.num_rows
+
     def _data_table(self, episode: _Episode) -> pa.Table:
         rows, n = episode.rows, episode.rows.num_rows
         joints = self.features[STATE]["shape"][0]
@@ -331,9 +350,8 @@ class _Writer:
         }
         for name in self.extras:
             columns[name] = rows[name].combine_chunks()
-        times = self._camera_times(episode)
         for camera in self.ds.cameras:
-            columns[camera_time_column(camera)] = pa.array(times[camera], pa.int64())
+            columns[camera_time_column(camera)] = pa.array(episode.camera_times[camera], pa.int64())
         if ROW_TIMESTAMP in self.features:
             columns[ROW_TIMESTAMP] = rows["timestamp_ns"].combine_chunks()
         frame = np.arange(n, dtype=np.int64)

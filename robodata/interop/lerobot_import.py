@@ -7,7 +7,8 @@ Mapping: ``observation.images.<cam>`` -> camera ``<cam>``; ``observation.state``
 every other per-frame feature becomes a column (dots become underscores). A dataset exported by
 robodata comes back as it was: its ``robodata.frame_timestamp_ns.<cam>`` columns undo the
 control-rate frame repetition (see lerobot_export) and its ``robodata/*`` episode columns restore
-episode index, task name and split.
+episode index, task name and split. A camera-rate export (``rate="camera"``) has no repeats: it
+comes back at the camera fps, one row per camera frame, with the sampled rows' states.
 
 The import is resumable: episodes already in the dataset are skipped.
 
