@@ -20,6 +20,20 @@ def command(name: str, configure: Callable[[argparse.ArgumentParser], None]):
     return register
 
 
+def _encoding_args(p: argparse.ArgumentParser) -> None:
+    """GOP size and x264 quality for commands that encode video."""
+    p.add_argument("--gop-size", type=int, default=8)
+    p.add_argument("--crf", type=int, default=23)
+    p.add_argument("--preset", default="veryfast")
+
+
+def _print_import(result) -> None:
+    print(
+        f"imported episodes {result.imported} ({result.rows} rows), skipped {result.skipped} "
+        f"already present; dataset version {result.frames_version}"
+    )
+
+
 def _sample_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("out", help="folder to write one upload folder per episode into")
     p.add_argument("--episodes", type=int, default=4)
@@ -46,9 +60,7 @@ def _sample_data(args: argparse.Namespace) -> int:
 def _ingest_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("uploads", nargs="+", help="upload folders (each holds episode.json)")
     p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
-    p.add_argument("--gop-size", type=int, default=8)
-    p.add_argument("--crf", type=int, default=23)
-    p.add_argument("--preset", default="veryfast")
+    _encoding_args(p)
 
 
 @command("ingest", _ingest_args)
@@ -225,9 +237,7 @@ def _import_lerobot_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="robodata dataset root to import into: a directory or s3://bucket/prefix")
     p.add_argument("--repo-id", default=None, help="recorded in the schema metadata (default: ROOT's name)")
     p.add_argument("--episodes", type=int, nargs="*", default=None, help="LeRobot episodes (all by default)")
-    p.add_argument("--gop-size", type=int, default=8)
-    p.add_argument("--crf", type=int, default=23)
-    p.add_argument("--preset", default="veryfast")
+    _encoding_args(p)
 
 
 @command("import-lerobot", _import_lerobot_args)
@@ -246,10 +256,7 @@ def _import_lerobot(args: argparse.Namespace) -> int:
         preset=args.preset,
         storage_options=storage_options_from_env() or None,
     )
-    print(
-        f"imported episodes {result.imported} ({result.rows} rows), skipped {result.skipped} "
-        f"already present; dataset version {result.frames_version}"
-    )
+    _print_import(result)
     return 0
 
 
@@ -262,9 +269,7 @@ def _import_hdf5_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", default="")
     p.add_argument("--jpeg-channel-order", choices=["bgr", "rgb"], default="bgr", help="bgr: OpenCV wrote it")
     p.add_argument("--start-index", type=int, default=0, help="added to N of episode_N.hdf5")
-    p.add_argument("--gop-size", type=int, default=8)
-    p.add_argument("--crf", type=int, default=23)
-    p.add_argument("--preset", default="veryfast")
+    _encoding_args(p)
 
 
 @command("import-hdf5", _import_hdf5_args)
@@ -287,10 +292,7 @@ def _import_hdf5(args: argparse.Namespace) -> int:
         preset=args.preset,
         storage_options=storage_options_from_env() or None,
     )
-    print(
-        f"imported episodes {result.imported} ({result.rows} rows), skipped {result.skipped} "
-        f"already present; dataset version {result.frames_version}"
-    )
+    _print_import(result)
     return 0
 
 

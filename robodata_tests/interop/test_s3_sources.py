@@ -9,20 +9,13 @@ import numpy as np
 
 import robodata
 from robodata.interop import export_lerobot, import_hdf5, import_lerobot
-from robodata.storage import fsspec_filesystem
 
 from .test_hdf5_import import STEPS, _write_episode
 
 
-def _put_tree(local: Path, uri: str, options: dict) -> None:
-    fs = fsspec_filesystem(uri, options)
-    for path in sorted(p for p in local.rglob("*") if p.is_file()):
-        fs.put_file(str(path), f"{uri}/{path.relative_to(local).as_posix()}")
-
-
-def test_lerobot_dataset_on_s3_imports_like_a_local_one(exported, s3_options, tmp_path):
-    uri = "s3://interop/lerobot/sample"
-    _put_tree(Path(exported), uri, s3_options)
+def test_lerobot_dataset_on_s3_imports_like_a_local_one(exported, s3, s3_root, tmp_path):
+    s3_options = s3.storage_options
+    uri = s3.put_tree(Path(exported), f"{s3_root}/lerobot/sample")
     from_s3, from_disk = str(tmp_path / "from_s3"), str(tmp_path / "from_disk")
     result = import_lerobot(uri, from_s3, episodes=[2], source_storage_options=s3_options, progress=False)
     assert result.imported == [2]
@@ -41,18 +34,19 @@ def test_lerobot_dataset_on_s3_imports_like_a_local_one(exported, s3_options, tm
     assert a.metadata.extra["imported_from"]["repo_id"] == "sample"
 
 
-def test_hdf5_glob_on_s3_into_a_dataset_on_s3_and_out_to_lerobot(s3_options, tmp_path):
+def test_hdf5_glob_on_s3_into_a_dataset_on_s3_and_out_to_lerobot(s3, s3_root, tmp_path):
+    s3_options = s3.storage_options
     local = tmp_path / "aloha"
     local.mkdir()
     for n in (0, 1):
         _write_episode(local / f"episode_{n}.hdf5", n, compress=bool(n))
-    _put_tree(local, "s3://interop/aloha", s3_options)
-    target = "s3://interop/datasets/aloha"
-    result = import_hdf5("s3://interop/aloha/episode_*.hdf5", target, storage_options=s3_options, progress=False)
+    s3.put_tree(local, f"{s3_root}/aloha")
+    target = f"{s3_root}/datasets/aloha"
+    result = import_hdf5(f"{s3_root}/aloha/episode_*.hdf5", target, storage_options=s3_options, progress=False)
     assert result.imported == [0, 1] and result.rows == 2 * STEPS
     ds = robodata.open(target, storage_options=s3_options)
     assert len(ds) == 2 * STEPS and ds.cameras == ["cam_high", "cam_left_wrist"]
-    again = import_hdf5("s3://interop/aloha/episode_*.hdf5", target, storage_options=s3_options, progress=False)
+    again = import_hdf5(f"{s3_root}/aloha/episode_*.hdf5", target, storage_options=s3_options, progress=False)
     assert again.skipped == [0, 1]
 
     exported = export_lerobot(target, tmp_path / "lerobot", storage_options=s3_options, progress=False)
