@@ -1,5 +1,6 @@
 """`dagster dev`'s UI end to end: a real dagster-webserver on 127.0.0.1 loads workspace.yaml,
-lists the assets over GraphQL, launches one partition run and sees it succeed."""
+lists the assets over GraphQL, launches a run for each of three partitions at once (each run in
+a process of its own, all committing to one dataset) and sees every episode land exactly once."""
 
 import json
 import os
@@ -14,6 +15,7 @@ from pathlib import Path
 import dagster as dg
 import yaml
 
+import robodata
 from robodata.defs.instance import INSTANCE_CONFIG
 from robodata_tests.defs.conftest import EPISODE_KEYS, make_store
 
@@ -77,12 +79,12 @@ def instance_home(path: Path) -> Path:
     return path
 
 
-def test_webserver_lists_assets_and_runs_a_partition(tmp_path, short_uploads, monkeypatch):
-    store = make_store(tmp_path, short_uploads[:1])
+def test_webserver_lists_assets_and_runs_partitions_at_once(tmp_path, short_uploads, monkeypatch):
+    store = make_store(tmp_path, short_uploads)
     home = instance_home(tmp_path / "home")
     monkeypatch.setenv("DAGSTER_HOME", str(home))  # dagster.yaml's storage lives under it
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        instance.add_dynamic_partitions("episodes", [EPISODE_KEYS[0]])
+        instance.add_dynamic_partitions("episodes", EPISODE_KEYS)
     port = free_port()
     log = (tmp_path / "webserver.log").open("w")  # read it when this test fails
     env = {
@@ -107,20 +109,23 @@ def test_webserver_lists_assets_and_runs_a_partition(tmp_path, short_uploads, mo
         keys = {"/".join(node["assetKey"]["path"]) for node in graphql(port, ASSETS)["assetNodes"]}
         assert EXPECTED_ASSETS <= keys
 
-        params = {
-            "selector": {
-                "repositoryLocationName": location["name"],
-                "repositoryName": "__repository__",
-                "jobName": "ingest_episode",
-            },
-            "runConfigData": {"execution": {"config": {"in_process": {}}}},
-            "executionMetadata": {"tags": [{"key": "dagster/partition", "value": EPISODE_KEYS[0]}]},
-        }
-        launched = graphql(port, LAUNCH, {"params": params})["launchRun"]
-        assert launched["__typename"] == "LaunchRunSuccess", launched
-        run_id = launched["run"]["runId"]
-        status = wait_for(lambda: _finished(port, run_id), 240, "the run to finish", server)
-        assert status == "SUCCESS"
+        run_ids = []
+        for key in EPISODE_KEYS:  # launched together; each run starts its own worker process
+            params = {
+                "selector": {
+                    "repositoryLocationName": location["name"],
+                    "repositoryName": "__repository__",
+                    "jobName": "ingest_episode",
+                },
+                "runConfigData": {"execution": {"config": {"in_process": {}}}},
+                "executionMetadata": {"tags": [{"key": "dagster/partition", "value": key}]},
+            }
+            launched = graphql(port, LAUNCH, {"params": params})["launchRun"]
+            assert launched["__typename"] == "LaunchRunSuccess", launched
+            run_ids.append(launched["run"]["runId"])
+        for run_id in run_ids:
+            status = wait_for(lambda run_id=run_id: _finished(port, run_id), 300, "the runs to finish", server)
+            assert status == "SUCCESS"
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -130,9 +135,13 @@ def test_webserver_lists_assets_and_runs_a_partition(tmp_path, short_uploads, mo
             server.wait()
         log.close()
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        [record] = instance.fetch_materializations(dg.AssetKey("aligned_frames"), limit=10).records
-        assert record.asset_materialization.partition == EPISODE_KEYS[0]
-        assert record.asset_materialization.metadata["rows_written"].value == 97
+        records = instance.fetch_materializations(dg.AssetKey("aligned_frames"), limit=10).records
+        assert sorted(r.asset_materialization.partition for r in records) == EPISODE_KEYS
+        assert {r.asset_materialization.metadata["rows_written"].value for r in records} == {97}
+    ds = robodata.open(store.root)
+    keys = ds.to_table(columns=["episode_index", "frame_index"]).to_pylist()
+    assert len({(k["episode_index"], k["frame_index"]) for k in keys}) == len(keys) == 3 * 97
+    assert ds.episodes["rows"].to_pylist() == [97, 97, 97]
 
 
 def _loaded(port: int):
