@@ -20,7 +20,7 @@ from robodata.bench.report import SECTIONS
 from robodata.format.schema import ref_columns
 
 TINY = BenchmarkConfig.small()  # 3 episodes x 1 s, G in {1, 8}, a few samples per scenario
-IDENTIFIERS = {"episode_index"}  # integers in results.json that name things rather than measure them
+IDENTIFIERS = {"episode_index", "workers"}  # integers in results.json that name things rather than measure them
 
 
 @pytest.fixture(scope="module")
@@ -78,12 +78,18 @@ def test_results_json_structure(run):
         if not aim["met"] and not aim["key"].startswith(("bytes", "psnr", "jpeg")):
             assert "cProfile" in run.report_path.read_text() and aim["key"] in results["profiles"]
     assert results["ingest"]["cameras"] == 3
+    # The training DataLoader grid: both loaders at every (workers, batch size) of the config.
+    assert sorted((r["loader"], r["workers"], r["batch_size"]) for r in results["loader"]) == sorted(
+        (name, w, b) for name in ("lerobot-layout", "robodata") for w in TINY.loader_workers
+        for b in TINY.loader_batch_sizes
+    )
+    assert all(r["samples"] >= max(TINY.loader_samples, 3 * r["batch_size"]) for r in results["loader"])
 
 
 def test_every_figure_is_a_positive_finite_measured_number(run):
     results = json.loads(run.results_path.read_text())
     measured = {k: results[k] for k in ("scenarios", "storage", "sweep", "ingest", "aims", "profiles",
-                                        "storage_matched")}
+                                        "storage_matched", "loader")}
     numbers = list(_numbers(measured))
     assert len(numbers) > 100
     for path, number in numbers:

@@ -21,6 +21,7 @@ from robodata.bench import plots
 from robodata.bench.aims import evaluate_aims, explain_misses
 from robodata.bench.ingest_speed import summarize, timed_ingest
 from robodata.bench.lerobot_baseline import LeRobotLayoutReader, real_lerobot_dataset
+from robodata.bench.loader import measure_loaders
 from robodata.bench.pairing import baseline_rows
 from robodata.bench.report import headline_table, render_report
 from robodata.bench.scenarios import Pair, scenario_a, scenario_b, scenario_c, scenario_real_lerobot
@@ -53,6 +54,9 @@ class BenchmarkConfig:
     readpath_samples: int = 40
     readpath_batch: int = 64
     profile_repeats: int = 3
+    loader_workers: tuple[int, ...] = (0, 1, 2)  # training DataLoader grid (spawned workers)
+    loader_batch_sizes: tuple[int, ...] = (32, 128)
+    loader_samples: int = 512
     seed: int = 0
 
     @classmethod
@@ -60,7 +64,8 @@ class BenchmarkConfig:
         """Tiny sizes for tests and smoke runs (well under a minute)."""
         return cls(episodes=3, seconds=1.0, episodes_per_file=2, gop_sizes=(1, 8), sweep_episodes=1,
                    sweep_seconds=1.0, single_samples=3, batch_sizes=(32,), batch_repeats=1, window_samples=2,
-                   quality_rows=3, readpath_samples=4, readpath_batch=16, profile_repeats=1)
+                   quality_rows=3, readpath_samples=4, readpath_batch=16, profile_repeats=1,
+                   loader_workers=(0,), loader_batch_sizes=(16,), loader_samples=32)
 
 
 @dataclass
@@ -123,6 +128,10 @@ def run_benchmark(
     bar.set_description("scenarios A/B/C")
     scenarios, real_measured = _measure_scenarios(pair, cfg, rng, baseline_root)
 
+    bar.set_description("training DataLoader")
+    loader = measure_loaders(ds.uri, ds.version, baseline_root, cfg.loader_workers, cfg.loader_batch_sizes,
+                             cfg.loader_samples, pair.tick)
+
     bar.set_description("storage and quality")
     rows = np.sort(rng.choice(len(ds), min(cfg.quality_rows, len(ds)), replace=False))
     storage = layout_storage(ds, reader, quality_sample(ds, uploads, rows, reader, pair.paired))
@@ -149,6 +158,7 @@ def run_benchmark(
         "dataset": _dataset_facts(ds, dataset_uri, uploads is not None),
         "baseline": _baseline_facts(reader, export_seconds, real_measured),
         "scenarios": scenarios,
+        "loader": loader,
         "storage": storage,
         "sweep": sweep,
         "storage_matched": storage_matched_point(sweep, storage, a1["baseline_per_s"]),
@@ -214,7 +224,8 @@ def _planned_steps(cfg: BenchmarkConfig, built: bool) -> int:
     scenarios = 2 * cfg.single_samples + len(cfg.batch_sizes) * cfg.batch_repeats + cfg.window_samples
     sweep = cfg.sweep_episodes + 3 * len(cfg.gop_sizes)
     profiles = len(cfg.batch_sizes) + len(cfg.gop_sizes) + 3  # at most one per missed aim
-    return build + 1 + scenarios + 1 + sweep + profiles + 1
+    loaders = 2 * len(cfg.loader_workers) * len(cfg.loader_batch_sizes)
+    return build + 1 + scenarios + loaders + 1 + sweep + profiles + 1
 
 
 def _write_uploads(folder: Path, episodes: int, seconds: float, seed: int, tick) -> dict[int, Path]:

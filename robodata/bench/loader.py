@@ -8,6 +8,7 @@ Run ``robodata bench-loader`` (``--help`` for sizes). Needs the ``torch`` extra.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import tempfile
@@ -109,11 +110,14 @@ def _epochs(loader) -> Iterable[dict]:
         epoch += 1
 
 
-def robodata_throughput(uri: str, *, num_workers: int, batch_size: int, samples: int, cameras=None) -> dict:
-    """DataLoader samples/s reading ``uri`` through robodata's adapter (global shuffle)."""
+def robodata_throughput(
+    uri: str, *, num_workers: int, batch_size: int, samples: int, cameras=None, version: int | None = None
+) -> dict:
+    """DataLoader samples/s reading ``uri`` (at ``version``) through robodata's adapter (global shuffle)."""
     from robodata.reader.torch_dataset import make_dataloader
 
-    loader = make_dataloader(uri, batch_size=batch_size, num_workers=num_workers, cameras=cameras, seed=1)
+    loader = make_dataloader(uri, version=version, batch_size=batch_size, num_workers=num_workers, cameras=cameras,
+                             seed=1)
     figures = _time_batches(_epochs(loader), samples, lambda b: len(b["index"]))
     loader.close()
     return {"loader": "robodata", "workers": num_workers, "batch_size": batch_size, **figures}
@@ -233,6 +237,30 @@ def _sample_dataset(workdir: str, episodes: int, seconds: float) -> str:
     for upload in tqdm(uploads, desc="ingest sample data", unit="episode"):
         ingest_episode(str(upload), uri)
     return uri
+
+
+def measure_loaders(
+    uri: str, version: int, baseline_root, workers: tuple[int, ...], batch_sizes: tuple[int, ...], samples: int,
+    tick=lambda: None,
+) -> list[dict]:
+    """DataLoader samples/s for every (workers, batch size), robodata's adapter and the LeRobot-layout
+    baseline at ``baseline_root`` interleaved, as rows for ``format_throughput``.
+
+    >>> format_throughput(measure_loaders("demo/dataset", 5, "bench_out/work/lerobot", (0, 2), (32,), 256))
+    """
+    rows: list[dict] = []
+    if importlib.util.find_spec("torch") is None:  # the DataLoader needs the torch extra
+        return rows
+    for num_workers in workers:
+        for batch_size in batch_sizes:
+            count = max(samples, 3 * batch_size)
+            rows.append(robodata_throughput(f"{uri}", num_workers=num_workers, batch_size=batch_size,
+                                            samples=count, version=version))
+            tick()
+            rows.append(baseline_throughput(str(baseline_root), num_workers=num_workers, batch_size=batch_size,
+                                            samples=count))
+            tick()
+    return rows
 
 
 def format_throughput(rows: list[dict]) -> str:
