@@ -9,11 +9,8 @@ import pytest
 
 from robodata.sample_data import write_sample_uploads
 
-# The shared folder sits beside the checkout (CI: a copy beside the clone; worktrees: higher up).
-TESTDATA = next(
-    (p / "shared" / "testdata" for p in Path(__file__).resolve().parents if (p / "shared" / "testdata").is_dir()),
-    Path(__file__).resolve().parents[2] / "shared" / "testdata",
-)
+# Real footage ships inside the repository: no test reads outside it.
+TESTDATA = Path(__file__).resolve().parent / "data"
 REAL_VIDEO = TESTDATA / "carphone_pristine.mp4"
 
 
