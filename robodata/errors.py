@@ -27,3 +27,43 @@ class StorageError(RoboDataError, OSError):
 
 class StorageUnreachableError(StorageError):
     """The dataset's storage could not be reached, or did not answer, during a step."""
+
+
+class CorruptGopError(RoboDataError, ValueError):
+    """Stored GOP bytes whose checksum differs from the one written with them: the message names
+    the dataset, its version, the episode, the camera and the GOP.
+
+    >>> CorruptGopError.of("data/demo", 5, 2, "top", 7, 123, "checksum differs").gop_index
+    7
+    """
+
+    def __init__(self, message: str, **details: object) -> None:
+        # One positional argument, so the error survives pickling and DataLoader workers'
+        # re-raising (both rebuild it from its message).
+        super().__init__(message)
+        self.details = details
+        for name, value in details.items():
+            setattr(self, name, value)
+
+    @classmethod
+    def of(
+        cls, uri: str, version: int | None, episode_index: int, camera: str, gop_index: int, ref_id: int, problem: str
+    ) -> CorruptGopError:
+        at = f" version {version}" if version is not None else ""
+        return cls(
+            f"{uri}{at}: GOP {gop_index} of episode {episode_index}, camera {camera!r} (ref_id {ref_id}) "
+            f"is corrupt: {problem}",
+            uri=uri, version=version, episode_index=episode_index, camera=camera, gop_index=gop_index, ref_id=ref_id,
+        )
+
+    def __reduce__(self):
+        return _rebuild_corrupt_gop_error, (str(self), self.details)
+
+
+def _rebuild_corrupt_gop_error(message: str, details: dict) -> CorruptGopError:
+    return CorruptGopError(message, **details)
+
+
+class EpisodeAuditError(RoboDataError, ValueError):
+    """An episode whose staged GOPs or rows failed the checks that run before its rows commit;
+    nothing was committed, the dataset's version is unchanged."""

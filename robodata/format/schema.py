@@ -8,7 +8,8 @@ from dataclasses import asdict, dataclass, field
 import lance
 import pyarrow as pa
 
-FORMAT_VERSION = "1"
+# 2: every gops.lance row carries an xxh3-64 checksum of its GOP bytes (``gop_xxh3``).
+FORMAT_VERSION = "2"
 GOPS_TABLE = "gops.lance"
 FRAMES_TABLE = "frames.lance"
 METADATA_KEY = b"robodata"
@@ -28,6 +29,8 @@ GOPS_SCHEMA = pa.schema(
         pa.field("codec", pa.string(), nullable=False),
         pa.field("crf", pa.int32(), nullable=False),
         pa.field("preset", pa.string(), nullable=False),
+        # Checksum of the GOP bytes (robodata.format.checksum), verified on every read.
+        pa.field("gop_xxh3", pa.uint64(), nullable=False),
         # Keep GOPs inline in the data file: one ranged read each, no sidecar file to open.
         lance.blob_field("gop", inline_size_threshold=INLINE_GOP_BYTES, dedicated_size_threshold=4 * INLINE_GOP_BYTES),
     ]

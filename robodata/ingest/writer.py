@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from robodata.codec import EncoderSettings, GopEncoder
 from robodata.errors import BadUploadError, IncompatibleEpisodeError
+from robodata.format.checksum import gop_checksum
 from robodata.format.ids import episode_filter, gop_ref_id
 from robodata.format.schema import (
     GOPS_SCHEMA,
@@ -142,6 +143,7 @@ def encode_camera(episode_index: int, camera: CameraStream, settings: EncoderSet
             "codec": [settings.codec] * len(gops),
             "crf": [settings.crf] * len(gops),
             "preset": [settings.preset] * len(gops),
+            "gop_xxh3": pa.array([gop_checksum(g.data) for g in gops], pa.uint64()),
             "gop": lance.blob_array([g.data for g in gops]),
         },
         schema=GOPS_SCHEMA,

@@ -12,6 +12,7 @@ import pyarrow as pa
 from robodata.format.schema import camera_of, image_column, read_metadata
 from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.reader.decode_pool import GopTask, run_tasks
+from robodata.reader.gop_checksums import verify_gop_bytes
 from robodata.reader.gop_index import GopIndex
 from robodata.reader.row_index import RowIndex
 from robodata.storage.failures import storage_step
@@ -159,6 +160,7 @@ class RoboDataset:
         if missing:
             for slot, data in zip(missing, self._read_gop_rows(positions[missing]), strict=True):
                 blobs[slot] = data
+        self._verify_gops(positions, blobs)  # supplied (prefetched) bytes too
         tasks = [
             GopTask(data, self._gop_index.packet_sizes(int(pos)))
             for data, pos in zip(blobs, positions, strict=True)
@@ -175,6 +177,10 @@ class RoboDataset:
     def _read_gop_rows(self, positions: np.ndarray) -> list[bytes]:
         blobs = self._gops.read_blobs("gop", ids=self._gop_index.row_ids(positions).tolist(), preserve_order=True)
         return [data for _, data in blobs]
+
+    def _verify_gops(self, positions: np.ndarray, blobs: list[bytes]) -> None:
+        """CorruptGopError unless every GOP's bytes match the checksum stored with them."""
+        verify_gop_bytes(self._gops, self._gop_index, positions, blobs, uri=self.uri, version=self.version)
 
     def gop_refs(self, columns: str | list[str], indices) -> np.ndarray:
         """The distinct GOP ref_ids that the frames of rows ``indices`` in ``columns`` decode from.
@@ -199,7 +205,9 @@ class RoboDataset:
         refs = np.asarray(ref_ids)
         if refs.size == 0:
             return {}
-        data = self._read_gop_rows(self._gop_index.positions(refs))
+        positions = self._gop_index.positions(refs)
+        data = self._read_gop_rows(positions)
+        self._verify_gops(positions, data)
         return {int(ref): blob for ref, blob in zip(refs, data, strict=True)}
 
     def window_rows(self, indices, offsets) -> tuple[np.ndarray, np.ndarray]:

@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from robodata.format.checksum import CHECKSUM_COLUMN
+
 
 class GopIndex:
     def __init__(self, gops) -> None:
-        table = gops.to_table(columns=["ref_id", "packet_sizes"], with_row_id=True)
+        # Datasets written before format 2 have no checksum column: their GOPs read unverified.
+        self.checksummed = CHECKSUM_COLUMN in gops.schema.names
+        columns = ["ref_id", "packet_sizes"] + ([CHECKSUM_COLUMN] if self.checksummed else [])
+        table = gops.to_table(columns=columns, with_row_id=True)
         ref_ids = table["ref_id"].to_numpy()
         order = np.argsort(ref_ids, kind="stable")
+        self._checksums = table[CHECKSUM_COLUMN].to_numpy()[order] if self.checksummed else None
         self._ref_ids = ref_ids[order]
         self._row_ids = table["_rowid"].to_numpy()[order]
         sizes = table["packet_sizes"]
@@ -35,6 +41,13 @@ class GopIndex:
             missing = ref_ids if len(self._ref_ids) == 0 else ref_ids[self._ref_ids[pos] != ref_ids]
             raise KeyError(f"GOP references not found in gops.lance: {missing[:5].tolist()}")
         return pos
+
+    def ref_ids(self, positions: np.ndarray) -> np.ndarray:
+        return self._ref_ids[positions]
+
+    def checksums(self, positions: np.ndarray) -> np.ndarray | None:
+        """The stored xxh3-64 of each GOP at ``positions``; None for a dataset without checksums."""
+        return None if self._checksums is None else self._checksums[positions]
 
     def row_ids(self, positions: np.ndarray) -> np.ndarray:
         return self._row_ids[positions]
