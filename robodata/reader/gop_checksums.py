@@ -49,4 +49,6 @@ def corrupt_gop_error(gops, ref_id: int, problem: str, *, uri: str, version: int
     if row.num_rows == 0:
         return CorruptGopError.of(uri, version, -1, "?", -1, ref_id, problem)
     first = {name: row[name][0].as_py() for name in row.column_names}
-    return CorruptGopError.of(uri, version, first["episode_index"], first["camera"], first["gop_index"], ref_id, problem)
+    return CorruptGopError.of(
+        uri, version, first["episode_index"], first["camera"], first["gop_index"], ref_id, problem
+    )

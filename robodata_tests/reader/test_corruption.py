@@ -99,7 +99,8 @@ def _prefetched_read(root: str, bad: int):
 def test_the_error_survives_pickling_and_names_the_gop():
     error = CorruptGopError.of("s3://b/ds", 4, 1, "top", 2, 99, "checksum differs")
     copy = pickle.loads(pickle.dumps(error))
-    assert str(copy) == str(error) and (copy.episode_index, copy.camera, copy.gop_index, copy.version) == (1, "top", 2, 4)
+    assert str(copy) == str(error)
+    assert (copy.episode_index, copy.camera, copy.gop_index, copy.version) == (1, "top", 2, 4)
     assert str(CorruptGopError("message only")) == "message only"  # how DataLoader re-raises it
 
 
