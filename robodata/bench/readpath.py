@@ -17,6 +17,7 @@ import numpy as np
 from tqdm import tqdm
 
 from robodata.codec import decode_gop_frames
+from robodata.format.checksum import gop_checksum
 from robodata.format.ids import camera_filter
 from robodata.format.schema import camera_of
 from robodata.reader import RoboDataset, open_dataset
@@ -85,6 +86,7 @@ def measure_readpath(
     steps.close()
     single_fps = 1 / statistics.median(singles)
     batched_fps = statistics.median(batched)
+    hash_single, hash_batch = checksum_seconds(ds, column, rng, batch_size)
     return {
         "column": column,
         "gop_size": gop_size,
@@ -99,7 +101,30 @@ def measure_readpath(
         "batch_size": batch_size,
         "row_all_cameras_per_s": 1 / statistics.median(items),
         "row_all_cameras_median_ms": 1000 * statistics.median(items),
+        # What verifying GOP checksums adds to a read (included in the figures above).
+        "checksum_us_per_single_read": 1e6 * hash_single,
+        "checksum_pct_of_single_read": 100 * hash_single * single_fps,
+        "checksum_us_per_batch": 1e6 * hash_batch,
+        "checksum_pct_of_batched_read": 100 * hash_batch * batched_fps / batch_size,
     }
+
+
+def checksum_seconds(ds: RoboDataset, column: str, rng: np.random.Generator, batch_size: int) -> tuple[float, float]:
+    """Median seconds spent checksumming the GOPs of one random single-row read and of one random
+    ``batch_size``-row batch (the verification every read does before decoding)."""
+    n = len(ds)
+
+    def hash_time(rows) -> float:
+        blobs = list(ds.read_gops(ds.gop_refs(column, rows)).values())
+        start = time.perf_counter()
+        for _ in range(20):
+            for data in blobs:
+                gop_checksum(data)
+        return (time.perf_counter() - start) / 20
+
+    single = statistics.median(hash_time([int(i)]) for i in rng.integers(0, n, 50))
+    batch = statistics.median(hash_time(rng.integers(0, n, batch_size)) for _ in range(10))
+    return single, batch
 
 
 def _pixels(ds: RoboDataset, column: str) -> int:
