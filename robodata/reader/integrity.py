@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from robodata.format.ids import episode_filter
-from robodata.format.schema import GOPS_SCHEMA, METADATA_KEY, read_metadata, ref_columns
+from robodata.format.schema import GOPS_SCHEMA, METADATA_KEY, DatasetMetadata, read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.ingest.alignment import alignment_tolerance_ns
 from robodata.reader.dataset import open_dataset
@@ -87,7 +88,12 @@ def check_references(
 ) -> IntegrityResult:
     """Every row's camera references resolve to a gops.lance row of the same episode and camera
     whose gop_index matches and which holds the referenced frame."""
-    refs = _EpisodeRefs(dataset_uri, episode_index, storage_options)
+    refs = RowRefs.of_episode(dataset_uri, episode_index, storage_options)
+    return references_result(refs, f"episode {episode_index}")
+
+
+def references_result(refs: RowRefs, label: str) -> IntegrityResult:
+    """``check_references`` on any set of rows (an episode, a staged episode, a whole version)."""
     bad: dict[str, int] = {}
     for camera in refs.cameras:
         ok = refs.resolved(camera) & refs.consistent(camera)
@@ -95,23 +101,29 @@ def check_references(
             bad[camera] = int((~ok).sum())
     details = {"rows": refs.rows, "cameras": refs.cameras}
     if bad:
-        first = min(refs.first_bad_row(c) for c in bad)
+        first = min((refs.first_bad_row(c) for c in bad), key=lambda at: (at[0], at[1]))
+        at = f"frame_index {first[1]}"
+        if len(np.unique(refs.episode)) > 1:
+            at = f"episode {first[0]}, {at}"
         return IntegrityResult(
             False,
-            f"episode {episode_index}: rows point at GOPs that are missing or belong elsewhere "
-            f"(per camera {bad}; first at frame_index {first})",
+            f"{label}: rows point at GOPs that are missing or belong elsewhere "
+            f"(per camera {bad}; first at {at})",
             {**details, "bad_references": bad},
         )
-    return IntegrityResult(
-        True, f"episode {episode_index}: all {refs.rows} rows' references resolve", details
-    )
+    return IntegrityResult(True, f"{label}: all {refs.rows} rows' references resolve", details)
 
 
 def check_alignment(
     dataset_uri: str, episode_index: int, storage_options: dict | None = None
 ) -> IntegrityResult:
     """Every row's frame is within half a camera period of the row's time."""
-    refs = _EpisodeRefs(dataset_uri, episode_index, storage_options)
+    refs = RowRefs.of_episode(dataset_uri, episode_index, storage_options)
+    return alignment_result(refs, f"episode {episode_index}")
+
+
+def alignment_result(refs: RowRefs, label: str) -> IntegrityResult:
+    """``check_alignment`` on any set of rows."""
     worst_ms: dict[str, float] = {}
     problems = []
     for camera in refs.cameras:
@@ -128,10 +140,8 @@ def check_alignment(
             )
     details = {"max_error_ms": worst_ms}
     if problems:
-        return IntegrityResult(False, f"episode {episode_index}: " + "; ".join(problems), details)
-    return IntegrityResult(
-        True, f"episode {episode_index}: every row is within half a camera period", details
-    )
+        return IntegrityResult(False, f"{label}: " + "; ".join(problems), details)
+    return IntegrityResult(True, f"{label}: every row is within half a camera period", details)
 
 
 def check_row_count(
@@ -139,12 +149,15 @@ def check_row_count(
 ) -> IntegrityResult:
     """The episode has exactly ``expected_rows`` rows (its upload's state samples)."""
     rows = _open_frames(dataset_uri, storage_options).count_rows(episode_filter(episode_index))
+    return row_count_result(rows, expected_rows, f"episode {episode_index}")
+
+
+def row_count_result(rows: int, expected_rows: int, label: str) -> IntegrityResult:
+    """``check_row_count`` on a number of rows already known."""
     details = {"rows": rows, "expected_rows": expected_rows}
     if rows != expected_rows:
-        return IntegrityResult(
-            False, f"episode {episode_index} has {rows} rows, its upload {expected_rows}", details
-        )
-    return IntegrityResult(True, f"episode {episode_index} has all {rows} rows", details)
+        return IntegrityResult(False, f"{label} has {rows} rows, its upload {expected_rows}", details)
+    return IntegrityResult(True, f"{label} has all {rows} rows", details)
 
 
 def check_sample_decodes(
@@ -190,23 +203,22 @@ def _open_frames(dataset_uri: str, storage_options: dict | None):
     return frames
 
 
-class _EpisodeRefs:
-    """One episode's rows joined, per camera, with the gops.lance rows they reference."""
+class RowRefs:
+    """Rows (of one episode, a staged episode or a whole version) joined, per camera, with the
+    gops.lance rows they reference.
 
-    def __init__(self, dataset_uri: str, episode_index: int, storage_options: dict | None) -> None:
-        frames = _open_frames(dataset_uri, storage_options)
-        meta = read_metadata(frames.schema)
-        self.episode_index = episode_index
+    >>> RowRefs.of_episode("data/demo", 0).resolved("top").all()
+    True
+    """
+
+    def __init__(self, rows: pa.Table, meta: DatasetMetadata, gops: pa.Table) -> None:
         self.cameras = sorted(meta.cameras)
         self.fps = {c: meta.cameras[c].fps for c in self.cameras}
-        columns = ["frame_index", "timestamp_ns"] + [c for cam in self.cameras for c in ref_columns(cam)]
-        table = frames.to_table(columns=columns, filter=episode_filter(episode_index))
-        self.rows = table.num_rows
-        self.frame_index = table["frame_index"].to_numpy()
-        self.row_times = table["timestamp_ns"].to_numpy()
-        self._refs = {cam: [table[c].to_numpy() for c in ref_columns(cam)] for cam in self.cameras}
-        wanted = np.unique(np.concatenate([r[0] for r in self._refs.values()]))
-        gops = _gop_rows(dataset_uri, wanted, storage_options)
+        self.rows = rows.num_rows
+        self.episode = rows["episode_index"].to_numpy()
+        self.frame_index = rows["frame_index"].to_numpy()
+        self.row_times = rows["timestamp_ns"].to_numpy()
+        self._refs = {cam: [rows[c].to_numpy() for c in ref_columns(cam)] for cam in self.cameras}
         self._ids = gops["ref_id"].to_numpy()
         self._camera = gops["camera"].to_numpy(zero_copy_only=False)
         self._episode = gops["episode_index"].to_numpy()
@@ -215,6 +227,28 @@ class _EpisodeRefs:
         times = gops["timestamps_ns"].combine_chunks()
         self._times_start = times.offsets.to_numpy()[:-1]
         self._times = times.values.to_numpy()
+
+    @classmethod
+    def of_rows(
+        cls, dataset_uri: str, rows: pa.Table, meta: DatasetMetadata, storage_options: dict | None = None
+    ) -> RowRefs:
+        """``rows`` (frames.lance columns, committed or not) against gops.lance at ``dataset_uri``."""
+        refs = [rows[ref_columns(c)[0]].to_numpy() for c in meta.cameras]
+        wanted = np.unique(np.concatenate(refs)) if refs else np.zeros(0, np.int64)
+        return cls(rows, meta, _gop_rows(dataset_uri, wanted, storage_options))
+
+    @classmethod
+    def of_episode(cls, dataset_uri: str, episode_index: int, storage_options: dict | None = None) -> RowRefs:
+        frames = _open_frames(dataset_uri, storage_options)
+        return cls.of_table(dataset_uri, frames, episode_filter(episode_index), storage_options)
+
+    @classmethod
+    def of_table(cls, dataset_uri: str, frames, filter: str | None, storage_options: dict | None = None) -> RowRefs:
+        """The rows of ``frames`` (frames.lance at some version) that ``filter`` selects."""
+        meta = read_metadata(frames.schema)
+        columns = ["episode_index", "frame_index", "timestamp_ns"]
+        columns += [c for cam in sorted(meta.cameras) for c in ref_columns(cam)]
+        return cls.of_rows(dataset_uri, frames.to_table(columns=columns, filter=filter), meta, storage_options)
 
     def _lookup(self, camera: str) -> tuple[np.ndarray, np.ndarray]:
         ref_id = self._refs[camera][0]
@@ -234,7 +268,7 @@ class _EpisodeRefs:
         return (
             found
             & (self._camera[pos] == camera)
-            & (self._episode[pos] == self.episode_index)
+            & (self._episode[pos] == self.episode)
             & (self._gop_index[pos] == gop_index)
             & (in_gop >= 0)
             & (in_gop < self._n_frames[pos])
@@ -245,9 +279,11 @@ class _EpisodeRefs:
         pos, _ = self._lookup(camera)
         return self._times[self._times_start[pos] + self._refs[camera][2]]
 
-    def first_bad_row(self, camera: str) -> int:
-        bad = ~(self.resolved(camera) & self.consistent(camera))
-        return int(self.frame_index[bad].min())
+    def first_bad_row(self, camera: str) -> tuple[int, int]:
+        """(episode_index, frame_index) of the first row whose reference does not hold."""
+        bad = np.flatnonzero(~(self.resolved(camera) & self.consistent(camera)))
+        first = bad[np.lexsort((self.frame_index[bad], self.episode[bad]))[0]]
+        return int(self.episode[first]), int(self.frame_index[first])
 
 
 def _gop_rows(dataset_uri: str, ref_ids: np.ndarray, storage_options: dict | None) -> pa.Table:
@@ -256,8 +292,12 @@ def _gop_rows(dataset_uri: str, ref_ids: np.ndarray, storage_options: dict | Non
     gops = open_table(gops_uri(dataset_uri), storage_options)
     if gops is None or len(ref_ids) == 0:
         return pa.schema([GOPS_SCHEMA.field(c) for c in columns]).empty_table()
+    if len(ref_ids) > 20_000:  # most of the table (a whole version): one scan beats many filters
+        table = gops.to_table(columns=columns)
+        table = table.filter(pc.is_in(table["ref_id"], pa.array(ref_ids, pa.int64())))
+        return table.sort_by("ref_id").combine_chunks()
     parts = []
-    for start in range(0, len(ref_ids), 1000):
+    for start in range(0, len(ref_ids), 1000):  # bounded filter strings
         chunk = ", ".join(str(int(r)) for r in ref_ids[start : start + 1000])
         parts.append(gops.to_table(columns=columns, filter=f"ref_id IN ({chunk})"))
     return pa.concat_tables(parts).sort_by("ref_id").combine_chunks()
