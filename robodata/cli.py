@@ -340,6 +340,24 @@ def _bench_loader(args: argparse.Namespace) -> int:
     return loader_main(args)
 
 
+def _verify_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("--version", default=None, help="a version number or a tag (default: the latest)")
+    p.add_argument("--decode", action="store_true", help="also decode every GOP and check frame counts and sizes")
+
+
+@command("verify", _verify_args)
+def _verify(args: argparse.Namespace) -> int:
+    """Check every GOP's checksum (and with --decode its frames) and every row's references; exit 1 on a problem."""
+    from robodata.reader.verify import verify_dataset
+    from robodata.storage import redact, storage_options_from_env
+
+    options = storage_options_from_env() or None
+    report = verify_dataset(args.dataset, version=_version(args.version), decode=args.decode, storage_options=options)
+    print(redact(report.summary()))
+    return 0 if report.ok else 1
+
+
 def _version(value: str | None) -> int | str | None:
     if value is None:
         return None
