@@ -66,4 +66,12 @@ def _rebuild_corrupt_gop_error(message: str, details: dict) -> CorruptGopError:
 
 class EpisodeAuditError(RoboDataError, ValueError):
     """An episode whose staged GOPs or rows failed the checks that run before its rows commit;
-    nothing was committed, the dataset's version is unchanged."""
+    nothing was committed, the dataset's version is unchanged. ``results`` holds every check's
+    outcome (an IntegrityResult by check name)."""
+
+    def __init__(self, message: str, results: dict | None = None) -> None:
+        super().__init__(message)
+        self.results = results or {}
+
+    def __reduce__(self):
+        return type(self), (str(self), self.results)

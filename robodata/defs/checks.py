@@ -1,4 +1,9 @@
-"""Blocking checks on each episode's aligned_frames: a failure stops downstream assets in the run."""
+"""The checks on each episode's committed aligned_frames, run as ONE blocking multi-asset check
+(one step, not one per check): a failure stops downstream assets in the run.
+
+The same checks (and a decode of every GOP) already ran on the staged episode before its rows
+were committed (robodata.ingest.audit); these confirm what landed, with the code
+``robodata verify`` runs."""
 
 import warnings
 
@@ -15,6 +20,7 @@ from robodata.reader.integrity import (
     check_sample_decodes,
     check_schema_metadata,
 )
+from robodata.reader.verify import verify_dataset
 
 # Per-partition checks are a preview feature in Dagster 1.13; they are what makes a check see
 # its episode, so accept them without a warning on every load.
@@ -24,15 +30,22 @@ warnings.filterwarnings(
 
 DECODE_SAMPLES = 8
 
+CHECK_DESCRIPTIONS = {
+    "schema_metadata_complete": (
+        "frames.lance's schema metadata names control rate, joints, cameras, GOP size and codec."
+    ),
+    "gops_match_checksums": "Every GOP of the episode matches the checksum stored with it (as `robodata verify`).",
+    "references_resolve": "Every row's camera references resolve to this episode's rows of gops.lance.",
+    "alignment_within_half_period": "Every row is within half a camera period of its frame.",
+    "row_count_matches_upload": "The episode has one row per state sample of its upload.",
+    "sampled_frames_decode": f"{DECODE_SAMPLES} random rows decode, every camera, to the recorded frame size.",
+}
 
-def _episode_check(description: str):
-    return dg.asset_check(
-        asset=aligned_frames, blocking=True, partitions_def=episode_partitions, description=description
-    )
 
-
-def _result(store: DatasetStore, outcome: IntegrityResult) -> dg.AssetCheckResult:
+def _result(store: DatasetStore, name: str, outcome: IntegrityResult) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
+        asset_key=aligned_frames.key,
+        check_name=name,
         passed=outcome.passed,
         description=store.redact(outcome.description),
         metadata={
@@ -41,48 +54,44 @@ def _result(store: DatasetStore, outcome: IntegrityResult) -> dg.AssetCheckResul
     )
 
 
-def _episode_index(context: dg.AssetCheckExecutionContext, store: DatasetStore) -> int:
-    return upload_episode_index(store.upload_uri(context.partition_key), store.storage_options())
+def _gops_match_checksums(store: DatasetStore, episode_index: int) -> IntegrityResult:
+    report = verify_dataset(store.root, episode_index=episode_index, storage_options=store.storage_options())
+    gop_problems = [p for p in report.problems if not p.startswith(f"episode {episode_index}: rows point")]
+    details = {"gops_checked": report.gops.checked}
+    if gop_problems:
+        return IntegrityResult(False, f"episode {episode_index}: " + "; ".join(gop_problems[:5]), details)
+    checked = report.gops.checked
+    return IntegrityResult(True, f"episode {episode_index}: all {checked} GOPs match their checksums", details)
 
 
-@_episode_check("frames.lance's schema metadata names control rate, joints, cameras, GOP size and codec.")
-def schema_metadata_complete(context: dg.AssetCheckExecutionContext, store: DatasetStore) -> dg.AssetCheckResult:
-    return _result(store, check_schema_metadata(store.root, store.storage_options()))
-
-
-@_episode_check("Every row's camera references resolve to this episode's rows of gops.lance.")
-def references_resolve(context: dg.AssetCheckExecutionContext, store: DatasetStore) -> dg.AssetCheckResult:
-    return _result(store, check_references(store.root, _episode_index(context, store), store.storage_options()))
-
-
-@_episode_check("Every row is within half a camera period of its frame.")
-def alignment_within_half_period(context: dg.AssetCheckExecutionContext, store: DatasetStore) -> dg.AssetCheckResult:
-    return _result(store, check_alignment(store.root, _episode_index(context, store), store.storage_options()))
-
-
-@_episode_check("The episode has one row per state sample of its upload.")
-def row_count_matches_upload(context: dg.AssetCheckExecutionContext, store: DatasetStore) -> dg.AssetCheckResult:
-    upload = store.upload_uri(context.partition_key)
+@dg.multi_asset_check(
+    specs=[
+        dg.AssetCheckSpec(name, asset=aligned_frames, blocking=True, description=description,
+                          partitions_def=episode_partitions)
+        for name, description in CHECK_DESCRIPTIONS.items()
+    ],
+    description="The episode's checks on its committed rows and GOPs, in one step.",
+)
+def episode_integrity(context: dg.AssetCheckExecutionContext, store: DatasetStore):
     options = store.storage_options()
-    expected = upload_state_samples(upload, options)
-    return _result(store, check_row_count(store.root, upload_episode_index(upload, options), expected, options))
+    upload = store.upload_uri(context.partition_key)
+    index = upload_episode_index(upload, options)
+    outcomes = {
+        "schema_metadata_complete": lambda: check_schema_metadata(store.root, options),
+        "gops_match_checksums": lambda: _gops_match_checksums(store, index),
+        "references_resolve": lambda: check_references(store.root, index, options),
+        "alignment_within_half_period": lambda: check_alignment(store.root, index, options),
+        "row_count_matches_upload": lambda: check_row_count(
+            store.root, index, upload_state_samples(upload, options), options
+        ),
+        "sampled_frames_decode": lambda: check_sample_decodes(
+            store.root, index, DECODE_SAMPLES, seed=index, storage_options=options
+        ),
+    }
+    for name, outcome in outcomes.items():
+        yield _result(store, name, outcome())
 
 
-@_episode_check(f"{DECODE_SAMPLES} random rows decode, every camera, to the recorded frame size.")
-def sampled_frames_decode(context: dg.AssetCheckExecutionContext, store: DatasetStore) -> dg.AssetCheckResult:
-    index = _episode_index(context, store)
-    return _result(
-        store,
-        check_sample_decodes(store.root, index, DECODE_SAMPLES, seed=index, storage_options=store.storage_options()),
-    )
-
-
-episode_checks = [
-    schema_metadata_complete,
-    references_resolve,
-    alignment_within_half_period,
-    row_count_matches_upload,
-    sampled_frames_decode,
-]
+episode_checks = [episode_integrity]
 
 defs = dg.Definitions(asset_checks=episode_checks)

@@ -43,5 +43,13 @@ def lineage_result(
 
 
 def failure(store: DatasetStore, exc: Exception) -> dg.Failure:
-    """A Dagster failure whose message names the file and the problem, credentials redacted."""
-    return dg.Failure(description=store.redact(str(exc)), allow_retries=not isinstance(exc, RoboDataError))
+    """A Dagster failure whose message names the file and the problem, credentials redacted;
+    an episode audit's failure also lists each check's outcome as metadata."""
+    audit = getattr(exc, "results", None) or {}
+    metadata = {
+        f"check {name}": ("passed: " if outcome.passed else "FAILED: ") + store.redact(outcome.description)
+        for name, outcome in audit.items()
+    }
+    return dg.Failure(
+        description=store.redact(str(exc)), metadata=metadata, allow_retries=not isinstance(exc, RoboDataError)
+    )

@@ -28,6 +28,7 @@ from robodata.format.schema import (
 )
 from robodata.format.tables import append_or_create, frames_uri, gops_uri, open_table
 from robodata.ingest.alignment import nearest_frames
+from robodata.ingest.audit import audit_staged_episode
 from robodata.ingest.episode import CameraStream, EpisodeData
 from robodata.storage.failures import storage_step
 
@@ -279,6 +280,7 @@ def write_frames(
     schema = _frames_schema(episode, meta, dataset_uri, storage_options)
     built = build_rows(episode, staged.cameras, _with_extra_fields(frames_schema(meta), episode))
     rows = _conform(built, schema)
+    audit_staged_episode(dataset_uri, rows, meta, staged, expected_rows=len(episode), storage_options=storage_options)
     index = episode.episode_index
     with storage_step(f"committing episode {index}'s rows", frames_uri(dataset_uri), storage_options):
         frames_version = _replace_episode_rows(dataset_uri, rows, schema, index, storage_options)

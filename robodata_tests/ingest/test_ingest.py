@@ -76,7 +76,7 @@ def test_schema_metadata_describes_the_dataset(ingested):
         "top": (640, 480, 30), "wrist_left": (320, 240, 30), "wrist_right": (320, 240, 30)}
     assert meta.camera_fps == {c: i.fps for c, i in meta.cameras.items()}
     assert meta.codec["name"] == "h264" and meta.codec["crf"] == 23
-    assert meta.format_version == "1"
+    assert meta.format_version == "2"  # 2: GOP checksums
 
 
 def test_reingest_replaces_the_episode_in_one_commit(uploads, tmp_path):

@@ -1,0 +1,102 @@
+"""Write, audit, publish: an episode's checks run on its staged GOPs and its rows before the rows
+commit to frames.lance. A failing check raises EpisodeAuditError and nothing is committed, so
+the dataset's version does not move.
+
+>>> audit_staged_episode("data/demo", rows, meta, staged, expected_rows=len(episode))
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from robodata.errors import EpisodeAuditError
+from robodata.format.ids import episode_filter
+from robodata.format.schema import DatasetMetadata
+from robodata.format.tables import gops_uri, open_table
+from robodata.reader.gop_audit import check_gop_rows, gop_rows
+from robodata.reader.integrity import (
+    IntegrityResult,
+    RowRefs,
+    alignment_result,
+    references_result,
+    row_count_result,
+)
+from robodata.storage.failures import storage_step
+
+if TYPE_CHECKING:
+    from robodata.ingest.writer import StagedGops
+
+# The names the Dagster UI shows for each audit check (also the episode's asset checks).
+AUDIT_CHECKS = ("staged_gops_decode", "references_resolve", "alignment_within_half_period", "row_count_matches_upload")
+
+
+def audit_staged_episode(
+    dataset_uri: str,
+    rows: pa.Table,
+    meta: DatasetMetadata,
+    staged: StagedGops,
+    *,
+    expected_rows: int,
+    storage_options: dict | None = None,
+) -> dict[str, IntegrityResult]:
+    """Check an episode before its ``rows`` commit: every staged GOP is stored, matches its
+    checksum and decodes to its recorded frame count and size; every row points at a staged GOP
+    holding its frame, within half a camera period; the episode has ``expected_rows`` rows.
+    Returns each check's result; raises EpisodeAuditError naming every failure.
+    """
+    label = f"episode {staged.episode_index}"
+    with storage_step(f"auditing {label}'s staged GOPs", gops_uri(dataset_uri), storage_options):
+        refs = RowRefs.of_rows(dataset_uri, rows, meta, storage_options)
+        results = {
+            "staged_gops_decode": _staged_gops_decode(dataset_uri, staged, storage_options),
+            "references_resolve": references_result(refs, label),
+            "alignment_within_half_period": alignment_result(refs, label),
+            "row_count_matches_upload": row_count_result(rows.num_rows, expected_rows, label),
+        }
+    failed = [f"{name}: {result.description}" for name, result in results.items() if not result.passed]
+    if failed:
+        raise EpisodeAuditError(
+            f"{label} was not committed (the dataset's version is unchanged); its checks failed: "
+            + " | ".join(failed),
+            results,
+        )
+    return results
+
+
+def _staged_gops_decode(dataset_uri: str, staged: StagedGops, storage_options: dict | None) -> IntegrityResult:
+    wanted = np.unique(np.asarray([r for c in staged.cameras.values() for r in c.ref_ids], dtype=np.int64))
+    gops = open_table(gops_uri(dataset_uri), storage_options)
+    if gops is None:
+        return IntegrityResult(False, "gops.lance does not exist", {"gops": len(wanted)})
+    stored = gop_rows(gops, episode_filter(staged.episode_index))
+    stored = stored.filter(pc.is_in(stored["ref_id"], pa.array(wanted)))
+    problems = []
+    missing = len(wanted) - len(np.unique(stored["ref_id"].to_numpy()))
+    if missing:
+        problems.append(f"{missing} staged GOPs are not in gops.lance")
+    problems += _layout_problems(stored, staged)
+    check = check_gop_rows(gops, stored, decode=True)
+    problems += check.problems
+    details = {"gops": len(wanted), "decoded": check.decoded}
+    if problems:
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+        return IntegrityResult(False, f"{len(problems)} problem(s) with the staged GOPs: {shown}", details)
+    return IntegrityResult(True, f"all {check.decoded} staged GOPs decode to their recorded frames", details)
+
+
+def _layout_problems(stored: pa.Table, staged: StagedGops) -> list[str]:
+    """Frame counts the staged layout recorded that differ from the stored GOP rows'."""
+    n_frames = dict(zip(stored["ref_id"].to_pylist(), stored["n_frames"].to_pylist(), strict=True))
+    problems = []
+    for camera, layout in sorted(staged.cameras.items()):
+        for gop_index, (ref, count) in enumerate(zip(layout.ref_ids, layout.n_frames, strict=True)):
+            if ref in n_frames and n_frames[ref] != count:
+                problems.append(
+                    f"camera {camera!r} GOP {gop_index} was staged with {count} frames, "
+                    f"gops.lance holds {n_frames[ref]}"
+                )
+    return problems
