@@ -8,6 +8,7 @@ from lance.fragment import write_fragments
 
 from robodata.format.schema import FRAMES_TABLE, GOPS_TABLE
 from robodata.storage import join_uri
+from robodata.storage.deadlines import call_with_deadline, lance_options
 
 
 def gops_uri(root: str) -> str:
@@ -19,9 +20,11 @@ def frames_uri(root: str) -> str:
 
 
 def open_table(uri: str, storage_options: dict | None = None, version: int | str | None = None):
-    """The Lance dataset at ``uri``, or None when nothing has been written there yet."""
+    """The Lance dataset at ``uri``, or None when nothing has been written there yet. On a remote
+    store the open has a deadline, and every later request of the dataset a timeout."""
+    options = lance_options(uri, storage_options)
     try:
-        return lance.dataset(uri, version=version, storage_options=storage_options)
+        return call_with_deadline(uri, storage_options, lance.dataset, uri, version=version, storage_options=options)
     except ValueError as exc:
         if version is None and "not found" in str(exc).lower():
             return None
@@ -39,23 +42,27 @@ def append_or_create(
     no retries: exactly one writer creates the dataset, the others commit the same files as an
     ordinary append.
     """
-    fragments = write_fragments(
-        table, uri, schema=schema, storage_options=storage_options, enable_stable_row_ids=True
+    options = lance_options(uri, storage_options)
+    fragments = call_with_deadline(
+        uri, storage_options, write_fragments,
+        table, uri, schema=schema, storage_options=options, enable_stable_row_ids=True
     )
     if open_table(uri, storage_options) is None:
         try:
-            return lance.LanceDataset.commit(
+            return call_with_deadline(
+                uri, storage_options, lance.LanceDataset.commit,
                 uri,
                 lance.LanceOperation.Overwrite(schema, fragments),
                 read_version=0,
                 max_retries=0,
-                storage_options=storage_options,
+                storage_options=options,
                 enable_stable_row_ids=True,
             )
         except (OSError, ValueError):
             if open_table(uri, storage_options) is None:
                 raise  # nobody else created it: a real failure
     latest = open_table(uri, storage_options)
-    return lance.LanceDataset.commit(
-        uri, lance.LanceOperation.Append(fragments), read_version=latest.version, storage_options=storage_options
+    return call_with_deadline(
+        uri, storage_options, lance.LanceDataset.commit,
+        uri, lance.LanceOperation.Append(fragments), read_version=latest.version, storage_options=options
     )

@@ -28,6 +28,7 @@ from robodata.ingest.episode import EpisodeData
 from robodata.ingest.validation import check_signals
 from robodata.ingest.video_source import probe_camera
 from robodata.storage import fsspec_filesystem
+from robodata.storage.failures import in_storage_step
 
 EPISODE_JSON = "episode.json"
 STATES_FILE = "states.parquet"
@@ -45,6 +46,7 @@ def episode_id_of(upload: str) -> str:
     return posixpath.basename(str(upload).rstrip("/"))
 
 
+@in_storage_step("reading the upload")
 def read_upload(
     upload: str, storage_options: dict[str, str] | None = None, uploads_root: str | None = None
 ) -> EpisodeData:

@@ -15,6 +15,7 @@ from robodata.reader.decode_pool import GopTask, run_tasks
 from robodata.reader.gop_checksums import verify_gop_bytes
 from robodata.reader.gop_index import GopIndex
 from robodata.reader.row_index import RowIndex
+from robodata.storage.deadlines import call_with_deadline
 from robodata.storage.failures import storage_step
 
 
@@ -97,7 +98,8 @@ class RoboDataset:
     def __getitem__(self, index: int) -> dict[str, np.ndarray | object]:
         """Row ``index`` as a dict of numpy values, each camera's frame decoded (H x W x 3 uint8)."""
         index = self._check_indices([index])[0]
-        row = self._frames.take([int(index)]).to_pydict()
+        with storage_step(f"reading row {index}", frames_uri(self.uri), self._storage_options):
+            row = call_with_deadline(self.uri, self._storage_options, self._frames.take, [int(index)]).to_pydict()
         item: dict[str, np.ndarray | object] = {}
         for name, values in row.items():
             value = values[0]
@@ -175,7 +177,11 @@ class RoboDataset:
         return tasks
 
     def _read_gop_rows(self, positions: np.ndarray) -> list[bytes]:
-        blobs = self._gops.read_blobs("gop", ids=self._gop_index.row_ids(positions).tolist(), preserve_order=True)
+        ids = self._gop_index.row_ids(positions).tolist()
+        with storage_step(f"reading {len(ids)} GOPs", gops_uri(self.uri), self._storage_options):
+            blobs = call_with_deadline(
+                self.uri, self._storage_options, self._gops.read_blobs, "gop", ids=ids, preserve_order=True
+            )
         return [data for _, data in blobs]
 
     def _verify_gops(self, positions: np.ndarray, blobs: list[bytes]) -> None:

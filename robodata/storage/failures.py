@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 from robodata.errors import RoboDataError, StorageError, StorageUnreachableError
+from robodata.storage.deadlines import DeadlineExceeded, call_with_deadline, current_step
 from robodata.storage.uris import is_remote, redact
+
+F = TypeVar("F", bound=Callable)
 
 # What Lance / object_store put in an error when a request failed...
 _IO_MARKERS = (
@@ -16,8 +21,18 @@ _IO_MARKERS = (
 _ANSWERED_MARKER = "non-2xx status code"
 
 
+# botocore (s3fs) errors that mean the store did not answer; matched by name, not imported.
+_BOTOCORE_UNREACHABLE = ("ReadTimeoutError", "ConnectTimeoutError", "EndpointConnectionError", "ConnectionClosedError")
+
+
 def is_storage_failure(exc: BaseException) -> bool:
+    if isinstance(exc, DeadlineExceeded | TimeoutError) or _is_botocore_unreachable(exc):
+        return True
     return isinstance(exc, OSError | ValueError) and any(m in str(exc) for m in _IO_MARKERS)
+
+
+def _is_botocore_unreachable(exc: BaseException) -> bool:
+    return type(exc).__module__.startswith("botocore") and type(exc).__name__ in _BOTOCORE_UNREACHABLE
 
 
 @contextmanager
@@ -28,11 +43,14 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
     >>> with storage_step("committing episode 3's rows", "s3://bucket/ds/frames.lance", options):
     ...     frames.merge_insert(...).execute(rows)
     """
+    token = current_step.set((action, uri))
     try:
         yield
     except RoboDataError:
         raise
-    except (OSError, ValueError) as exc:
+    except Exception as exc:  # TimeoutError and DeadlineExceeded are OSErrors; botocore's are not
+        if not isinstance(exc, OSError | ValueError) and not _is_botocore_unreachable(exc):
+            raise
         if not is_storage_failure(exc):
             raise
         default = "object storage" if is_remote(uri) else "the file system"
@@ -41,7 +59,28 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
             message = f"{uri}: {where} refused a request while {action}: {exc}"
             raise StorageError(redact(message, storage_options)) from None
         message = f"{uri}: could not reach {where} while {action}: {exc}"
-        if "Commit result" in str(exc):
+        if "Commit result" in str(exc) or (isinstance(exc, TimeoutError) and "commit" in action):
             message += (" (the commit may or may not have landed; re-running the ingest is safe: it replaces "
                         "the episode, leaving one copy)")
         raise StorageUnreachableError(redact(message, storage_options)) from None
+    finally:
+        current_step.reset(token)
+
+
+def in_storage_step(action: str) -> Callable[[F], F]:
+    """Decorate a function whose first two parameters are a URI and its storage options: its
+    whole call is one storage step named ``action``, with the storage deadline (on a remote store).
+
+    >>> @in_storage_step("listing uploads")
+    ... def list_complete_uploads(uploads_root, storage_options=None): ...
+    """
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def run(uri, storage_options=None, *args, **kwargs):
+            with storage_step(action, str(uri), storage_options):
+                return call_with_deadline(str(uri), storage_options, fn, uri, storage_options, *args, **kwargs)
+
+        return run  # type: ignore[return-value]
+
+    return decorate

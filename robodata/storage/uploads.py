@@ -6,6 +6,7 @@ import hashlib
 import posixpath
 from dataclasses import dataclass
 
+from robodata.storage.failures import in_storage_step
 from robodata.storage.uris import fsspec_filesystem
 
 COMPLETE_MARKER = "episode.json"
@@ -21,6 +22,7 @@ class UploadInfo:
     fingerprint: str
 
 
+@in_storage_step("listing uploads")
 def list_complete_uploads(uploads_root: str, storage_options: dict | None = None) -> list[UploadInfo]:
     """Every folder directly under ``uploads_root`` whose ``episode.json`` exists, sorted by id.
 

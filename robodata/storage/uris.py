@@ -51,20 +51,27 @@ def fsspec_filesystem(uri: str, storage_options: dict[str, str] | None = None):
     protocol = str(uri).split("://", 1)[0]
     options = storage_options or {}
     if protocol in ("s3", "s3a"):
+        from robodata.storage.deadlines import botocore_config
+
         client_kwargs = {}
         if options.get("aws_endpoint"):
             client_kwargs["endpoint_url"] = options["aws_endpoint"]
         if options.get("aws_region"):
             client_kwargs["region_name"] = options["aws_region"]
-        return fsspec.filesystem(
+        fs = fsspec.filesystem(
             "s3",
             key=options.get("aws_access_key_id"),
             secret=options.get("aws_secret_access_key"),
             token=options.get("aws_session_token"),
             client_kwargs=client_kwargs,
+            # Every listing and read has a timeout and is tried twice at most: a silent store
+            # fails the step within about its deadline (robodata.storage.deadlines).
+            config_kwargs=botocore_config(options),
             skip_instance_cache=True,
         )
-    return fsspec.filesystem(protocol, **options)
+        fs.retries = 1  # s3fs's own retry loop (5 by default) on top of botocore's
+        return fs
+    return fsspec.filesystem(protocol, **{k: v for k, v in options.items() if not k.startswith("robodata_")})
 
 
 def redact(text: str, storage_options: dict[str, str] | None = None) -> str:
