@@ -358,6 +358,21 @@ def _verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def _add_checksums_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+
+
+@command("add-checksums", _add_checksums_args)
+def _add_checksums(args: argparse.Namespace) -> int:
+    """Upgrade a dataset written before GOP checksums (format 1): checksum every stored GOP."""
+    from robodata.edits.checksums import add_gop_checksums
+    from robodata.storage import storage_options_from_env
+
+    added = add_gop_checksums(args.dataset, storage_options_from_env() or None)
+    print(f"added checksums to {added} GOP rows" if added else "every GOP row already has a checksum")
+    return 0
+
+
 def _version(value: str | None) -> int | str | None:
     if value is None:
         return None

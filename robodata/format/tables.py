@@ -6,6 +6,8 @@ import lance
 import pyarrow as pa
 from lance.fragment import write_fragments
 
+from robodata.errors import IncompatibleEpisodeError
+from robodata.format.checksum import CHECKSUM_COLUMN
 from robodata.format.schema import FRAMES_TABLE, GOPS_TABLE
 from robodata.storage import join_uri
 from robodata.storage.deadlines import call_with_deadline, lance_options
@@ -43,10 +45,18 @@ def append_or_create(
     ordinary append.
     """
     options = lance_options(uri, storage_options)
-    fragments = call_with_deadline(
-        uri, storage_options, write_fragments,
-        table, uri, schema=schema, storage_options=options, enable_stable_row_ids=True
-    )
+    try:
+        fragments = call_with_deadline(
+            uri, storage_options, write_fragments,
+            table, uri, schema=schema, storage_options=options, enable_stable_row_ids=True
+        )
+    except OSError as exc:
+        if f"unexpected=[{CHECKSUM_COLUMN}]" in str(exc):
+            raise IncompatibleEpisodeError(
+                f"{uri} was written before GOP checksums (format 1); upgrade it once with "
+                f"`robodata add-checksums {uri.rsplit('/', 1)[0]}`, then write again"
+            ) from None
+        raise
     if open_table(uri, storage_options) is None:
         try:
             return call_with_deadline(

@@ -77,7 +77,7 @@ def verify_dataset(
     if check.unchecksummed:
         problems.append(
             f"{check.unchecksummed} GOPs have no stored checksum (written before format 2), so their bytes "
-            "cannot be verified; re-ingest their episodes to add one"
+            f"cannot be verified; add checksums with `robodata add-checksums {uri}`"
         )
     references = references_result(refs, label)
     if not references.passed:
