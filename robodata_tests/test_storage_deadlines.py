@@ -148,3 +148,11 @@ def test_listing_and_reading_uploads_meet_the_deadline(silent_store, s3, eight_s
     with pytest.raises(StorageUnreachableError) as error:
         read_upload(f"{uploads}/episode_000000", options)
     _assert_names_store_and_step(error, proxy, "reading the upload", s3.secret_key)
+
+
+def test_the_dagster_resource_carries_the_deadline(monkeypatch):
+    from robodata.defs.resources import DatasetStore
+
+    monkeypatch.delenv(TIMEOUT_ENV, raising=False)
+    assert storage_timeout_s(DatasetStore(root="/tmp/ds", storage_timeout_s=4).storage_options()) == 4.0
+    assert storage_timeout_s(DatasetStore(root="/tmp/ds").storage_options()) == 60.0

@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 
 from robodata.format.ids import validate_episode_id
 from robodata.storage import is_remote, join_uri, redact, storage_options_from_env
+from robodata.storage.deadlines import TIMEOUT_OPTION
 
 
 def default_root() -> str:
@@ -45,6 +46,12 @@ class DatasetStore(dg.ConfigurableResource):
         description="Folder or s3:// prefix holding one upload folder per episode. "
         "Default: $ROBODATA_UPLOADS, else 'uploads' next to the dataset root.",
     )
+    storage_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Deadline in seconds of each storage call; past it a step fails with StorageUnreachableError. "
+        "Default: $ROBODATA_STORAGE_TIMEOUT_S, else 60.",
+    )
 
     @model_validator(mode="after")
     def _derive_uploads_root(self) -> "DatasetStore":
@@ -54,8 +61,12 @@ class DatasetStore(dg.ConfigurableResource):
         return self
 
     def storage_options(self) -> dict[str, str] | None:
-        """Lance storage options from the AWS_* environment variables (None for none). Never log them."""
-        return storage_options_from_env() or None
+        """Lance storage options from the AWS_* environment variables (None for none), with the
+        storage deadline when one is configured. Never log them."""
+        options = storage_options_from_env()
+        if self.storage_timeout_s is not None:
+            options[TIMEOUT_OPTION] = f"{self.storage_timeout_s:g}"
+        return options or None
 
     def safe_uri(self, uri: str | None = None) -> str:
         """``uri`` (default: the dataset root) without user info, query string or any credential."""
