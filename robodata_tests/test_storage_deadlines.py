@@ -156,3 +156,23 @@ def test_the_dagster_resource_carries_the_deadline(monkeypatch):
     monkeypatch.delenv(TIMEOUT_ENV, raising=False)
     assert storage_timeout_s(DatasetStore(root="/tmp/ds", storage_timeout_s=4).storage_options()) == 4.0
     assert storage_timeout_s(DatasetStore(root="/tmp/ds").storage_options()) == 60.0
+
+
+def test_a_commit_whose_store_goes_silent_ends_with_the_error(silent_store, s3, eight_short_uploads, monkeypatch):
+    from robodata.ingest import writer
+
+    proxy, relaxed, options = silent_store
+    root = s3.fresh_uri("silent-commit")
+    first = robodata.ingest_episode(str(eight_short_uploads[0]), root, storage_options=relaxed)
+    commit = writer._replace_episode_rows
+
+    def silent_then_commit(root, rows, schema, index, _options):
+        proxy.go_silent()
+        return commit(root, rows, schema, index, options)
+
+    monkeypatch.setattr(writer, "_replace_episode_rows", silent_then_commit)
+    with pytest.raises(StorageUnreachableError) as error:
+        robodata.ingest_episode(str(eight_short_uploads[1]), root, storage_options=relaxed)
+    _assert_names_store_and_step(error, proxy, "committing episode 1's rows", s3.secret_key)
+    monkeypatch.undo()
+    assert robodata.open(root, storage_options=s3.storage_options).version == first.frames_version
