@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from robodata.codec import EncoderSettings
 from robodata.format.tables import gops_uri, open_table
 from robodata.ingest import ingest_episode
 from robodata.reader import open_dataset
@@ -23,7 +24,7 @@ def timed_ingest(
     timings = []
     for upload in uploads:
         start = time.perf_counter()
-        result = ingest_episode(str(upload), dataset_uri, gop_size=gop_size)
+        result = ingest_episode(str(upload), dataset_uri, settings=EncoderSettings(gop_size=gop_size))
         timings.append({"episode_index": result.episode_index, "seconds": time.perf_counter() - start})
         tick()
     ds = open_dataset(dataset_uri)

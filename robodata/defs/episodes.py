@@ -3,9 +3,8 @@
 import json
 
 import dagster as dg
-from pydantic import Field
 
-from robodata.codec import EncoderSettings
+from robodata.defs.encoding import EncodingConfig
 from robodata.defs.lineage import failure, lineage_result
 from robodata.defs.resources import DatasetStore
 from robodata.errors import RoboDataError
@@ -17,14 +16,6 @@ from robodata.storage.uploads import list_complete_uploads
 
 episode_partitions = dg.DynamicPartitionsDefinition(name="episodes")
 FINGERPRINT_TAG = "robodata/upload_fingerprint"
-
-
-class EncodingConfig(dg.Config):
-    """How camera video is cut into GOPs and compressed (H.264 through PyAV/FFmpeg)."""
-
-    gop_size: int = Field(default=8, description="Frames per closed GOP (G): a random read decodes at most G.")
-    crf: int = Field(default=23, description="x264 constant rate factor: lower is better quality, bigger.")
-    preset: str = Field(default="veryfast", description="x264 speed preset.")
 
 
 @dg.asset(
@@ -66,7 +57,7 @@ def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.M
 )
 def gop_blobs(context: dg.AssetExecutionContext, config: EncodingConfig, store: DatasetStore) -> dg.MaterializeResult:
     options = store.storage_options()
-    settings = EncoderSettings(gop_size=config.gop_size, crf=config.crf, preset=config.preset)
+    settings = config.encoder_settings()
     try:
         episode = read_upload(store.upload_uri(context.partition_key), options, store.uploads_root)
         staged = stage_gops(episode, store.root, settings, options)
@@ -116,7 +107,7 @@ def register_uploads(instance: dg.DagsterInstance, store: DatasetStore) -> list[
     """Add a partition for every complete upload under the store's uploads root (the sensor does
     this on its own; this is for the CLI and the demo). Returns the episode ids, sorted.
 
-    >>> register_uploads(dg.DagsterInstance.get(), DatasetStore())
+    >>> register_uploads(dg.DagsterInstance.get(), DatasetStore())  # doctest: +SKIP
     ['episode_000000', 'episode_000001']
     """
     keys = [u.episode_id for u in list_complete_uploads(store.uploads_root, store.storage_options())]
@@ -127,17 +118,6 @@ def register_uploads(instance: dg.DagsterInstance, store: DatasetStore) -> list[
     if new:
         instance.add_dynamic_partitions(episode_partitions.name, new)
     return keys
-
-
-def register_uploads_from_cli(root: str | None = None, uploads_root: str | None = None) -> list[str]:
-    """``register_uploads`` against the instance in $DAGSTER_HOME, for ``robodata register-uploads``."""
-    import os
-
-    if not os.environ.get("DAGSTER_HOME"):
-        raise ValueError("DAGSTER_HOME is not set: point it at the Dagster instance folder (holding dagster.yaml)")
-    store = DatasetStore(**{k: v for k, v in {"root": root, "uploads_root": uploads_root}.items() if v})
-    with dg.DagsterInstance.get() as instance:
-        return register_uploads(instance, store)
 
 
 defs = dg.Definitions(assets=[raw_episodes, gop_blobs, aligned_frames])

@@ -6,7 +6,7 @@ import lance
 import numpy as np
 import pyarrow as pa
 
-from robodata.format.tables import frames_uri, open_table
+from robodata.format.tables import open_frames
 
 KEYS = ["episode_index", "frame_index"]
 _PROTECTED = {"episode_index", "frame_index", "timestamp_ns"}
@@ -31,9 +31,7 @@ def add_annotations(uri: str, labels: pa.Table, storage_options: dict | None = N
     protected = _PROTECTED.intersection(label_names) | {c for c in label_names if c.endswith(reference_suffixes)}
     if protected:
         raise ValueError(f"cannot overwrite dataset columns {sorted(protected)} with annotations")
-    frames = open_table(frames_uri(uri), storage_options)
-    if frames is None:
-        raise FileNotFoundError(f"no robodata dataset at {uri}")
+    frames = open_frames(uri, storage_options)
     labels = labels.combine_chunks()
     new = [c for c in label_names if c not in frames.schema.names]
     existing = [c for c in label_names if c in frames.schema.names]

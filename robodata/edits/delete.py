@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from robodata.format.ids import episode_filter
-from robodata.format.tables import frames_uri, open_table
+from robodata.format.tables import open_frames
 
 
 def delete_episodes(uri: str, episodes: list[int] | int, storage_options: dict | None = None) -> int:
@@ -10,8 +10,6 @@ def delete_episodes(uri: str, episodes: list[int] | int, storage_options: dict |
 
     >>> robodata.delete_episodes("data/demo", [3])
     """
-    frames = open_table(frames_uri(uri), storage_options)
-    if frames is None:
-        raise FileNotFoundError(f"no robodata dataset at {uri}")
+    frames = open_frames(uri, storage_options)
     frames.delete(episode_filter(episodes))
     return frames.version

@@ -8,9 +8,10 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+from robodata.format.ids import ref_id_filters
 from robodata.format.schema import read_metadata, ref_columns
+from robodata.format.staging import staged_ref_ids
 from robodata.format.tables import frames_uri, gops_uri, open_table
-from robodata.ingest.staging import staged_ref_ids
 
 
 @dataclass
@@ -59,9 +60,8 @@ def collect_garbage(
         too_recent = sum(r not in settled for r in orphans)
         orphans = [r for r in orphans if r in settled]
     if orphans and not dry_run:
-        for start in range(0, len(orphans), 1000):
-            chunk = orphans[start : start + 1000]
-            gops.delete(f"ref_id IN ({', '.join(str(int(r)) for r in chunk)})")
+        for ref_filter in ref_id_filters(orphans):
+            gops.delete(ref_filter)
     return GarbageReport(len(orphans) + too_recent, 0 if dry_run else len(orphans), gops.version, too_recent)
 
 

@@ -103,8 +103,7 @@ def dataset_metadata(episode: EpisodeData, settings: EncoderSettings) -> Dataset
         joint_names=list(episode.joint_names),
         cameras={c.name: CameraInfo(c.width, c.height, c.fps) for c in episode.cameras},
         gop_size=settings.gop_size,
-        codec={"name": settings.codec, "crf": settings.crf, "preset": settings.preset,
-               "pix_fmt": "yuv420p", "bframes": 0, "closed_gop": True, "fast_decode": settings.fast_decode},
+        codec=settings.describe(),
         robot_type=episode.robot_type,
         extra=dict(episode.extra_metadata),
     )

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from robodata.format.schema import camera_of, image_column, read_metadata
-from robodata.format.tables import frames_uri, gops_uri, open_table
+from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
 from robodata.reader.decode_pool import GopTask, run_tasks
 from robodata.reader.gop_index import GopIndex
 from robodata.reader.row_index import RowIndex
@@ -25,9 +25,7 @@ def open_dataset(
     >>> ds = robodata.open("data/demo", version="run-42")
     """
     with storage_step("opening the dataset", frames_uri(uri), storage_options):
-        frames = open_table(frames_uri(uri), storage_options, version)
-    if frames is None:
-        raise FileNotFoundError(f"no robodata dataset at {uri} (frames.lance does not exist)")
+        frames = open_frames(uri, storage_options, version)
     return RoboDataset(uri, frames, storage_options)
 
 class RoboDataset:
@@ -160,7 +158,7 @@ class RoboDataset:
             for slot, data in zip(missing, self._read_gop_rows(positions[missing]), strict=True):
                 blobs[slot] = data
         tasks = [
-            GopTask(data, self._gop_index.packet_sizes(int(pos)))
+            GopTask(data, self._gop_index.packet_sizes(int(pos)), self._gop_index.codec(int(pos)))
             for data, pos in zip(blobs, positions, strict=True)
         ]
         cursor = 0
