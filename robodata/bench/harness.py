@@ -270,7 +270,7 @@ def _dataset_facts(ds, uri: str, built: bool) -> dict:
         "uri": uri,
         "generated_sample_data": built,
         "version": ds.version,
-        "episodes": ds.episodes.num_rows,
+        "episodes": ds.episodes().num_rows,
         "rows": len(ds),
         "control_hz": ds.metadata.control_hz,
         "cameras": {c: f"{i.width}x{i.height}@{i.fps:g}" for c, i in ds.metadata.cameras.items()},

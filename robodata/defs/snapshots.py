@@ -34,7 +34,7 @@ def training_snapshot(config: TrainingSnapshotConfig, store: DatasetStore) -> dg
         bytes_written=0,
         frames_version=version,
         tag=config.run_name,
-        extra={"rows": len(ds), "episodes": ds.episodes.num_rows},
+        extra={"rows": len(ds), "episodes": ds.episodes().num_rows},
     )
 
 

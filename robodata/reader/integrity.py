@@ -165,7 +165,7 @@ def check_sample_decodes(
         np.random.default_rng(seed).choice(positions, min(samples, len(positions)), replace=False)
     )
     try:
-        frames = ds.take_blobs_decoded(ds.image_columns, chosen)
+        frames = ds.take_blobs_decoded(chosen, ds.image_columns)
     except (KeyError, ValueError, OSError) as exc:  # missing GOPs, undecodable bytes
         return IntegrityResult(False, f"episode {episode_index}: sampled frames do not decode ({exc})")
     wrong = {}

@@ -71,7 +71,7 @@ def test_episode_assets_write_the_episode_and_record_versions(pipeline):
     assert metadata_of(second, "gop_blobs")["gops_version"] == 2
     ds = robodata.open(store.root)
     assert ds.version == 3  # + the annotations commit
-    assert ds.episodes["rows"].to_pylist() == [97, 97]
+    assert ds.episodes()["rows"].to_pylist() == [97, 97]
 
 
 def test_every_materialization_carries_lineage_and_data_version(pipeline):
@@ -127,7 +127,7 @@ def test_training_snapshot_tag_reopens_the_same_version_after_appends_and_delete
     instance = new_instance(store)
     assert materialize_episode(instance, store, EPISODE_KEYS[2], assets=episodes_assets()).success
     robodata.delete_episodes(store.root, [0])
-    assert robodata.open(store.root).episodes["episode_index"].to_pylist() == [1, 2]
+    assert robodata.open(store.root).episodes()["episode_index"].to_pylist() == [1, 2]
 
     again = robodata.open(store.root, version="run-a")
     assert again.version == snapshot_version
