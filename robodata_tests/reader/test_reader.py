@@ -38,7 +38,8 @@ def test_item_holds_row_values_and_every_camera_frame(ingested):
 
 
 def test_item_holds_the_users_columns_with_their_own_types(dataset_copy):
-    labels = pa.table({"episode_index": [0], "frame_index": [7], "grasp_points": pa.array([[3, -2]], pa.list_(pa.int16()))})
+    points = pa.array([[3, -2]], pa.list_(pa.int16()))
+    labels = pa.table({"episode_index": [0], "frame_index": [7], "grasp_points": points})
     robodata.add_annotations(dataset_copy, labels)
     ds = robodata.open(dataset_copy)
     item = ds[7]
