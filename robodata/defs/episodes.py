@@ -5,10 +5,11 @@ import json
 import dagster as dg
 
 from robodata.defs.encoding import EncodingConfig
-from robodata.defs.lineage import failure, lineage_result
+from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.defs.resources import DatasetStore
 from robodata.errors import RoboDataError
 from robodata.format.ids import validate_episode_id
+from robodata.format.schema import GOPS_TABLE
 from robodata.ingest import read_upload
 from robodata.ingest.staging import commit_staged_frames, stage_gops
 from robodata.ingest.upload_summary import describe_upload
@@ -21,6 +22,7 @@ FINGERPRINT_TAG = "robodata/upload_fingerprint"
 @dg.asset(
     partitions_def=episode_partitions,
     group_name="episodes",
+    code_version=CODE_VERSION,
     kinds={"python"},
     description="A validated, complete upload (<uploads>/<episode_id>/ with episode.json written last).",
 )
@@ -34,6 +36,7 @@ def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.M
         store,
         rows_written=0,
         bytes_written=0,
+        table=None,  # the upload itself: no dataset table
         extra={
             "upload": store.safe_uri(upload),
             "episode_index": summary.episode_index,
@@ -51,6 +54,7 @@ def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.M
     partitions_def=episode_partitions,
     deps=[raw_episodes],
     group_name="episodes",
+    code_version=CODE_VERSION,
     kinds={"lance"},
     pool="video_encode",
     description="The episode's cameras cut into closed H.264 GOPs, appended to gops.lance as blobs.",
@@ -68,6 +72,7 @@ def gop_blobs(context: dg.AssetExecutionContext, config: EncodingConfig, store: 
         rows_written=staged.gops_written,
         bytes_written=staged.bytes_written,
         gops_version=staged.gops_version,
+        table=GOPS_TABLE,
         extra={
             "episode_index": staged.episode_index,
             "gops": staged.gops,
@@ -84,6 +89,7 @@ def gop_blobs(context: dg.AssetExecutionContext, config: EncodingConfig, store: 
     partitions_def=episode_partitions,
     deps=[gop_blobs],
     group_name="episodes",
+    code_version=CODE_VERSION,
     kinds={"lance"},
     description="The episode's control-rate rows in frames.lance, replacing any earlier copy in one commit.",
 )

@@ -17,7 +17,7 @@ import dagster as dg
 from pydantic import Field
 
 from robodata.defs.encoding import EncodingConfig
-from robodata.defs.lineage import failure, lineage_result
+from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.defs.resources import DatasetStore
 from robodata.errors import RoboDataError
 from robodata.interop.episode_source import import_episodes
@@ -75,6 +75,7 @@ def register_import_partitions(
 @dg.asset(
     partitions_def=import_partitions,
     group_name="interop",
+    code_version=CODE_VERSION,
     kinds={"lance"},
     pool="video_encode",
     description="One source episode (LeRobot v3 or ALOHA HDF5, from run config) imported into the dataset; "
