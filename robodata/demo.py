@@ -21,7 +21,7 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 def run_demo(workdir: str, episodes: int = 4, seconds: float = 4.0) -> dict:
     """Write ``episodes`` sample uploads under ``workdir`` and build the dataset with Dagster.
 
-    >>> run_demo("demo", episodes=2, seconds=1.0)["episodes"]
+    >>> run_demo("demo", episodes=2, seconds=1.0)["episodes"]  # doctest: +SKIP
     2
     """
     import dagster as dg

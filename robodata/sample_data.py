@@ -31,7 +31,7 @@ def write_sample_uploads(
 ) -> list[Path]:
     """Write ``episodes`` upload folders under ``out`` and return their paths.
 
-    >>> write_sample_uploads("uploads", episodes=2)
+    >>> write_sample_uploads("uploads", episodes=2)  # doctest: +SKIP
     """
     out = Path(out)
     return [

@@ -102,7 +102,7 @@ def run_benchmark(
     ingests them (timed); with it, it measures that dataset at ``version``. The GOP-size sweep
     always runs on freshly generated sample episodes, since it re-encodes from the source.
 
-    >>> run_benchmark("bench_out", small=True).report_path
+    >>> run_benchmark("bench_out", small=True).report_path  # doctest: +SKIP
     PosixPath('bench_out/report.md')
     """
     cfg = config or (BenchmarkConfig.small() if small else BenchmarkConfig())

@@ -52,7 +52,7 @@ def measure_readpath(
 ) -> dict[str, float]:
     """Read-path figures for one image column (default: the largest camera) of ``ds``.
 
-    >>> measure_readpath(robodata.open("demo/dataset"))["batched_vs_bound"]
+    >>> measure_readpath(robodata.open("demo/dataset"))["batched_vs_bound"]  # doctest: +SKIP
     """
     column = column or max(ds.image_columns, key=lambda c: _pixels(ds, c))
     rng = np.random.default_rng(seed)

@@ -19,7 +19,8 @@ def add_annotations(uri: str, labels: pa.Table, storage_options: dict | None = N
     New columns are written as new column files (rows without a label get null); columns that
     already exist are corrected row by row with a merge on the keys. Video is never touched.
 
-    >>> robodata.add_annotations("data/demo", pa.table({"episode_index": [0], "frame_index": [5], "success": [True]}))
+    >>> labels = pa.table({"episode_index": [0], "frame_index": [5], "success": [True]})  # doctest: +SKIP
+    >>> robodata.add_annotations("data/demo", labels)  # doctest: +SKIP
     """
     missing = set(KEYS) - set(labels.column_names)
     if missing:

@@ -20,7 +20,7 @@ def ingest_episode(
     replacing any earlier copy of the episode in one commit, encoded with ``settings``
     (default: ``EncoderSettings()``).
 
-    >>> robodata.ingest_episode("uploads/episode_000000", "data/demo").frames_version
+    >>> robodata.ingest_episode("uploads/episode_000000", "data/demo").frames_version  # doctest: +SKIP
     1
     """
     episode = read_upload(upload, storage_options, uploads_root)

@@ -24,7 +24,7 @@ def stage_gops(
 ) -> StagedGops:
     """Write ``episode``'s GOP rows and record their layout for ``commit_staged_frames``.
 
-    >>> stage_gops(read_upload("uploads/episode_000000"), "data/demo").gops_written
+    >>> stage_gops(read_upload("uploads/episode_000000"), "data/demo").gops_written  # doctest: +SKIP
     36
     """
     staged = write_gops(episode, dataset_uri, settings, storage_options)
@@ -40,7 +40,7 @@ def stage_gops(
 def load_staged_gops(dataset_uri: str, episode_index: int, storage_options: dict | None = None) -> StagedGops:
     """The layout ``stage_gops`` recorded for ``episode_index``.
 
-    >>> load_staged_gops("data/demo", 0).gops
+    >>> load_staged_gops("data/demo", 0).gops  # doctest: +SKIP
     36
     """
     uri = staged_gops_uri(dataset_uri, episode_index)
@@ -57,7 +57,7 @@ def commit_staged_frames(episode: EpisodeData, dataset_uri: str, storage_options
     """Write ``episode``'s rows to frames.lance against the GOPs staged for it, replacing any
     earlier copy of the episode in one commit.
 
-    >>> commit_staged_frames(read_upload("uploads/episode_000000"), "data/demo").frames_version
+    >>> commit_staged_frames(read_upload("uploads/episode_000000"), "data/demo").frames_version  # doctest: +SKIP
     """
     staged = load_staged_gops(dataset_uri, episode.episode_index, storage_options)
     result = write_frames(episode, dataset_uri, staged, storage_options)

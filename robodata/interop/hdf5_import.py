@@ -81,7 +81,7 @@ def hdf5_episodes(path_or_glob: str, storage_options: dict | None = None) -> dic
     """Source episode number -> file: ``n`` for ``episode_<n>.hdf5``, else the file's position
     in sorted order.
 
-    >>> hdf5_episodes("recordings/episode_*.hdf5")
+    >>> hdf5_episodes("recordings/episode_*.hdf5")  # doctest: +SKIP
     {0: 'recordings/episode_0.hdf5', 1: 'recordings/episode_1.hdf5'}
     """
     paths = find_hdf5_files(path_or_glob, storage_options)

@@ -14,7 +14,7 @@ in the MP4, and its state, action and other per-frame features come from the rob
 in time to that frame (``lerobot_rate.camera_rate_rows``). The other rows' samples are dropped.
 Both rates share one writer: the camera rate only selects which rows become frames.
 
->>> export_lerobot("data/demo", "exports/demo_lerobot")
+>>> export_lerobot("data/demo", "exports/demo_lerobot")  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def export_lerobot(
     Everything is written into a staging folder next to ``root`` and renamed into place at the
     end, so a failed export leaves nothing behind.
 
-    >>> export_lerobot("s3://bucket/demo", "exports/demo", version="run-42").frames
+    >>> export_lerobot("s3://bucket/demo", "exports/demo", version="run-42").frames  # doctest: +SKIP
     1582
     """
     if episodes_per_file < 1:

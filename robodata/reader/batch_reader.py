@@ -42,8 +42,11 @@ def offsets_from_delta_timestamps(delta_timestamps: Mapping[str, Sequence[float]
 class BatchReader:
     """Reads batches of rows as numpy arrays, through ``take_blobs_decoded`` / ``take_windows``.
 
-    >>> reader = BatchReader("s3://bucket/ds", version="run-42", cameras=["top"], offsets={"action": range(16)})
-    >>> batch = reader.read([5, 900, 17])   # {"observation_images_top": [3,480,640,3] uint8, ...}
+    >>> reader = BatchReader(  # doctest: +SKIP
+    ...     "s3://bucket/ds", version="run-42", cameras=["top"], offsets={"action": range(16)}
+    ... )
+    >>> reader.read([5, 900, 17])["observation_images_top"].shape  # doctest: +SKIP
+    (3, 480, 640, 3)
     """
 
     def __init__(

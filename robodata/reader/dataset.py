@@ -25,7 +25,7 @@ def open_dataset(
 ) -> RoboDataset:
     """Open the dataset at ``uri`` (a directory or s3://) at ``version`` (a number or a tag).
 
-    >>> ds = robodata.open("data/demo", version="run-42")
+    >>> ds = robodata.open("data/demo", version="run-42")  # doctest: +SKIP
     """
     with storage_step("opening the dataset", frames_uri(uri), storage_options):
         frames = open_frames(uri, storage_options, version)
