@@ -96,7 +96,7 @@ def _info(args: argparse.Namespace) -> int:
     from robodata.storage import env_storage_options
     from robodata.summary import dataset_summary
 
-    summary = dataset_summary(args.dataset, _version(args.version), env_storage_options())
+    summary = dataset_summary(args.dataset, version=_version(args.version), storage_options=env_storage_options())
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -111,7 +111,7 @@ def _delete(args: argparse.Namespace) -> int:
     from robodata.edits import delete_episodes
     from robodata.storage import env_storage_options
 
-    version = delete_episodes(args.dataset, args.episodes, env_storage_options())
+    version = delete_episodes(args.dataset, args.episodes, storage_options=env_storage_options())
     print(f"deleted episodes {args.episodes}; dataset is now at version {version}")
     return 0
 

@@ -30,7 +30,7 @@ def annotations(config: AnnotationsConfig, store: DatasetStore) -> dg.Materializ
     options = store.storage_options()
     try:
         labels = read_labels(config.labels_path, store.root, options)
-        version = add_annotations(store.root, labels, options)
+        version = add_annotations(store.root, labels, storage_options=options)
     except (ValueError, FileNotFoundError) as exc:
         raise failure(store, exc) from None
     return lineage_result(

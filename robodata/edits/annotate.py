@@ -12,7 +12,7 @@ KEYS = ["episode_index", "frame_index"]
 _PROTECTED = {"episode_index", "frame_index", "timestamp_ns"}
 
 
-def add_annotations(uri: str, labels: pa.Table, storage_options: dict | None = None) -> int:
+def add_annotations(uri: str, labels: pa.Table, *, storage_options: dict | None = None) -> int:
     """Add (or correct) label columns from ``labels``, a table with episode_index, frame_index
     and one column per label. Returns the new version.
 

@@ -4,7 +4,7 @@ from robodata.format.ids import episode_filter
 from robodata.format.tables import open_frames
 
 
-def delete_episodes(uri: str, episodes: list[int] | int, storage_options: dict | None = None) -> int:
+def delete_episodes(uri: str, episodes: list[int] | int, *, storage_options: dict | None = None) -> int:
     """Delete episodes' rows from frames.lance (a deletion vector; no data file is rewritten)
     and return the new version. Their GOPs stay until ``collect_garbage``.
 

@@ -24,7 +24,7 @@ def ingest_episode(
     1
     """
     episode = read_upload(upload, storage_options, uploads_root)
-    return write_episode(episode, dataset_uri, settings, storage_options)
+    return write_episode(episode, dataset_uri, settings, storage_options=storage_options)
 
 
 __all__ = ["CameraStream", "EpisodeData", "IngestResult", "ingest_episode", "read_upload", "write_episode"]

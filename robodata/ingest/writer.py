@@ -203,6 +203,7 @@ def write_episode(
     episode: EpisodeData,
     dataset_uri: str,
     settings: EncoderSettings | None = None,
+    *,
     storage_options: dict | None = None,
 ) -> IngestResult:
     """Encode and write ``episode``; nothing becomes visible unless every part succeeded.

@@ -74,5 +74,5 @@ def import_episodes(
             todo.append(number)
     source.check(todo)
     for number in tqdm(todo, desc=f"import-{source.format}", unit="episode", disable=not progress):
-        result.add(write_episode(source.read_episode(number), dataset_uri, settings, storage_options))
+        result.add(write_episode(source.read_episode(number), dataset_uri, settings, storage_options=storage_options))
     return result
