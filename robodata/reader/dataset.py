@@ -20,6 +20,7 @@ from robodata.storage.failures import storage_step
 # Dataset row offsets (0..len(ds)-1): a list, a range or an integer numpy array.
 RowIndices: TypeAlias = Sequence[int] | np.ndarray
 
+
 def open_dataset(
     uri: str, *, version: int | str | None = None, storage_options: dict | None = None
 ) -> RoboDataset:
