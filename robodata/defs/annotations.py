@@ -29,7 +29,7 @@ class AnnotationsConfig(dg.Config):
 def annotations(config: AnnotationsConfig, store: DatasetStore) -> dg.MaterializeResult:
     options = store.storage_options()
     try:
-        labels = read_labels(config.labels_path, store.root, options)
+        labels = read_labels(config.labels_path, store.root, storage_options=options)
         version = add_annotations(store.root, labels, storage_options=options)
     except (ValueError, FileNotFoundError) as exc:
         raise failure(store, exc) from None

@@ -45,7 +45,7 @@ def lineage_result(
     it); None for an asset that writes no table, which then keeps Dagster's own data version.
     """
     if frames_version is None or gops_version is None:
-        current = current_versions(store.root, store.storage_options())
+        current = current_versions(store.root, storage_options=store.storage_options())
         frames_version = current.frames if frames_version is None else frames_version
         gops_version = current.gops if gops_version is None else gops_version
     metadata = {

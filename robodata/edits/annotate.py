@@ -32,7 +32,7 @@ def add_annotations(uri: str, labels: pa.Table, *, storage_options: dict | None 
     protected = _PROTECTED.intersection(label_names) | {c for c in label_names if c.endswith(reference_suffixes)}
     if protected:
         raise ValueError(f"cannot overwrite dataset columns {sorted(protected)} with annotations")
-    frames = open_frames(uri, storage_options)
+    frames = open_frames(uri, storage_options=storage_options)
     labels = labels.combine_chunks()
     new = [c for c in label_names if c not in frames.schema.names]
     existing = [c for c in label_names if c in frames.schema.names]

@@ -10,6 +10,6 @@ def delete_episodes(uri: str, episodes: list[int] | int, *, storage_options: dic
 
     >>> robodata.delete_episodes("data/demo", [3])  # doctest: +SKIP
     """
-    frames = open_frames(uri, storage_options)
+    frames = open_frames(uri, storage_options=storage_options)
     frames.delete(episode_filter(episodes))
     return frames.version

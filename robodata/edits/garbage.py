@@ -51,7 +51,7 @@ def collect_garbage(
             table = version.to_table(columns=columns)
             for column in columns:
                 referenced.update(np.unique(table[column].to_numpy()).tolist())
-    referenced |= staged_ref_ids(uri, storage_options)  # written by a first ingest step, not yet committed
+    referenced |= staged_ref_ids(uri, storage_options=storage_options)  # staged by ingest, not yet committed
     stored = gops.to_table(columns=["ref_id"])["ref_id"].to_numpy()
     orphans = sorted(set(stored.tolist()) - referenced)
     too_recent = 0

@@ -25,7 +25,7 @@ _READERS = {
 }
 
 
-def read_labels(path: str, dataset_uri: str, storage_options: dict | None = None) -> pa.Table:
+def read_labels(path: str, dataset_uri: str, *, storage_options: dict | None = None) -> pa.Table:
     """The labels in ``path`` as (episode_index, frame_index, label...) rows of ``dataset_uri``.
 
     >>> read_labels("labels/success.csv", "data/demo").column_names  # doctest: +SKIP
@@ -55,7 +55,7 @@ def read_labels(path: str, dataset_uri: str, storage_options: dict | None = None
 
 def _per_row(labels: pa.Table, dataset_uri: str, storage_options: dict | None) -> pa.Table:
     """Per-episode labels repeated on every row of each episode the dataset holds."""
-    frames = open_frames(dataset_uri, storage_options)
+    frames = open_frames(dataset_uri, storage_options=storage_options)
     rows = frames.to_table(columns=KEYS)
     joined = rows.join(labels, keys="episode_index", join_type="inner", use_threads=False)
     return joined.select(KEYS + [c for c in labels.column_names if c != "episode_index"])

@@ -22,7 +22,7 @@ def staged_gops_uri(dataset_uri: str, episode_index: int) -> str:
     return join_uri(dataset_uri, STAGING_DIR, f"episode_{validate_episode_index(episode_index)}.json")
 
 
-def staged_ref_ids(dataset_uri: str, storage_options: dict | None = None) -> set[int]:
+def staged_ref_ids(dataset_uri: str, *, storage_options: dict | None = None) -> set[int]:
     """The ref_ids of every GOP staged but not yet committed (garbage collection keeps them).
 
     >>> staged_ref_ids("data/nowhere")

@@ -29,7 +29,7 @@ def open_table(uri: str, storage_options: dict | None = None, version: int | str
 
 
 def open_frames(
-    dataset_uri: str, storage_options: dict | None = None, version: int | str | None = None
+    dataset_uri: str, *, storage_options: dict | None = None, version: int | str | None = None
 ) -> lance.LanceDataset:
     """frames.lance of the dataset at ``dataset_uri``, or a FileNotFoundError saying there is no
     robodata dataset there.

@@ -63,7 +63,7 @@ def import_episodes(
         if unknown:
             raise BadUploadError(source.location, f"has no episodes {unknown}")
         numbers = [n for n in numbers if n in set(episodes)]
-    present = existing_episodes(dataset_uri, storage_options)
+    present = existing_episodes(dataset_uri, storage_options=storage_options)
     result = ImportResult(dataset_uri)
     todo = []
     for number in numbers:

@@ -59,7 +59,7 @@ class _Camera:
     jpeg: bool
 
 
-def find_hdf5_files(path_or_glob: str, storage_options: dict | None = None) -> list[str]:
+def find_hdf5_files(path_or_glob: str, *, storage_options: dict | None = None) -> list[str]:
     """The files ``path_or_glob`` names, sorted; a FileNotFoundError when it matches none."""
     if is_remote(path_or_glob):
         fs = fsspec_filesystem(path_or_glob, storage_options)
@@ -77,14 +77,14 @@ def _natural_key(path: str) -> tuple:
     return (0, int(match.group(1)), path) if match else (1, 0, path)
 
 
-def hdf5_episodes(path_or_glob: str, storage_options: dict | None = None) -> dict[int, str]:
+def hdf5_episodes(path_or_glob: str, *, storage_options: dict | None = None) -> dict[int, str]:
     """Source episode number -> file: ``n`` for ``episode_<n>.hdf5``, else the file's position
     in sorted order.
 
     >>> hdf5_episodes("recordings/episode_*.hdf5")  # doctest: +SKIP
     {0: 'recordings/episode_0.hdf5', 1: 'recordings/episode_1.hdf5'}
     """
-    paths = find_hdf5_files(path_or_glob, storage_options)
+    paths = find_hdf5_files(path_or_glob, storage_options=storage_options)
     numbers = {}
     for position, path in enumerate(paths):
         match = _EPISODE_NUMBER.search(path)
@@ -154,7 +154,7 @@ class Hdf5Episodes:
             raise ValueError(f"control_hz must be positive, got {control_hz}")
         self.location = path_or_glob
         self.start_index = start_index
-        self._files = hdf5_episodes(path_or_glob, storage_options)
+        self._files = hdf5_episodes(path_or_glob, storage_options=storage_options)
         self._reader = _Hdf5Reader(control_hz, joint_names, task, jpeg_channel_order, storage_options)
         self._checked: dict[int, EpisodeData] = {}
 

@@ -78,7 +78,7 @@ class LeRobotEpisodes:
     format = "lerobot"
 
     def __init__(self, root: str, *, storage_options: dict | None = None, repo_id: str | None = None) -> None:
-        self.source = LeRobotSource(root, storage_options)
+        self.source = LeRobotSource(root, storage_options=storage_options)
         self.location = self.source.root
         self.repo_id = repo_id
         self._episodes = {e.index: e for e in self.source.episodes}

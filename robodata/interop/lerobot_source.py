@@ -70,7 +70,7 @@ class LeRobotSource:
     (50, ['top'])
     """
 
-    def __init__(self, root: str, storage_options: dict | None = None) -> None:
+    def __init__(self, root: str, *, storage_options: dict | None = None) -> None:
         self.root = str(root).rstrip("/")
         self.fs = fsspec_filesystem(self.root, storage_options)
         self.info = self._read_info()

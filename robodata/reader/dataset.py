@@ -29,7 +29,7 @@ def open_dataset(
     >>> ds = robodata.open("data/demo", version="run-42")  # doctest: +SKIP
     """
     with storage_step("opening the dataset", frames_uri(uri), storage_options):
-        frames = open_frames(uri, storage_options, version)
+        frames = open_frames(uri, storage_options=storage_options, version=version)
     return RoboDataset(uri, frames, storage_options=storage_options)
 
 

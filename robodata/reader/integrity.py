@@ -41,7 +41,7 @@ class IntegrityResult:
 def check_schema_metadata(dataset_uri: str, storage_options: dict | None = None) -> IntegrityResult:
     """frames.lance's schema metadata names everything a reader needs, and every camera it lists
     has its three reference columns."""
-    frames = open_frames(dataset_uri, storage_options)
+    frames = open_frames(dataset_uri, storage_options=storage_options)
     raw = (frames.schema.metadata or {}).get(METADATA_KEY)
     if raw is None:
         return IntegrityResult(False, "frames.lance has no robodata schema metadata")
@@ -138,7 +138,7 @@ def check_row_count(
     dataset_uri: str, episode_index: int, expected_rows: int, storage_options: dict | None = None
 ) -> IntegrityResult:
     """The episode has exactly ``expected_rows`` rows (its upload's state samples)."""
-    rows = open_frames(dataset_uri, storage_options).count_rows(episode_filter(episode_index))
+    rows = open_frames(dataset_uri, storage_options=storage_options).count_rows(episode_filter(episode_index))
     details = {"rows": rows, "expected_rows": expected_rows}
     if rows != expected_rows:
         return IntegrityResult(
@@ -187,7 +187,7 @@ class _EpisodeRefs:
     """One episode's rows joined, per camera, with the gops.lance rows they reference."""
 
     def __init__(self, dataset_uri: str, episode_index: int, storage_options: dict | None) -> None:
-        frames = open_frames(dataset_uri, storage_options)
+        frames = open_frames(dataset_uri, storage_options=storage_options)
         meta = read_metadata(frames.schema)
         self.episode_index = episode_index
         self.cameras = sorted(meta.cameras)
