@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from robodata.defs.resources import DatasetStore
 from robodata.errors import RoboDataError
-from robodata.format.schema import FORMAT_VERSION, FRAMES_TABLE, GOPS_TABLE
+from robodata.format.schema import FORMAT_VERSION, FRAMES_TABLE, GOPS_TABLE, REF_SUFFIXES, read_metadata, ref_columns
 from robodata.format.tables import open_table
 from robodata.format.versions import current_versions
 from robodata.storage import join_uri
@@ -80,12 +80,19 @@ def table_metadata(store: DatasetStore, table: str, version: int | None) -> dict
 
 
 def column_schema(schema: pa.Schema) -> dg.TableSchema:
-    """``schema`` as Dagster shows it on the asset page: one column per field, with its Arrow type."""
+    """``schema`` as Dagster shows it on the asset page: one column per field, with its Arrow
+    type; the columns pointing rows at camera frames say so (readers never see them)."""
+    pointers = {
+        column: f"internal: points each row at its frame of camera {camera} ({suffix})"
+        for camera in read_metadata(schema).cameras
+        for column, suffix in zip(ref_columns(camera), REF_SUFFIXES, strict=True)
+    }
     return dg.TableSchema(
         columns=[
             dg.TableColumn(
                 name=field.name,
                 type=str(field.type),
+                description=pointers.get(field.name),
                 constraints=dg.TableColumnConstraints(nullable=field.nullable),
             )
             for field in schema

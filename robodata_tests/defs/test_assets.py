@@ -110,6 +110,8 @@ def test_frames_materializations_show_the_table_schema(pipeline):
     columns = {c.name: c.type for c in schema.columns}
     assert columns["observation_state"] == "fixed_size_list<item: float>[14]"
     assert columns["episode_index"] == "int64" and "observation_images_top_ref_id" in columns
+    pointer = next(c for c in schema.columns if c.name == "observation_images_top_frame_index_in_gop")
+    assert pointer.description == "internal: points each row at its frame of camera top (frame_index_in_gop)"
     assert "success" in {c.name for c in metadata_of(tail, "annotations")["dagster/column_schema"].columns}
     assert "dagster/column_schema" not in metadata_of(runs[0], "gop_blobs")  # GOP blobs: not a user table
 
