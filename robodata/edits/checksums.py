@@ -5,7 +5,7 @@ rewritten). From then on every read verifies, and new episodes can be appended.
 The checksums vouch for the bytes as they are at upgrade time; run ``robodata verify --decode``
 first if the store may already have damaged some.
 
->>> add_gop_checksums("data/old-dataset")
+>>> add_gop_checksums("data/old-dataset")  # doctest: +SKIP
 144
 """
 

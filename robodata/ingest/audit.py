@@ -2,7 +2,7 @@
 commit to frames.lance. A failing check raises EpisodeAuditError and nothing is committed, so
 the dataset's version does not move.
 
->>> audit_staged_episode("data/demo", rows, meta, staged, expected_rows=len(episode))
+>>> audit_staged_episode("data/demo", rows, meta, staged, expected_rows=len(episode))  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 decodes, the count matches ``n_frames`` and each frame has the row's size. ``robodata verify``
 runs it over every GOP; an ingest runs it over an episode's staged GOPs before committing rows.
 
->>> check_gop_rows(gops, gop_rows(gops), decode=True).problems
+>>> check_gop_rows(gops, gop_rows(gops), decode=True).problems  # doctest: +SKIP
 []
 """
 
@@ -20,7 +20,9 @@ from robodata.format.checksum import CHECKSUM_COLUMN
 from robodata.reader.decode_pool import default_concurrency
 from robodata.reader.gop_checksums import checksum_problem
 
-GOP_COLUMNS = ["ref_id", "episode_index", "camera", "gop_index", "n_frames", "packet_sizes", "width", "height"]
+GOP_COLUMNS = [
+    "ref_id", "episode_index", "camera", "gop_index", "n_frames", "packet_sizes", "width", "height", "codec"
+]
 READ_CHUNK = 256  # GOPs per coalesced blob read: bounds memory on a dataset of any size
 
 
@@ -78,7 +80,7 @@ def _check_one(job: tuple[dict, bytes, bool]) -> str | None:
     if not decode:
         return None
     try:
-        frames = decode_gop_frames(data, row["packet_sizes"], list(range(row["n_frames"])))
+        frames = decode_gop_frames(data, row["packet_sizes"], list(range(row["n_frames"])), codec=row["codec"])
     except (av.error.FFmpegError, ValueError, IndexError) as exc:
         return f"{where} does not decode: {exc}"
     wrong = [f.shape for f in frames if f.shape != (row["height"], row["width"], 3)]

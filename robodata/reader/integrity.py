@@ -1,7 +1,7 @@
 """Integrity checks on one stored episode: each returns an IntegrityResult saying what held and
 what did not, so any orchestrator (or a person at a prompt) can report it.
 
->>> check_references("data/demo", 0).passed
+>>> check_references("data/demo", 0).passed  # doctest: +SKIP
 True
 """
 
@@ -14,10 +14,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from robodata.format.ids import episode_filter
+from robodata.format.alignment import alignment_tolerance_ns
+from robodata.format.ids import episode_filter, ref_id_filters
 from robodata.format.schema import GOPS_SCHEMA, METADATA_KEY, DatasetMetadata, read_metadata, ref_columns
-from robodata.format.tables import frames_uri, gops_uri, open_table
-from robodata.ingest.alignment import alignment_tolerance_ns
+from robodata.format.tables import gops_uri, open_frames, open_table
 from robodata.reader.dataset import open_dataset
 
 REQUIRED_METADATA = (
@@ -42,7 +42,7 @@ class IntegrityResult:
 def check_schema_metadata(dataset_uri: str, storage_options: dict | None = None) -> IntegrityResult:
     """frames.lance's schema metadata names everything a reader needs, and every camera it lists
     has its three reference columns."""
-    frames = _open_frames(dataset_uri, storage_options)
+    frames = open_frames(dataset_uri, storage_options=storage_options)
     raw = (frames.schema.metadata or {}).get(METADATA_KEY)
     if raw is None:
         return IntegrityResult(False, "frames.lance has no robodata schema metadata")
@@ -148,7 +148,7 @@ def check_row_count(
     dataset_uri: str, episode_index: int, expected_rows: int, storage_options: dict | None = None
 ) -> IntegrityResult:
     """The episode has exactly ``expected_rows`` rows (its upload's state samples)."""
-    rows = _open_frames(dataset_uri, storage_options).count_rows(episode_filter(episode_index))
+    rows = open_frames(dataset_uri, storage_options=storage_options).count_rows(episode_filter(episode_index))
     return row_count_result(rows, expected_rows, f"episode {episode_index}")
 
 
@@ -178,7 +178,7 @@ def check_sample_decodes(
         np.random.default_rng(seed).choice(positions, min(samples, len(positions)), replace=False)
     )
     try:
-        frames = ds.take_blobs_decoded(ds.image_columns, chosen)
+        frames = ds.take_blobs_decoded(chosen, ds.image_columns)
     except (KeyError, ValueError, OSError) as exc:  # missing GOPs, undecodable bytes
         return IntegrityResult(False, f"episode {episode_index}: sampled frames do not decode ({exc})")
     wrong = {}
@@ -196,18 +196,11 @@ def check_sample_decodes(
     )
 
 
-def _open_frames(dataset_uri: str, storage_options: dict | None):
-    frames = open_table(frames_uri(dataset_uri), storage_options)
-    if frames is None:
-        raise FileNotFoundError(f"no robodata dataset at {dataset_uri} (frames.lance does not exist)")
-    return frames
-
-
 class RowRefs:
     """Rows (of one episode, a staged episode or a whole version) joined, per camera, with the
     gops.lance rows they reference.
 
-    >>> RowRefs.of_episode("data/demo", 0).resolved("top").all()
+    >>> RowRefs.of_episode("data/demo", 0).resolved("top").all()  # doctest: +SKIP
     True
     """
 
@@ -239,7 +232,7 @@ class RowRefs:
 
     @classmethod
     def of_episode(cls, dataset_uri: str, episode_index: int, storage_options: dict | None = None) -> RowRefs:
-        frames = _open_frames(dataset_uri, storage_options)
+        frames = open_frames(dataset_uri, storage_options=storage_options)
         return cls.of_table(dataset_uri, frames, episode_filter(episode_index), storage_options)
 
     @classmethod
@@ -296,8 +289,5 @@ def _gop_rows(dataset_uri: str, ref_ids: np.ndarray, storage_options: dict | Non
         table = gops.to_table(columns=columns)
         table = table.filter(pc.is_in(table["ref_id"], pa.array(ref_ids, pa.int64())))
         return table.sort_by("ref_id").combine_chunks()
-    parts = []
-    for start in range(0, len(ref_ids), 1000):  # bounded filter strings
-        chunk = ", ".join(str(int(r)) for r in ref_ids[start : start + 1000])
-        parts.append(gops.to_table(columns=columns, filter=f"ref_id IN ({chunk})"))
+    parts = [gops.to_table(columns=columns, filter=f) for f in ref_id_filters(ref_ids)]
     return pa.concat_tables(parts).sort_by("ref_id").combine_chunks()

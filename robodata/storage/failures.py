@@ -40,7 +40,7 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
     """Run one step that talks to storage; a failure to reach it becomes StorageUnreachableError,
     an error the store answered with becomes StorageError.
 
-    >>> with storage_step("committing episode 3's rows", "s3://bucket/ds/frames.lance", options):
+    >>> with storage_step("committing episode 3's rows", "s3://bucket/ds/frames.lance", options):  # doctest: +SKIP
     ...     frames.merge_insert(...).execute(rows)
     """
     token = current_step.set((action, uri))
@@ -71,7 +71,7 @@ def in_storage_step(action: str) -> Callable[[F], F]:
     """Decorate a function whose first two parameters are a URI and its storage options: its
     whole call is one storage step named ``action``, with the storage deadline (on a remote store).
 
-    >>> @in_storage_step("listing uploads")
+    >>> @in_storage_step("listing uploads")  # doctest: +SKIP
     ... def list_complete_uploads(uploads_root, storage_options=None): ...
     """
 

@@ -53,7 +53,7 @@ def test_a_gop_lost_before_commit_fails_the_audit_and_commits_nothing(store):
     )
     assert not result.success
     assert current_versions(store.root).frames == before  # nothing committed
-    assert robodata.open(store.root).episodes["episode_index"].to_pylist() == [0]
+    assert robodata.open(store.root).episodes()["episode_index"].to_pylist() == [0]
     [failed] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
     reason = failed.step_failure_data.user_failure_data
     assert reason.description.startswith(
@@ -77,8 +77,8 @@ def test_a_corrupt_gop_fails_the_checks_and_a_reingest_that_would_reuse_it(store
     assert materialize_episode(instance, store, key).success
     version = current_versions(store.root).frames
     ds = robodata.open(store.root)
-    ref = int(ds.gop_refs("observation_images_wrist_right", [40])[0])
-    flip_gop_bytes(store.root, ds.read_gops([ref])[ref])
+    ref = int(ds.gops.refs([40], "observation_images_wrist_right")[0])
+    flip_gop_bytes(store.root, ds.gops.read([ref])[ref])
 
     # The checks alone (with raw_episodes, which writes nothing, to give the run its partition).
     selection = dg.AssetSelection.assets(episodes.raw_episodes) | dg.AssetSelection.checks_for_assets(

@@ -40,7 +40,7 @@ def test_a_corrupt_staged_gop_is_never_committed(eight_short_uploads, tmp_path):
         "row_count_matches_upload": True,
     }
     assert current_versions(root).frames == first.frames_version
-    assert robodata.open(root).episodes["episode_index"].to_pylist() == [0]
+    assert robodata.open(root).episodes()["episode_index"].to_pylist() == [0]
 
 
 def test_a_staged_gop_that_vanished_is_never_committed(eight_short_uploads, tmp_path):

@@ -43,9 +43,9 @@ def corrupted(dataset_copy):
     gop_index = rows["observation_images_top_gop_index"].to_numpy()
     bad_row = int(np.flatnonzero((episode == 1) & (gop_index == 2))[0])
     good_row = int(np.flatnonzero((episode == 0) & (gop_index == 0))[0])
-    [ref] = ds.gop_refs(TOP, [bad_row])
-    good_frame = ds.take_blobs_decoded(TOP, [good_row])[TOP]
-    flip_gop_bytes(dataset_copy, ds.read_gops([ref])[int(ref)])
+    [ref] = ds.gops.refs([bad_row], TOP)
+    good_frame = ds.take_blobs_decoded([good_row], TOP)[TOP]
+    flip_gop_bytes(dataset_copy, ds.gops.read([ref])[int(ref)])
     return dataset_copy, bad_row, good_row, good_frame, ds.version
 
 
@@ -60,12 +60,12 @@ def test_every_read_path_detects_a_flipped_byte(corrupted):
     ds = robodata.open(root)
     attempts = {
         "ds[i]": lambda: ds[bad],
-        "take_blobs_decoded": lambda: ds.take_blobs_decoded(ds.image_columns, [good, bad]),
-        "take_blobs_decoded, 1 thread": lambda: ds.take_blobs_decoded(TOP, [bad], concurrency=1),
+        "take_blobs_decoded": lambda: ds.take_blobs_decoded([good, bad], ds.image_columns),
+        "take_blobs_decoded, 1 thread": lambda: ds.take_blobs_decoded([bad], TOP, concurrency=1),
         "take_windows": lambda: ds.take_windows([bad], [-2, 0], TOP),
-        "read_gops": lambda: ds.read_gops(ds.gop_refs(TOP, [bad])),
+        "read_gops": lambda: ds.gops.read(ds.gops.refs([bad], TOP)),
         "bytes supplied by the caller": lambda: ds.take_blobs_decoded(
-            TOP, [bad], gop_bytes={int(r): b"x" * int(ds.gop_byte_sizes([r])[0]) for r in ds.gop_refs(TOP, [bad])}
+            [bad], TOP, gop_bytes={int(r): b"x" * int(ds.gops.byte_sizes([r])[0]) for r in ds.gops.refs([bad], TOP)}
         ),
         "BatchReader without cache": lambda: BatchReader(root, cameras=["top"], budget_bytes=0).read([bad]),
         "BatchReader, prefetched": lambda: _prefetched_read(root, bad),
@@ -82,7 +82,7 @@ def test_every_read_path_detects_a_flipped_byte(corrupted):
         detected.append(name)
     assert len(detected) == len(attempts)
     # GOPs that were not touched still read, exactly as before.
-    np.testing.assert_array_equal(ds.take_blobs_decoded(TOP, [good])[TOP], good_frame)
+    np.testing.assert_array_equal(ds.take_blobs_decoded([good], TOP)[TOP], good_frame)
 
 
 def _prefetched_read(root: str, bad: int):
@@ -109,9 +109,9 @@ def test_a_flip_anywhere_in_the_gop_is_detected(dataset_copy, at):
     ds = robodata.open(dataset_copy)
     refs = ds.gop_refs(TOP, range(len(ds)))
     ref = int(refs[len(refs) // 2])
-    flip_gop_bytes(dataset_copy, ds.read_gops([ref])[ref], at=at)
+    flip_gop_bytes(dataset_copy, ds.gops.read([ref])[ref], at=at)
     with pytest.raises(CorruptGopError):
-        robodata.open(dataset_copy).read_gops([ref])
+        robodata.open(dataset_copy).gops.read([ref])
 
 
 def test_a_dataloader_worker_reports_the_corrupt_gop(corrupted):

@@ -31,8 +31,8 @@ def test_verify_names_a_corrupt_gop_and_fails(dataset_copy, capsys):
     rows = ds.to_table(columns=["episode_index", "observation_images_top_gop_index"])
     row = int(np.flatnonzero((rows["episode_index"].to_numpy() == 2)
                              & (rows["observation_images_top_gop_index"].to_numpy() == 5))[0])
-    [ref] = ds.gop_refs(TOP, [row])
-    flip_gop_bytes(dataset_copy, ds.read_gops([ref])[int(ref)], at=0.7)
+    [ref] = ds.gops.refs([row], TOP)
+    flip_gop_bytes(dataset_copy, ds.gops.read([ref])[int(ref)], at=0.7)
     report = verify_dataset(dataset_copy)
     assert len(report.problems) == 1
     assert report.problems[0].startswith(f"GOP 5 of episode 2, camera 'top' (ref_id {ref}) is corrupt: xxh3_64")
