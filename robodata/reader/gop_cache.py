@@ -5,7 +5,7 @@ order). A thread reads their GOPs with ``read_blobs`` while the worker decodes t
 batch, so decode rarely waits on storage. Every GOP is held once however many batches need
 it; GOPs that no pending batch needs stay as a least-recently-used cache (episode-pool
 shuffles reuse them) and are the first to go when the budget is full. Bytes come from
-``dataset.read_gops``, which verifies their checksums; the decode verifies them again, so a
+``dataset.gops.read``, which verifies their checksums; the decode verifies them again, so a
 cached GOP is never trusted blindly (CorruptGopError reaches the consumer's ``acquire``/read).
 """
 

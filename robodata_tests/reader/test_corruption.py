@@ -63,7 +63,7 @@ def test_every_read_path_detects_a_flipped_byte(corrupted):
         "take_blobs_decoded": lambda: ds.take_blobs_decoded([good, bad], ds.image_columns),
         "take_blobs_decoded, 1 thread": lambda: ds.take_blobs_decoded([bad], TOP, concurrency=1),
         "take_windows": lambda: ds.take_windows([bad], [-2, 0], TOP),
-        "read_gops": lambda: ds.gops.read(ds.gops.refs([bad], TOP)),
+        "ds.gops.read": lambda: ds.gops.read(ds.gops.refs([bad], TOP)),
         "bytes supplied by the caller": lambda: ds.take_blobs_decoded(
             [bad], TOP, gop_bytes={int(r): b"x" * int(ds.gops.byte_sizes([r])[0]) for r in ds.gops.refs([bad], TOP)}
         ),
@@ -107,7 +107,7 @@ def test_the_error_survives_pickling_and_names_the_gop():
 @pytest.mark.parametrize("at", [0.0, 0.3, 0.99])
 def test_a_flip_anywhere_in_the_gop_is_detected(dataset_copy, at):
     ds = robodata.open(dataset_copy)
-    refs = ds.gop_refs(TOP, range(len(ds)))
+    refs = ds.gops.refs(range(len(ds)), TOP)
     ref = int(refs[len(refs) // 2])
     flip_gop_bytes(dataset_copy, ds.gops.read([ref])[ref], at=at)
     with pytest.raises(CorruptGopError):
