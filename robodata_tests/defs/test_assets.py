@@ -10,6 +10,7 @@ import pytest
 
 import robodata
 from robodata.defs import annotations, benchmark, episodes, snapshots
+from robodata.defs.lineage import CODE_VERSION
 from robodata.defs.resources import DatasetStore
 from robodata.format.tables import gops_uri
 from robodata_tests.defs.conftest import (
@@ -101,7 +102,7 @@ def test_every_materialization_carries_lineage_and_data_version(pipeline):
         e for e in tail.get_asset_materialization_events() if e.asset_key.to_user_string() == "training_snapshot"
     ]
     assert snapshot.materialization.tags["dagster/input_data_version/annotations"] == "frames.lance@3"
-    assert snapshot.materialization.tags["dagster/code_version"] == "robodata-format-1"
+    assert snapshot.materialization.tags["dagster/code_version"] == CODE_VERSION
 
 
 def test_frames_materializations_show_the_table_schema(pipeline):
@@ -122,7 +123,7 @@ def test_imported_episodes_sit_in_the_lineage_graph():
     graph = defs.get_repository_def().asset_graph
     downstream = {k.to_user_string() for k in graph.get(dg.AssetKey("imported_episodes")).child_keys}
     assert {"annotations", "training_snapshot"} <= downstream
-    assert all(graph.get(key).code_version == "robodata-format-1" for key in graph.get_all_asset_keys())
+    assert all(graph.get(key).code_version == CODE_VERSION for key in graph.get_all_asset_keys())
 
 
 def test_annotations_add_label_columns_without_touching_video(pipeline):

@@ -92,14 +92,20 @@ def test_store_fields_name_the_environment_variables_that_set_them(monkeypatch, 
     monkeypatch.setenv("ROBODATA_ROOT", "s3://lab/robodata/dataset")
     monkeypatch.delenv("ROBODATA_UPLOADS", raising=False)
     shown = _configured(resources.store_from_env())
-    assert shown == {"root": {"env": "ROBODATA_ROOT"}, "uploads_root": "s3://lab/robodata/uploads"}
+    assert shown == {
+        "root": {"env": "ROBODATA_ROOT"}, "uploads_root": "s3://lab/robodata/uploads", "storage_timeout_s": None
+    }
     monkeypatch.setenv("ROBODATA_UPLOADS", "s3://lab/incoming")
     assert _configured(resources.store_from_env())["uploads_root"] == {"env": "ROBODATA_UPLOADS"}
     monkeypatch.delenv("ROBODATA_ROOT")
     monkeypatch.delenv("ROBODATA_UPLOADS")
     monkeypatch.chdir(tmp_path)
     shown = _configured(resources.store_from_env())
-    assert shown == {"root": str(tmp_path / "demo" / "dataset"), "uploads_root": str(tmp_path / "demo" / "uploads")}
+    assert shown == {
+        "root": str(tmp_path / "demo" / "dataset"),
+        "uploads_root": str(tmp_path / "demo" / "uploads"),
+        "storage_timeout_s": None,  # None: $ROBODATA_STORAGE_TIMEOUT_S, else 60 s
+    }
     assert "never-shown-secret" not in json.dumps(shown)
 
 
