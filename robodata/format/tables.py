@@ -59,3 +59,30 @@ def append_or_create(
     return lance.LanceDataset.commit(
         uri, lance.LanceOperation.Append(fragments), read_version=latest.version, storage_options=storage_options
     )
+
+
+def create_or_open(uri: str, schema: pa.Schema, storage_options: dict | None = None) -> lance.LanceDataset:
+    """The table at ``uri``; if there is none yet, exactly one of any racing writers creates it
+    empty with ``schema`` (a create commit with no retries, so a loser can never overwrite the
+    winner's table) and every writer then adds its rows with a ``merge_insert`` on the key.
+
+    >>> create_or_open("data/demo/frames.lance", schema).version
+    1
+    """
+    table = open_table(uri, storage_options)
+    if table is not None:
+        return table
+    try:
+        return lance.LanceDataset.commit(
+            uri,
+            lance.LanceOperation.Overwrite(schema, []),
+            read_version=0,
+            max_retries=0,
+            storage_options=storage_options,
+            enable_stable_row_ids=True,
+        )
+    except (OSError, ValueError):
+        table = open_table(uri, storage_options)
+        if table is None:
+            raise  # nobody else created it: a real failure
+        return table

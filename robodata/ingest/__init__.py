@@ -17,16 +17,19 @@ def ingest_episode(
     preset: str = "veryfast",
     storage_options: dict | None = None,
     uploads_root: str | None = None,
+    replace: bool = False,
 ) -> IngestResult:
     """Validate the upload folder ``upload`` and write it into the dataset at ``dataset_uri``,
-    replacing any earlier copy of the episode in one commit.
+    replacing any earlier copy of the episode in one commit (its labels are kept for the rows that
+    still exist). An upload claiming an ``episode_index`` that holds a different episode is refused
+    (EpisodeIndexTakenError) unless ``replace=True``.
 
     >>> robodata.ingest_episode("uploads/episode_000000", "data/demo").frames_version
     1
     """
     episode = read_upload(upload, storage_options, uploads_root)
     settings = EncoderSettings(gop_size=gop_size, crf=crf, preset=preset)
-    return write_episode(episode, dataset_uri, settings, storage_options)
+    return write_episode(episode, dataset_uri, settings, storage_options, replace=replace)
 
 
 __all__ = ["CameraStream", "EpisodeData", "IngestResult", "ingest_episode", "read_upload", "write_episode"]
