@@ -27,7 +27,7 @@ from robodata.format.schema import (
     read_metadata,
     ref_columns,
 )
-from robodata.format.tables import create_or_open, frames_uri, gops_uri, open_table
+from robodata.format.tables import create_once, frames_uri, gops_uri, open_table
 from robodata.ingest.alignment import nearest_frames
 from robodata.ingest.episode import CameraStream, EpisodeData
 from robodata.ingest.gop_leases import hold_gops, release
@@ -377,14 +377,18 @@ def _append_new_gops(
     planned on an older gops.lance version conflicts with it and starts over (see gop_leases).
     """
     table = pa.concat_tables([e.gops for e in encoded.values()])
-    gops = create_or_open(gops_uri(root), with_primary_key(table.schema, GOPS_KEY), storage_options)
-    gops = declare_primary_key(gops, GOPS_KEY, storage_options)
+    created = create_once(gops_uri(root), table, with_primary_key(table.schema, GOPS_KEY), storage_options)
+    if created is not None:
+        return table.num_rows, _video_bytes(table), created.version
+    gops = declare_primary_key(open_table(gops_uri(root), storage_options), GOPS_KEY, storage_options)
     stored = gops.to_table(columns=["ref_id"], filter=episode_filter(episode_index))["ref_id"]
     new = pa.compute.invert(pa.compute.is_in(table["ref_id"], stored))
     stats = gops.merge_insert(list(GOPS_KEY)).when_matched_update_all().when_not_matched_insert_all().execute(table)
-    appended = table.filter(new)
-    appended_bytes = int(pa.compute.sum(pa.compute.list_flatten(appended["packet_sizes"])).as_py() or 0)
-    return int(stats["num_inserted_rows"]), appended_bytes, gops.version
+    return int(stats["num_inserted_rows"]), _video_bytes(table.filter(new)), gops.version
+
+
+def _video_bytes(gops: pa.Table) -> int:
+    return int(pa.compute.sum(pa.compute.list_flatten(gops["packet_sizes"])).as_py() or 0)
 
 
 @dataclass(frozen=True)
@@ -428,8 +432,11 @@ def _replace_episode_rows(
     """
     uri = frames_uri(root)
     index = int(rows["episode_index"][0].as_py())
-    frames = create_or_open(uri, with_primary_key(schema, FRAMES_KEY), storage_options)
-    frames = _with_upload_columns(declare_primary_key(frames, FRAMES_KEY, storage_options), storage_options)
+    created = create_once(uri, rows, with_primary_key(schema, FRAMES_KEY), storage_options)
+    if created is not None:
+        return created.version, _Labels(0, 0)
+    frames = declare_primary_key(open_table(uri, storage_options), FRAMES_KEY, storage_options)
+    frames = _with_upload_columns(frames, storage_options)
     for _ in range(3):
         stored = stored_upload_of(frames, index)
         if not replace:
