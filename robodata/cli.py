@@ -60,6 +60,8 @@ def _sample_data(args: argparse.Namespace) -> int:
 def _ingest_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("uploads", nargs="+", help="upload folders (each holds episode.json)")
     p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("--replace", action="store_true",
+                   help="let an upload replace a different episode that holds its episode_index")
     _encoding_args(p)
 
 
@@ -71,9 +73,14 @@ def _ingest(args: argparse.Namespace) -> int:
     options = storage_options_from_env() or None
     for upload in tqdm(args.uploads, desc="ingest", unit="episode"):
         result = ingest_episode(
-            upload, args.dataset, gop_size=args.gop_size, crf=args.crf, preset=args.preset, storage_options=options
+            upload, args.dataset, gop_size=args.gop_size, crf=args.crf, preset=args.preset, storage_options=options,
+            replace=args.replace,
         )
-        tqdm.write(f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}")
+        labels = ""
+        if result.labels_kept_rows or result.labels_dropped_rows:
+            labels = (f", labelled rows: {result.labels_kept_rows} kept, "
+                      f"{result.labels_dropped_rows} dropped (their frame_index no longer exists)")
+        tqdm.write(f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}{labels}")
     return 0
 
 

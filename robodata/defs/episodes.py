@@ -25,6 +25,9 @@ class EncodingConfig(dg.Config):
     gop_size: int = Field(default=8, description="Frames per closed GOP (G): a random read decodes at most G.")
     crf: int = Field(default=23, description="x264 constant rate factor: lower is better quality, bigger.")
     preset: str = Field(default="veryfast", description="x264 speed preset.")
+    replace: bool = Field(
+        default=False, description="Let this upload replace a different episode holding its episode_index."
+    )
 
 
 @dg.asset(
@@ -69,7 +72,7 @@ def gop_blobs(context: dg.AssetExecutionContext, config: EncodingConfig, store: 
     settings = EncoderSettings(gop_size=config.gop_size, crf=config.crf, preset=config.preset)
     try:
         episode = read_upload(store.upload_uri(context.partition_key), options, store.uploads_root)
-        staged = stage_gops(episode, store.root, settings, options)
+        staged = stage_gops(episode, store.root, settings, options, replace=config.replace)
     except (RoboDataError, FileNotFoundError) as exc:
         raise failure(store, exc) from None
     return lineage_result(
@@ -108,7 +111,8 @@ def aligned_frames(context: dg.AssetExecutionContext, store: DatasetStore) -> dg
         rows_written=result.rows,
         bytes_written=result.rows_bytes,
         frames_version=result.frames_version,
-        extra={"episode_index": result.episode_index, "gops": result.gops},
+        extra={"episode_index": result.episode_index, "gops": result.gops,
+               "labels_kept_rows": result.labels_kept_rows, "labels_dropped_rows": result.labels_dropped_rows},
     )
 
 

@@ -49,8 +49,7 @@ def _copies(root: str, options: dict | None) -> tuple[dict[int, int], int, int]:
 def _race(monkeypatch, episode, root: str, options: dict | None):
     with held_commits(monkeypatch) as gate:
         results = run_together(*[lambda: robodata.write_episode(episode, root, storage_options=options)] * 2)
-    assert gate.held == 4  # both writers were held at both of their commits
-    return results
+    return results, gate.held
 
 
 def _rounds(monkeypatch, uploads, new_root, options) -> dict[str, int]:
@@ -58,9 +57,9 @@ def _rounds(monkeypatch, uploads, new_root, options) -> dict[str, int]:
     counts = {"races": 0, "extra_frame_rows": 0, "extra_gop_rows": 0}
     for _ in range(ROUNDS):
         root = new_root()
-        _race(monkeypatch, first, root, options)  # nothing exists yet: both create
+        _, held_creating = _race(monkeypatch, first, root, options)  # nothing exists yet: both create
         robodata.write_episode(second, root, storage_options=options)
-        results = _race(monkeypatch, second, root, options)  # ... and into an existing dataset
+        results, held = _race(monkeypatch, second, root, options)  # ... and into an existing dataset
         counts["races"] += 2
         per_episode, extra_rows, extra_gops = _copies(root, options)
         counts["extra_frame_rows"] += extra_rows
@@ -68,6 +67,7 @@ def _rounds(monkeypatch, uploads, new_root, options) -> dict[str, int]:
         assert per_episode == {first.episode_index: len(first), second.episode_index: len(second)}
         assert (extra_rows, extra_gops) == (0, 0)
         assert {r.gops for r in results} == {results[0].gops}
+        assert held_creating == held == 4  # both writers were held at both of their commits
     ds = robodata.open(root, storage_options=options)
     decoded = ds.take_blobs_decoded(ds.image_columns, np.arange(len(ds)))  # every reference resolves
     assert all(a.shape[0] == len(ds) for a in decoded.values())
