@@ -80,7 +80,8 @@ def _ingest(args: argparse.Namespace) -> int:
         if result.labels_kept_rows or result.labels_dropped_rows:
             labels = (f", labelled rows: {result.labels_kept_rows} kept, "
                       f"{result.labels_dropped_rows} dropped (their frame_index no longer exists)")
-        tqdm.write(f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}{labels}")
+        summary = f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}"
+        tqdm.write(summary + labels)
     return 0
 
 

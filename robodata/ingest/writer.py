@@ -306,6 +306,10 @@ def write_frames(
     meta = dataset_metadata(episode, staged.settings)
     schema = _frames_schema(episode, meta, dataset_uri, storage_options)
     built = build_rows(episode, staged.cameras, _with_extra_fields(frames_schema(meta), episode))
+    reserved = sorted(set(UPLOAD_COLUMNS) & set(built.column_names))
+    if reserved:
+        raise IncompatibleEpisodeError(f"{episode.origin or episode.episode_id}: columns {reserved} are reserved "
+                                       "for the episode's upload (robodata.format.episodes)")
     recorded = [*built.column_names, *UPLOAD_COLUMNS]  # every other column is an annotation
     for name, values in upload_columns(built.num_rows, episode.episode_id, episode.fingerprint, episode.origin).items():
         built = built.append_column(name, values)
