@@ -5,6 +5,7 @@ tables) and into a dataset that already holds another episode (both merge into i
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -89,3 +90,38 @@ def test_two_writers_of_a_new_episode_leave_one_copy_on_s3(monkeypatch, s3, eigh
     print(f"\ns3: {counts['races']} forced races, {counts['extra_frame_rows']} duplicate rows, "
           f"{counts['extra_gop_rows']} duplicate GOP rows")
     assert counts == {"races": 2 * ROUNDS, "extra_frame_rows": 0, "extra_gop_rows": 0}
+
+
+def test_two_uploads_racing_for_one_episode_index_leave_one_episode(monkeypatch, uploads, tmp_path, encode_once):
+    """Two folders, both episode_index 0, held at each commit and released together: one is
+    stored, the other is refused naming both, and no row of the loser remains."""
+    import json
+    import shutil
+
+    from robodata.errors import EpisodeIndexTakenError
+    from robodata.format.episodes import stored_uploads
+
+    rival = tmp_path / "uploads" / "rival_0"
+    shutil.copytree(uploads[1], rival)
+    meta = json.loads((rival / "episode.json").read_text())
+    (rival / "episode.json").write_text(json.dumps({**meta, "episode_index": 0}))
+    root = str(tmp_path / "ds")
+    robodata.ingest_episode(str(uploads[2]), root)  # the dataset exists: both merge into it
+    episodes = [read_upload(str(uploads[0])), read_upload(str(rival))]
+
+    def attempt(episode):
+        try:
+            return robodata.write_episode(episode, root)
+        except EpisodeIndexTakenError as exc:
+            return exc
+
+    with held_commits(monkeypatch) as gate:
+        outcomes = run_together(*[functools.partial(attempt, e) for e in episodes])
+    assert gate.held == 4
+    refused = [o for o in outcomes if isinstance(o, EpisodeIndexTakenError)]
+    assert len(refused) == 1 and {refused[0].episode_id, refused[0].held_by} == {e.episode_id for e in episodes}
+    winner = next(e for e in episodes if e.episode_id == refused[0].held_by)
+    assert stored_uploads(root)[winner.episode_id].episode_index == 0
+    assert refused[0].episode_id not in stored_uploads(root)
+    per_episode, extra_rows, _ = _copies(root, None)
+    assert per_episode == {0: len(winner), 2: len(read_upload(str(uploads[2])))} and extra_rows == 0
