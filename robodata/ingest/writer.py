@@ -432,7 +432,8 @@ def _replace_episode_rows(
     new end are deleted. A new episode is committed with ``when_matched_fail``: if another
     writer's copy lands first, Lance re-plans this commit, finds that copy and fails instead of
     adding a second one; the episode is then re-committed as a re-ingest (same upload) or refused
-    (a different upload claiming the same episode_index).
+    (a different upload claiming the same episode_index). The first writer of a new dataset
+    creates frames.lance holding its rows (``create_once``); racing creators merge into it.
     """
     uri = frames_uri(root)
     index = int(rows["episode_index"][0].as_py())
