@@ -10,7 +10,7 @@ import numpy as np
 
 from robodata.format.schema import read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_table
-from robodata.ingest.gop_leases import staged_ref_ids
+from robodata.ingest.gop_leases import read_records
 
 _ATTEMPTS = 5
 
@@ -20,7 +20,7 @@ class GarbageReport:
     unreferenced: int
     deleted: int
     gops_version: int
-    too_recent: int = 0  # unreferenced, but younger than min_age: kept
+    too_recent: int = 0  # unreferenced, but an ingest may still commit rows pointing at them: kept
 
 
 def collect_garbage(
@@ -35,8 +35,9 @@ def collect_garbage(
     Safe beside running ingests, deletes and re-ingests that reuse stored GOPs: an ingest leases
     its GOPs before writing them and keeps the lease until its rows are committed, and a delete
     that an ingest's GOP commit overtook is planned again (see ``_collect_once``). ``min_age``
-    (the CLI defaults to an hour) additionally keeps GOPs written more recently than that, for
-    writers of older robodata versions that took no lease.
+    (the CLI defaults to an hour) bounds how long an ingest may take: a lease older than that
+    is treated as left by a crashed ingest, and GOPs written more recently than that are kept
+    (writers of older robodata versions take no lease). Without ``min_age`` every lease holds.
 
     Versions removed by Lance's ``cleanup_old_versions`` no longer protect their GOPs; tagged
     versions always do. The bytes leave disk at the next compaction and cleanup of gops.lance.
@@ -64,7 +65,8 @@ def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta |
     gops = open_table(gops_uri(uri), storage_options)
     if gops is None:
         return GarbageReport(0, 0, 0)
-    referenced = staged_ref_ids(uri, storage_options)  # leased or staged: not committed yet
+    records = read_records(uri, storage_options)
+    referenced = set(records.staged)  # staged by gop_blobs, waiting for aligned_frames
     frames = open_table(frames_uri(uri), storage_options)
     if frames is not None:
         for info in frames.versions():
@@ -76,11 +78,15 @@ def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta |
                 referenced.update(np.unique(table[column].to_numpy()).tolist())
     stored = gops.to_table(columns=["ref_id"])["ref_id"].to_numpy()
     orphans = sorted(set(stored.tolist()) - referenced)
-    too_recent = 0
-    if orphans and min_age is not None:
+    # Kept although unreferenced: leased by an ingest that may still commit rows pointing at them
+    # (a lease older than min_age counts as abandoned by a crashed ingest), or, with min_age,
+    # written too recently (writers of older robodata versions take no lease).
+    in_flight = records.protected(min_age) - records.staged
+    if min_age is not None:
         settled = _ref_ids_stored_before(gops, min_age)
-        too_recent = sum(r not in settled for r in orphans)
-        orphans = [r for r in orphans if r in settled]
+        in_flight |= {r for r in orphans if r not in settled}
+    too_recent = sum(r in in_flight for r in orphans)
+    orphans = [r for r in orphans if r not in in_flight]
     if orphans and not dry_run:
         # One delete planned on ``gops``'s version, without Lance's retries (which would plan it
         # again on a newer version, where these ids may be in use again).

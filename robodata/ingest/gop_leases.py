@@ -13,32 +13,49 @@ read (which makes its delete conflict): see docs/reliability.md.
 from __future__ import annotations
 
 import json
+import posixpath
+import time
 import uuid
+from dataclasses import dataclass
+from datetime import timedelta
 
+from robodata.errors import StorageError, StorageUnreachableError
 from robodata.storage import fsspec_filesystem, is_remote, join_uri
+from robodata.storage.uris import redact
 
 STAGING_DIR = "_staging"
+LEASE_PREFIX = "lease-"
 
 
 def hold_gops(
-    dataset_uri: str, episode_index: int, ref_ids: list[int], storage_options: dict | None = None
+    dataset_uri: str,
+    episode_index: int,
+    ref_ids: list[int],
+    storage_options: dict | None = None,
+    action: str = "taking a lease on GOPs",
 ) -> str:
-    """Write a lease on ``ref_ids`` (one PUT, so it is whole or absent); returns its URI.
+    """Write a lease on ``ref_ids`` (one PUT, so it is whole or absent); returns its URI. A store
+    that fails the PUT raises StorageError / StorageUnreachableError naming ``action``.
 
     >>> lease = hold_gops("data/demo", 0, [123, 456])
     """
-    uri = join_uri(dataset_uri, STAGING_DIR, f"lease-{int(episode_index)}-{uuid.uuid4().hex}.json")
-    write_record(uri, json.dumps({"episode_index": int(episode_index), "ref_ids": sorted(ref_ids)}), storage_options)
+    uri = join_uri(dataset_uri, STAGING_DIR, f"{LEASE_PREFIX}{int(episode_index)}-{uuid.uuid4().hex}.json")
+    body = {"episode_index": int(episode_index), "ref_ids": sorted(ref_ids), "taken_at": time.time()}
+    try:
+        write_record(uri, json.dumps(body), storage_options)
+    except Exception as exc:  # s3fs/botocore raise their own types for a missing bucket or a dead store
+        raise _storage_error(uri, action, exc, storage_options) from None
     return uri
 
 
 def release(lease_uri: str, storage_options: dict | None = None) -> None:
-    """Remove a lease (the GOPs are referenced by frames.lance now, or no longer needed)."""
+    """Remove a lease, best effort: one that cannot be removed (the store is gone) is treated as
+    abandoned by garbage collection once it is older than gc's ``min_age``."""
     if not lease_uri:
         return
     try:
         fsspec_filesystem(lease_uri, storage_options).rm_file(lease_uri)
-    except FileNotFoundError:
+    except Exception:  # noqa: BLE001 - never hide the error that made the ingest release early
         pass
 
 
@@ -49,10 +66,27 @@ def write_record(uri: str, text: str, storage_options: dict | None = None) -> No
     fs.pipe_file(uri, text.encode())  # one put: a reader never sees half a record
 
 
-def staged_ref_ids(dataset_uri: str, storage_options: dict | None = None) -> set[int]:
-    """The ref_ids of every GOP listed in a lease or a staged layout (garbage collection keeps them).
+@dataclass(frozen=True)
+class Records:
+    """What ``_staging/`` holds: GOPs of staged layouts (waiting for their frames step) and of
+    leases, with each lease's age."""
 
-    >>> staged_ref_ids("data/demo")
+    staged: set[int]
+    leases: list[tuple[timedelta, set[int]]]
+
+    def protected(self, max_lease_age: timedelta | None = None) -> set[int]:
+        """Staged GOPs and GOPs of leases younger than ``max_lease_age`` (all leases if None)."""
+        refs = set(self.staged)
+        for age, ids in self.leases:
+            if max_lease_age is None or age < max_lease_age:
+                refs |= ids
+        return refs
+
+
+def read_records(dataset_uri: str, storage_options: dict | None = None) -> Records:
+    """Every staged layout and lease under ``<dataset_uri>/_staging/``.
+
+    >>> read_records("data/demo").protected()
     set()
     """
     folder = join_uri(dataset_uri, STAGING_DIR)
@@ -60,15 +94,32 @@ def staged_ref_ids(dataset_uri: str, storage_options: dict | None = None) -> set
     try:
         paths = [p for p in fs.ls(folder, detail=False) if p.endswith(".json")]
     except FileNotFoundError:
-        return set()
-    refs: set[int] = set()
+        return Records(set(), [])
+    records = Records(set(), [])
     for path in paths:
         try:
             body = json.loads(fs.cat_file(path))
         except FileNotFoundError:
             continue  # released while we listed: its GOPs are referenced by frames.lance now
-        if "ref_ids" in body:
-            refs.update(body["ref_ids"])
-        for camera in body.get("cameras", {}).values():
-            refs.update(camera["ref_ids"])
-    return refs
+        if posixpath.basename(path).startswith(LEASE_PREFIX):
+            age = timedelta(seconds=max(0.0, time.time() - float(body.get("taken_at", 0))))
+            records.leases.append((age, set(body["ref_ids"])))
+        else:
+            records.staged.update(r for camera in body.get("cameras", {}).values() for r in camera["ref_ids"])
+    return records
+
+
+def staged_ref_ids(dataset_uri: str, storage_options: dict | None = None) -> set[int]:
+    """The ref_ids of every GOP listed in a staged layout or a lease.
+
+    >>> staged_ref_ids("data/demo")
+    set()
+    """
+    return read_records(dataset_uri, storage_options).protected()
+
+
+def _storage_error(uri: str, action: str, exc: Exception, storage_options: dict | None) -> StorageError:
+    where = (storage_options or {}).get("aws_endpoint") or ("object storage" if is_remote(uri) else "the file system")
+    if isinstance(exc, FileNotFoundError | PermissionError):  # the store answered: no bucket, denied
+        return StorageError(redact(f"{uri}: {where} refused a request while {action}: {exc}", storage_options))
+    return StorageUnreachableError(redact(f"{uri}: could not reach {where} while {action}: {exc}", storage_options))

@@ -265,7 +265,7 @@ def write_gops(
     ref_ids = [r for layout in layouts.values() for r in layout.ref_ids]
     with storage_step(f"writing episode {index}'s GOPs", gops_uri(dataset_uri), storage_options):
         # The lease comes first: garbage collection must see it, or see the GOP commit (below).
-        lease = hold_gops(dataset_uri, index, ref_ids, storage_options)
+        lease = hold_gops(dataset_uri, index, ref_ids, storage_options, f"writing episode {index}'s GOPs")
         try:
             written, written_bytes, gops_version = _append_new_gops(dataset_uri, encoded, index, storage_options)
         except BaseException:
