@@ -71,6 +71,8 @@ def _sample_data(args: argparse.Namespace) -> int:
 def _ingest_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("uploads", nargs="+", help="upload folders (each holds episode.json)")
     p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("--replace", action="store_true",
+                   help="let an upload replace a different episode that holds its episode_index")
     _encoding_args(p)
 
 
@@ -81,8 +83,16 @@ def _ingest(args: argparse.Namespace) -> int:
 
     options = env_storage_options()
     for upload in tqdm(args.uploads, desc="ingest", unit="episode"):
-        result = ingest_episode(upload, args.dataset, settings=_encoder_settings(args), storage_options=options)
-        tqdm.write(f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}")
+        result = ingest_episode(
+            upload, args.dataset, settings=_encoder_settings(args), storage_options=options,
+            replace=args.replace,
+        )
+        labels = ""
+        if result.labels_kept_rows or result.labels_dropped_rows:
+            labels = (f", labelled rows: {result.labels_kept_rows} kept, "
+                      f"{result.labels_dropped_rows} dropped (their frame_index no longer exists)")
+        summary = f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}"
+        tqdm.write(summary + labels)
     return 0
 
 
