@@ -47,6 +47,13 @@ class RobodataSystem:
 
         self.uri = job["root"]
         self.ds = robodata.open(self.uri)
+        # Profiles ask for one decode thread (cProfile sees only the calling thread); ds[i] and
+        # take_windows take no concurrency argument, so the pool's default is lowered too.
+        self.concurrency = job.get("concurrency") or os.cpu_count() or 1
+        if self.concurrency == 1:
+            from robodata.reader import decode_pool
+
+            decode_pool.default_concurrency = lambda: 1
         self.label = "robodata"
         self.versions = _versions("pylance", "av", "torch", "numpy")
 
@@ -56,7 +63,7 @@ class RobodataSystem:
     def batch(self, indices: list[int]):
         ds = self.ds
         ds.lance_dataset.take(sorted(indices), columns=["episode_index", "frame_index", "observation_state", "action"])
-        return ds.take_blobs_decoded(columns=ds.image_columns, indices=indices, concurrency=os.cpu_count() or 1)
+        return ds.take_blobs_decoded(columns=ds.image_columns, indices=indices, concurrency=self.concurrency)
 
     def window_reader(self, measurement: dict):
         ds, offsets = self.ds, measurement["row_offsets"]
