@@ -76,6 +76,7 @@ def run_peer_benchmark(
     *,
     dataset_uri: str | None = None,
     version: int | str | None = None,
+    storage_options: dict | None = None,
     footage: Footage | None = None,
     config: PeerConfig | None = None,
     small: bool = False,
@@ -111,9 +112,12 @@ def run_peer_benchmark(
         say(f"ingest {len(uploads)} {source} episodes ...")
         dataset_uri = str(work / "dataset")
         ingest = _ingest(uploads, dataset_uri, gop_size, crf)
-    ds = open_dataset(dataset_uri, version=version)
+    ds = open_dataset(dataset_uri, version=version, storage_options=storage_options)
     say("export for the peers ...")
-    roots, layout_seconds = prepare_peer_layouts(dataset_uri, ds.version, work, python, episodes_per_file, log)
+    roots, layout_seconds = prepare_peer_layouts(dataset_uri, ds.version, work, python, episodes_per_file, log,
+                                                 storage_options)
+    # robodata's runner opens the dataset itself: it gets the options with its job (stdin, never logged).
+    own = {"version": ds.version, **({"storage_options": storage_options} if storage_options else {})}
     reader = LeRobotLayoutReader(roots["lerobot"])
     paired = baseline_rows(ds, reader)
     pair = Pair(ds, reader, paired)
@@ -130,7 +134,8 @@ def run_peer_benchmark(
             for system in order:
                 say(f"round {r + 1}/{cfg.rounds}: {system.key} {'A, B, C' if phase == 0 else 'D'} ...")
                 jobs = scenario_jobs(system, plan, paired, cfg, window)
-                answer = _run(system, roots, python, jobs[phase], _warmup(system, paired, len(ds)), log, nice)
+                answer = _run(system, roots, python, jobs[phase], _warmup(system, paired, len(ds)), log, nice,
+                              **(own if system.key == "robodata" else {}))
                 labels[system.key], versions[system.key] = answer["label"], answer["versions"]
                 results[system.key] += answer["measurements"]
                 if phase == 1:
@@ -148,7 +153,7 @@ def run_peer_benchmark(
     summary = summarize(rounds)
     aims = peer_aims(summary, storage)
     say("profiles of missed aims ...")
-    profiles = explain_peer_misses(aims, roots, python, paired, rng, len(ds), cfg, window, log, nice)
+    profiles = explain_peer_misses(aims, roots, python, paired, rng, len(ds), cfg, window, log, nice, own)
     results = {
         "command": command or f"robodata bench {out} --peers {peers_venv}",
         "machine": _machine(load_before),
@@ -193,13 +198,13 @@ def _ingest(uploads: dict[int, Path], uri: str, gop_size: int | None, crf: int |
 
 
 def prepare_peer_layouts(uri: str, version: int, work: Path, python: Path, episodes_per_file: int,
-                         log: Path) -> tuple[dict[str, str], dict[str, float]]:
+                         log: Path, storage_options: dict | None = None) -> tuple[dict[str, str], dict[str, float]]:
     """The peers' copies of ``uri`` at ``version``: ``export-lerobot --rate camera`` (LeRobot v3.0,
     AV1 as LeRobot encodes) and ``lerobot-lance-convert`` of that export (lerobot-lancedb's layout)."""
     lerobot, lance = work / "lerobot", work / "lance"
     start = time.perf_counter()
     export_lerobot(uri, lerobot, version=version, episodes_per_file=episodes_per_file, progress=False,
-                   rate="camera")
+                   rate="camera", storage_options=storage_options)
     exported = time.perf_counter() - start
     convert = python.parent / "lerobot-lance-convert"
     with open(log, "a") as err:
@@ -239,7 +244,8 @@ def _peer_frames(system: System, roots: dict, python: Path, indices: np.ndarray,
 
 
 def explain_peer_misses(aims: list[dict], roots: dict, python: Path, paired: np.ndarray, rng: np.random.Generator,
-                        rows: int, cfg: PeerConfig, window: dict, log: Path, nice: int) -> dict[str, dict]:
+                        rows: int, cfg: PeerConfig, window: dict, log: Path, nice: int,
+                        own_options: dict | None = None) -> dict[str, dict]:
     """cProfile (calling thread only) robodata, with one decode thread, and the peer of each missed
     A-D aim on the same inputs; attach the split of time to the aim as ``why``. D is profiled
     through the batched read each DataLoader worker runs (B's path)."""
@@ -265,7 +271,8 @@ def explain_peer_misses(aims: list[dict], roots: dict, python: Path, paired: np.
                 measurement["batches"] = [index(b) for b in inputs["batch"]]
             else:
                 measurement["indices"] = index(inputs[kind])
-            answer = _run(by_key[key], roots, python, [measurement], [], log, nice, concurrency=1)
+            options = (own_options or {}) if own else {}
+            answer = _run(by_key[key], roots, python, [measurement], [], log, nice, concurrency=1, **options)
             m = answer["measurements"][0]
             label = f"{answer['label']} ({kind}{', 1 decode thread' if own else ''})"
             cache[(kind, key)] = profile_from_own_times(label, m["seconds_per_call"], m["own_seconds"]).to_dict()

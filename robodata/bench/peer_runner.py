@@ -46,7 +46,7 @@ class RobodataSystem:
         import robodata
 
         self.uri = job["root"]
-        self.ds = robodata.open(self.uri)
+        self.ds = robodata.open(self.uri, version=job.get("version"), storage_options=job.get("storage_options"))
         # Profiles ask for one decode thread (cProfile sees only the calling thread); ds[i] and
         # take_windows take no concurrency argument, so the pool's default is lowered too.
         self.concurrency = job.get("concurrency") or os.cpu_count() or 1
@@ -77,7 +77,8 @@ class RobodataSystem:
         from robodata.reader.torch_dataset import make_dataloader
 
         loader = make_dataloader(self.uri, batch_size=measurement["batch_size"], num_workers=measurement["workers"],
-                                 seed=measurement["seed"], shuffle="global")
+                                 seed=measurement["seed"], shuffle="global", version=self.ds.version,
+                                 storage_options=self.ds._storage_options)  # noqa: SLF001 - as opened
         return loader, lambda batch: [int(i) for i in batch["index"]], loader.close
 
 
