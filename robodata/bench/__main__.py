@@ -25,6 +25,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     peers.add_argument("--steps", type=int, default=None, help="gym-aloha steps per episode (default 100)")
     peers.add_argument("--gop-size", type=int, default=None, help="robodata's G for the ingest (default: robodata's)")
     peers.add_argument("--crf", type=int, default=None, help="robodata's CRF for the ingest (default: robodata's)")
+    peers.add_argument("--sweep", action="store_true",
+                       help="also sweep G x CRF on the footage (D throughput, bytes, PSNR) and pick a default")
+    peers.add_argument("--nice", type=int, default=0, help="niceness of the measuring processes (shared machines)")
 
 
 def run(args: argparse.Namespace, command: str) -> int:
@@ -56,7 +59,8 @@ def _run_peers(args: argparse.Namespace, command: str) -> int:
                       steps=args.steps or footage.steps, seconds=args.seconds or footage.seconds)
     version = int(args.version) if args.version and args.version.isdigit() else args.version
     result = run_peer_benchmark(args.out_dir, args.peers, dataset_uri=args.dataset, version=version, footage=footage,
-                                config=config, gop_size=args.gop_size, crf=args.crf, command=command)
+                                config=config, gop_size=args.gop_size, crf=args.crf, sweep=args.sweep, nice=args.nice,
+                                command=command)
     print(result.table_markdown)
     print(f"\nwrote {result.report_path}, {result.results_path} and {len(result.plots)} plot")
     return 0

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from robodata.bench.footage import benchmark_uploads
+from robodata.bench.gop_crf_sweep import choose_default, sweep_gop_crf, sweep_table
 from robodata.bench.harness import _json_default, _machine
 from robodata.bench.ingest_speed import summarize as summarize_ingest
 from robodata.bench.ingest_speed import timed_ingest
@@ -65,8 +66,8 @@ class Footage:
     """The source episodes: ``source`` auto (gym-aloha where installed), aloha or sample."""
 
     source: str = "auto"
-    episodes: int = 3
-    steps: int = 100  # gym-aloha control steps (= camera frames at 50 fps) per episode
+    episodes: int = 4
+    steps: int = 150  # gym-aloha control steps (= camera frames at 50 fps) per episode: 3 s
     seconds: float = 3.0  # synthetic episodes' length
 
 
@@ -84,6 +85,7 @@ def run_peer_benchmark(
     crf: int | None = None,
     episodes_per_file: int = 50,
     nice: int = 0,
+    sweep: bool = False,
     progress: bool = True,
     command: str | None = None,
 ) -> PeerBenchmarkResult:
@@ -171,6 +173,8 @@ def run_peer_benchmark(
         "aims": aims,
         "profiles": profiles,
     }
+    if sweep and uploads is not None:
+        results["gop_crf_sweep"] = _sweep(uploads, work, storage, cfg, nice, log, say, small)
     results["machine"]["wall_seconds"] = time.perf_counter() - started
     plots = {"peers": write_peer_plot(results, out / "peers.png")}
     results["plots"] = {name: path.name for name, path in plots.items()}
@@ -178,6 +182,20 @@ def run_peer_benchmark(
     (out / "results.json").write_text(json.dumps(results, indent=2, default=_json_default))
     return PeerBenchmarkResult(out, out / "report.md", out / "results.json", plots, results,
                                side_by_side_table(results), dataset_uri, ds.version)
+
+
+def _sweep(uploads: dict[int, Path], work: Path, storage: dict, cfg: PeerConfig, nice: int, log: Path, say,
+           small: bool) -> dict:
+    """The G x CRF sweep on the same footage; the default is chosen within LeRobot's bytes and PSNR."""
+    grid = {"gop_sizes": (4, 8), "crfs": (23,)} if small else {}
+    points = sweep_gop_crf(uploads, work / "sweep", batch_size=cfg.batch_size, workers=cfg.loader_workers,
+                           loader_batches=max(3, cfg.loader_batches), quality_rows=cfg.quality_rows, seed=cfg.seed,
+                           nice=nice, log=log, say=say, **grid)
+    lerobot = storage.get("lerobot-torchcodec", {})
+    limits = {"max_bytes_per_frame": lerobot.get("bytes_per_frame"), "min_psnr_db": lerobot.get("psnr_top_db")}
+    chosen = choose_default(points, **limits)
+    return {"points": points, "limits": limits, "chosen": None if chosen is None else
+            {"gop_size": chosen["gop_size"], "crf": chosen["crf"]}, "table": sweep_table(points, chosen)}
 
 
 def _ingest(uploads: dict[int, Path], uri: str, gop_size: int | None, crf: int | None) -> dict:

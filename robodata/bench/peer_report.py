@@ -126,12 +126,30 @@ def render_peer_report(results: dict) -> str:
         loader_table(results),
         "## Where the time goes",
         _misses(results),
+        *_sweep_section(results),
         "## Method",
         _method(results),
         "## Figures",
         "\n".join(f"![{name}]({file})" for name, file in results["plots"].items()),
     ]
     return "\n\n".join(parts) + "\n"
+
+
+def _sweep_section(results: dict) -> list[str]:
+    sweep = results.get("gop_crf_sweep")
+    if not sweep:
+        return []
+    limits, chosen = sweep["limits"], sweep["chosen"]
+    bound = (f"within LeRobot's {limits['max_bytes_per_frame']:,.0f} bytes per frame and at least its "
+             f"{limits['min_psnr_db']:.2f} dB" if limits.get("max_bytes_per_frame") and limits.get("min_psnr_db")
+             else "(no LeRobot figures to bound it)")
+    verdict = (f"**G={chosen['gop_size']}, CRF {chosen['crf']}**" if chosen else "no point qualifies")
+    return ["## G x CRF sweep",
+            "The same footage ingested at every (G, CRF); D is robodata's DataLoader as above (one process per "
+            "point, not interleaved with the peers), PSNR against the source on the same rows. A point is on the "
+            "frontier when no other has at least its D throughput, at most its bytes and at least its PSNR, and "
+            f"beats it on one. Highest D throughput on the frontier {bound}: {verdict}.",
+            sweep["table"]]
 
 
 def _misses(results: dict) -> str:

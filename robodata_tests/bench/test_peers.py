@@ -13,6 +13,7 @@ from PIL import Image
 
 import robodata
 from robodata.bench.footage import benchmark_uploads, gym_aloha_available
+from robodata.bench.gop_crf_sweep import choose_default, mark_frontier, sweep_table
 from robodata.bench.peer_protocol import PeerRunError, parse_runner_output, peer_python, run_job
 from robodata.bench.peer_report import render_peer_report, side_by_side_table, write_peer_plot
 from robodata.bench.peer_runner import RESULT_PREFIX
@@ -245,3 +246,26 @@ def test_cli_offers_the_peers_options(capsys):
 def test_result_prefix_is_what_the_parser_reads():
     line = RESULT_PREFIX + json.dumps({"protocol": 1, "system": "robodata"})
     assert parse_runner_output(line)["system"] == "robodata"
+
+
+# --- the G x CRF sweep's choice -------------------------------------------------------------------
+def _point(g, crf, per_s, size, db):
+    return {"gop_size": g, "crf": crf, "loader_samples_per_s": per_s, "loader_first_batch_s": 1.0,
+            "bytes_per_frame": size, "psnr_top_db": db, "psnr_db": db}
+
+
+def test_frontier_and_default_within_lerobots_bytes_and_psnr():
+    points = mark_frontier([
+        _point(4, 23, 300.0, 6000.0, 36.0),
+        _point(8, 23, 280.0, 4500.0, 36.5),
+        _point(8, 28, 270.0, 4600.0, 35.0),  # beaten by G=8 crf 23 on every axis
+        _point(2, 28, 320.0, 7000.0, 33.0),
+    ])
+    assert [p["on_frontier"] for p in points] == [True, True, False, True]
+    chosen = choose_default(points, max_bytes_per_frame=6200.0, min_psnr_db=35.5)
+    assert (chosen["gop_size"], chosen["crf"]) == (4, 23)  # fastest within the limits; G=2 is too big
+    assert choose_default(points, max_bytes_per_frame=5000.0, min_psnr_db=35.5)["gop_size"] == 8
+    assert choose_default(points, max_bytes_per_frame=1000.0) is None
+    table = sweep_table(points, chosen).splitlines()
+    assert table[2] == "| 4 | 23 | 300.0 | 1.00 | 6,000 | 36.00 | 36.00 | **chosen** |"
+    assert table[4].endswith("| 35.00 | 35.00 |  |")
