@@ -20,7 +20,7 @@ import numpy as np
 
 from robodata.bench.footage import benchmark_uploads
 from robodata.bench.gop_crf_sweep import choose_default, sweep_gop_crf, sweep_table
-from robodata.bench.harness import _json_default, _machine
+from robodata.bench.harness import BenchmarkResult, _dataset_facts, _json_default, _machine
 from robodata.bench.ingest_speed import summarize as summarize_ingest
 from robodata.bench.ingest_speed import timed_ingest
 from robodata.bench.lerobot_baseline import LeRobotLayoutReader
@@ -40,25 +40,11 @@ from robodata.bench.peer_scenarios import (
     summarize,
 )
 from robodata.bench.peer_storage import peer_storage
-from robodata.bench.profiling import profile_from_own_times
+from robodata.bench.profiling import Profile, profile_from_own_times
 from robodata.bench.scenarios import Pair, window_offsets
 from robodata.codec import EncoderSettings
 from robodata.interop import export_lerobot
 from robodata.reader import open_dataset
-
-
-@dataclass
-class PeerBenchmarkResult:
-    """What one peers run wrote: report.md, results.json, the plot, and the side-by-side table."""
-
-    out_dir: Path
-    report_path: Path
-    results_path: Path
-    plots: dict[str, Path]
-    results: dict
-    table_markdown: str
-    dataset_uri: str
-    dataset_version: int
 
 
 @dataclass(frozen=True)
@@ -88,7 +74,7 @@ def run_peer_benchmark(
     sweep: bool = False,
     progress: bool = True,
     command: str | None = None,
-) -> PeerBenchmarkResult:
+) -> BenchmarkResult:
     """Build (or take) a dataset, export it for the peers, measure A-D and storage, write the report.
 
     Without ``dataset_uri`` it ingests the benchmark footage (gym-aloha where the peers' venv has
@@ -161,7 +147,7 @@ def run_peer_benchmark(
         "machine": _machine(load_before),
         "config": asdict(cfg),
         "footage": {**asdict(footage), "source": source},
-        "dataset": _facts(ds, dataset_uri),
+        "dataset": _dataset_facts(ds, dataset_uri, uploads is not None),
         "systems": {s.key: {"label": labels.get(s.key, s.label), "versions": versions.get(s.key, {}),
                             "root": roots[_root_kind(s)]} for s in SYSTEMS},
         "layouts_seconds": layout_seconds,
@@ -180,7 +166,7 @@ def run_peer_benchmark(
     results["plots"] = {name: path.name for name, path in plots.items()}
     (out / "report.md").write_text(render_peer_report(results))
     (out / "results.json").write_text(json.dumps(results, indent=2, default=_json_default))
-    return PeerBenchmarkResult(out, out / "report.md", out / "results.json", plots, results,
+    return BenchmarkResult(out, out / "report.md", out / "results.json", plots, results,
                                side_by_side_table(results), dataset_uri, ds.version)
 
 
@@ -296,26 +282,8 @@ def explain_peer_misses(aims: list[dict], roots: dict, python: Path, paired: np.
             cache[(kind, key)] = profile_from_own_times(label, m["seconds_per_call"], m["own_seconds"]).to_dict()
         ours, theirs = cache[(kind, "robodata")], cache[(kind, aim["against"])]
         via = "each DataLoader worker runs the batched read: " if scenario == "D" else ""
-        aim["why"] = (f"{via}{_sentence(ours)}; {_sentence(theirs)}; one-thread cost ratio peer / robodata "
+        aim["why"] = (f"{via}{Profile(**ours).sentence()}; {Profile(**theirs).sentence()}; one-thread cost ratio "
+                      f"peer / robodata "
                       f"{theirs['seconds'] / ours['seconds']:.2f}x")
         profiles[aim["key"]] = {"robodata": ours, "peer": theirs}
     return profiles
-
-
-def _sentence(profile: dict) -> str:
-    parts = [f"{share:.0%} {name}" for name, share in sorted(profile["shares"].items(), key=lambda kv: -kv[1])]
-    return f"{profile['label']}: {profile['seconds'] * 1000:.1f} ms per call, " + ", ".join(parts[:5])
-
-
-def _facts(ds, uri: str) -> dict:
-    return {
-        "uri": uri,
-        "version": ds.version,
-        "episodes": ds.episodes.num_rows,
-        "rows": len(ds),
-        "control_hz": ds.metadata.control_hz,
-        "cameras": {c: f"{i.width}x{i.height}@{i.fps:g}" for c, i in ds.metadata.cameras.items()},
-        "gop_size": ds.metadata.gop_size,
-        "codec": ds.metadata.codec if isinstance(ds.metadata.codec, str) else json.dumps(ds.metadata.codec),
-    }
-

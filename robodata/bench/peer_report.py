@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from robodata.bench.peer_scenarios import AIMS, SYSTEMS
+from robodata.bench.report import headline_table, missed_aim_lines
 
 COLUMNS = [(s.key, s.label) for s in SYSTEMS]
 
@@ -84,14 +85,6 @@ def loader_table(results: dict) -> str:
     return _table(["system", "steady samples/s", "first batch s", "samples/s per round"], rows)
 
 
-def aims_table(results: dict) -> str:
-    rows = []
-    for aim in results["aims"]:
-        verdict = "yes" if aim["met"] else f"no (short by {aim['missed_by']:.0%})"
-        rows.append([aim["aim"], f"{aim['comparison']} {aim['target']:.2f}", f"{aim['measured']:.2f}", verdict])
-    return _table(["aim", "target", "measured", "met"], rows)
-
-
 def render_peer_report(results: dict) -> str:
     """The whole report.md of a peers run."""
     m, d, f = results["machine"], results["dataset"], results["footage"]
@@ -115,7 +108,7 @@ def render_peer_report(results: dict) -> str:
         "## Side by side",
         side_by_side_table(results),
         "## Aims",
-        aims_table(results),
+        headline_table(results),
         "## D: the training DataLoader",
         f"`torch.utils.data.DataLoader`, {results['config']['loader_workers']} spawned workers, batches of "
         f"{results['config']['batch_size']}, every camera: robodata's `make_dataloader` (its `__getitems__` reads "
@@ -153,14 +146,9 @@ def _sweep_section(results: dict) -> list[str]:
 
 
 def _misses(results: dict) -> str:
-    missed = [a for a in results["aims"] if not a["met"]]
-    if not missed:
+    lines = missed_aim_lines(results["aims"])
+    if not lines:
         return "Every aim was met in this run."
-    lines = []
-    for aim in missed:
-        why = aim.get("why", "storage figure: no read path to profile")
-        lines.append(f"- **{aim['aim']}**: {aim['measured']:.2f} against {aim['comparison']} {aim['target']:.2f}, "
-                     f"short by {aim['missed_by']:.0%}. {why}.")
     lines.append("\nProfiles are cProfile of the calling thread in each system's own process (robodata with one "
                  "decode thread; LeRobot decodes its cameras on threads that cProfile does not see, so its "
                  "'waiting on worker threads' share is its decode). Top functions are in results.json.")

@@ -87,7 +87,7 @@ def _full_benchmark(store: DatasetStore, version: int, small: bool) -> dict:
 
 def _peers_benchmark(store: DatasetStore, version: int, peers_venv: str, small: bool) -> dict:
     from robodata.bench.peer_harness import run_peer_benchmark  # heavy: only when asked for
-    from robodata.bench.peer_report import aims_table
+    from robodata.bench.report import headline_table
 
     out = _local_out(store, f"peers_v{version}")
     result = run_peer_benchmark(out, peers_venv, dataset_uri=store.root, version=version,
@@ -97,7 +97,7 @@ def _peers_benchmark(store: DatasetStore, version: int, peers_venv: str, small: 
         for name, path in result.plots.items()
     )
     return {
-        "peers": dg.MetadataValue.md(result.table_markdown + "\n\n" + aims_table(result.results) + "\n\n" + plots),
+        "peers": dg.MetadataValue.md(result.table_markdown + "\n\n" + headline_table(result.results) + "\n\n" + plots),
         "peers_report_path": dg.MetadataValue.path(str(result.report_path)),
         **{f"peers_{row['scenario']}_vs_{group}": row[f"vs_{group}"]["ratio"]
            for row in result.results["ratios"] for group in ("lerobot", "lancedb") if f"vs_{group}" in row},

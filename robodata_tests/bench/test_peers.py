@@ -203,7 +203,7 @@ def test_report_has_every_system_the_aims_the_load_and_the_reasons(tmp_path):
                     "## Method", "## Figures"):
         assert heading in text
     assert "`robodata bench out --peers .peers-venv`" in text and "load average 9.00 1 1" in text
-    assert "**gym-aloha**" in text and "60% video decode" in text and "short by 33%" in text
+    assert "**gym-aloha**" in text and "60% video decode" in text and "short by 33.3%" in text
     assert "| LanceDBDataset (lerobot-lancedb 0.3.1) | 150.0 | 5.00 | 150.0, 150.0 |" in text
     path = write_peer_plot(results, tmp_path / "peers.png")
     with Image.open(path) as image:
