@@ -34,7 +34,7 @@ fi
     || echo "peers.sh: gym-aloha did not install; the benchmark keeps the synthetic source" >&2
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md
-for name in ("lerobot", "lerobot-lancedb", "torch", "torchcodec", "av", "lance", "pylance", "gym-aloha", "mujoco"):
+for name in ("lerobot", "lerobot-lancedb", "lancedb", "torch", "torchcodec", "av", "gym-aloha", "mujoco"):
     try:
         print(f"{name}=={md.version(name)}")
     except md.PackageNotFoundError:

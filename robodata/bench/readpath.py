@@ -63,11 +63,11 @@ def measure_readpath(
 
     singles, items = [], []
     batches = max(3, samples // batch_size)
-    ds.take_blobs_decoded(column, rng.integers(0, n, 4))  # load the indexes once
+    ds.take_blobs_decoded(columns=column, indices=rng.integers(0, n, 4))  # load the indexes once
     steps = tqdm(total=2 * samples + batches, desc="read path", disable=not progress, unit="read")
     for i in rng.integers(0, n, samples):
         start = time.perf_counter()
-        ds.take_blobs_decoded(column, [int(i)])
+        ds.take_blobs_decoded(columns=column, indices=[int(i)])
         singles.append(time.perf_counter() - start)
         steps.update()
     for i in rng.integers(0, n, samples):
@@ -79,7 +79,7 @@ def measure_readpath(
     for _ in range(batches):
         indices = rng.integers(0, n, batch_size)
         start = time.perf_counter()
-        ds.take_blobs_decoded(column, indices, zero_copy=True)
+        ds.take_blobs_decoded(columns=column, indices=indices, zero_copy=True)
         batched.append(batch_size / (time.perf_counter() - start))
         steps.update()
     steps.close()

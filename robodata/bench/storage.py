@@ -49,7 +49,7 @@ def quality_sample(
     columns = [c for cam in ds.cameras for c in ref_columns(cam)[1:]] + ["episode_index"]
     refs = ds.to_table(columns=columns).take(rows.tolist()).to_pydict()
     gop_size = ds.metadata.gop_size
-    decoded = ds.take_blobs_decoded(ds.image_columns, rows)
+    decoded = ds.take_blobs_decoded(columns=ds.image_columns, indices=rows)
     sample: dict[str, dict[str, list[np.ndarray]]] = {}
     for camera, column in zip(ds.cameras, ds.image_columns, strict=True):
         _, gop_column, in_gop_column = ref_columns(camera)
