@@ -139,7 +139,7 @@ def run_peer_benchmark(
     storage = peer_storage(ds, uploads, quality_rows, frames, roots)
 
     summary = summarize(rounds)
-    aims = peer_aims(summary, storage)
+    aims = peer_aims(summary, storage, cfg)
     say("profiles of missed aims ...")
     profiles = explain_peer_misses(aims, roots, python, paired, rng, len(ds), cfg, window, log, nice, own)
     results = {
@@ -153,7 +153,7 @@ def run_peer_benchmark(
         "layouts_seconds": layout_seconds,
         "ingest": ingest,
         "summary": summary,
-        "ratios": ratio_rows(summary),
+        "ratios": ratio_rows(summary, cfg),
         "loader_same_rows": loader_checks,
         "storage": storage,
         "aims": aims,

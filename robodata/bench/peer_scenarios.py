@@ -40,9 +40,9 @@ PEER_GROUPS = {"lerobot": ("lerobot-torchcodec", "lerobot-pyav"), "lancedb": ("l
 AIMS = {"A": (3.0, 2.0), "B": (4.0, 3.0), "C": (5.0, 3.0), "D": (3.0, 3.0)}
 SCENARIOS = {
     "A": "one sample, every camera (`ds[i]`)",
-    "B": "random batches of 32, every camera (batched path)",
-    "C": "8-frame windows x every camera (delta_timestamps)",
-    "D": "DataLoader, 2 workers, batch 32, every camera (steady samples/s)",
+    "B": "random batches of {batch_size}, every camera (batched path)",
+    "C": "{window_frames}-frame windows x every camera (delta_timestamps)",
+    "D": "DataLoader, {loader_workers} workers, batch {batch_size}, every camera (steady samples/s)",
 }
 
 
@@ -156,15 +156,16 @@ def best_of(figures: dict[str, dict], group: str) -> tuple[str, dict] | None:
     return max(present, key=lambda kv: kv[1]["per_s"]) if present else None
 
 
-def ratio_rows(summary: dict[str, dict[str, dict]]) -> list[dict]:
+def ratio_rows(summary: dict[str, dict[str, dict]], config: PeerConfig | None = None) -> list[dict]:
     """One row per scenario: every system's samples/s and robodata's ratio to each peer group."""
+    sizes = vars(config or PeerConfig())
     rows = []
     for scenario in sorted(summary):
         figures = summary[scenario]
         if "robodata" not in figures:
             continue
         ours = figures["robodata"]["per_s"]
-        row = {"scenario": scenario, "description": SCENARIOS.get(scenario, scenario),
+        row = {"scenario": scenario, "description": SCENARIOS.get(scenario, scenario).format(**sizes),
                "per_s": {k: v["per_s"] for k, v in figures.items()},
                "ratios": {k: ours / v["per_s"] for k, v in figures.items() if k != "robodata" and v["per_s"] > 0}}
         if scenario == "D":
@@ -186,11 +187,12 @@ def _aim(key: str, text: str, target: float, measured: float, at_least: bool = T
     return aim
 
 
-def peer_aims(summary: dict[str, dict[str, dict]], storage: dict | None = None) -> list[dict]:
+def peer_aims(summary: dict[str, dict[str, dict]], storage: dict | None = None,
+              config: PeerConfig | None = None) -> list[dict]:
     """The issue's aims: A-D ratios against LeRobot (its faster backend) and LanceDB, then bytes
     per frame (no more than LeRobot's) and PSNR of the top camera (at least LeRobot's)."""
     aims = []
-    for row in ratio_rows(summary):
+    for row in ratio_rows(summary, config):
         targets = AIMS.get(row["scenario"])
         if targets is None:
             continue

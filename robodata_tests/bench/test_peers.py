@@ -149,6 +149,9 @@ def test_summary_is_the_median_over_rounds_and_ratios_use_the_faster_lerobot():
     assert rows["A"]["vs_lancedb"]["ratio"] == pytest.approx(2.5)
     assert rows["B"]["vs_lerobot"]["ratio"] == pytest.approx(4.0)
     assert rows["D"]["first_batch_s"]["lancedb"] == pytest.approx(5.0)
+    assert rows["D"]["description"] == "DataLoader, 2 workers, batch 32, every camera (steady samples/s)"
+    small = {r["scenario"]: r["description"] for r in ratio_rows(summary, PeerConfig.small())}
+    assert small["D"].startswith("DataLoader, 0 workers, batch 8") and small["B"].startswith("random batches of 8")
 
 
 def test_aims_say_which_are_met_and_by_how_much_the_others_miss():
