@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import TypeAlias
 
@@ -16,6 +17,8 @@ from robodata.reader.decode_pool import GopTask, run_tasks
 from robodata.reader.gop_index import GopIndex
 from robodata.reader.row_index import RowIndex
 from robodata.storage.failures import storage_step
+
+_ITEM_FRAMES = ThreadPoolExecutor(4, thread_name_prefix="robodata-item")  # ds[i]: frames beside the row read
 
 # Dataset row offsets (0..len(ds)-1): a list, a range or an integer numpy array.
 RowIndices: TypeAlias = Sequence[int] | np.ndarray
@@ -106,6 +109,8 @@ class RoboDataset:
         """Row ``index``: each of ``columns`` (lists as numpy arrays of their own dtype, scalars as
         Python values) and each camera's frame under its image column (H x W x 3 uint8)."""
         index = int(self._check_indices([index])[0])
+        # The GOP references are in memory already: fetch and decode the frames while the row is read.
+        frames = _ITEM_FRAMES.submit(self.take_blobs_decoded, [index], self.image_columns)
         row = self._frames.take([index], columns=self.columns)
         item: dict[str, np.ndarray | object] = {}
         for name in row.column_names:
@@ -114,8 +119,7 @@ class RoboDataset:
                 item[name] = column.combine_chunks().values.to_numpy(zero_copy_only=False)
             else:
                 item[name] = column[0].as_py()
-        frames = self.take_blobs_decoded([index], self.image_columns)
-        item.update({name: array[0] for name, array in frames.items()})
+        item.update({name: array[0] for name, array in frames.result().items()})
         return item
 
     # --- decoded frames ---------------------------------------------------------------------
