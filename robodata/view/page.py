@@ -8,6 +8,7 @@ import base64
 import html
 import json
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from robodata.reader import RoboDataset, open_dataset
 from robodata.storage import fsspec_filesystem, is_remote, join_uri, redact
@@ -48,7 +49,7 @@ def render_episode_page(ds: RoboDataset, episode: int) -> str:
     }
     # "</" inside a <script> block would end it early.
     data_json = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
-    title = f"episode {episode} of {redact(ds.uri)} (version {ds.version})"
+    title = f"episode {episode} of {_shown_uri(ds.uri)} (version {ds.version})"
     return f"""<!doctype html>
 <html lang="en">
 <head>
@@ -134,7 +135,7 @@ def _camera_figure(ds: RoboDataset, rows: EpisodeRows, camera: str) -> str:
 def _facts(ds: RoboDataset, rows: EpisodeRows) -> str:
     tags = sorted(name for name, version in ds.tags.items() if version == ds.version)
     facts = {
-        "dataset": redact(ds.uri),
+        "dataset": _shown_uri(ds.uri),
         "version": str(ds.version) + (f" (tag {', '.join(tags)})" if tags else ""),
         "rows": str(len(rows.seconds)),
         "duration": f"{rows.duration:.2f} s",
@@ -146,3 +147,11 @@ def _facts(ds: RoboDataset, rows: EpisodeRows) -> str:
         f'<div data-fact="{html.escape(k, quote=True)}"><dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd></div>'
         for k, v in facts.items()
     )
+
+
+def _shown_uri(uri: str) -> str:
+    """``uri`` as a page may show it: no user info, no query string, no credential."""
+    if is_remote(uri):
+        parts = urlsplit(uri)
+        uri = urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, "", ""))
+    return redact(uri)
