@@ -4,6 +4,8 @@ with the geometry a page needs to draw a playback cursor over it."""
 from __future__ import annotations
 
 import io
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import matplotlib
@@ -103,8 +105,9 @@ def episode_plot(rows: EpisodeRows, joint_names: list[str]) -> EpisodePlot:
     axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, ncol=1 + len(joint_names) // 16,
                    frameon=False, title="joints", title_fontsize=8)
     handles = []
+    palette = itertools.cycle(PALETTE)  # shared: no two columns' values look alike
     for ax, column in zip(axes[2:], bands, strict=True):
-        handles += _band_row(ax, rows, column)
+        handles += _band_row(ax, rows, column, palette)
     if handles:
         axes[-1].legend(handles=handles, loc="lower left", bbox_to_anchor=(1.01, 0.0), fontsize=7, frameon=False)
     for ax in axes[:-1]:
@@ -120,7 +123,7 @@ def episode_plot(rows: EpisodeRows, joint_names: list[str]) -> EpisodePlot:
     return EpisodePlot(buffer.getvalue(), LEFT, RIGHT, top, bottom)
 
 
-def _band_row(ax, rows: EpisodeRows, column: str) -> list[Patch]:
+def _band_row(ax, rows: EpisodeRows, column: str, palette: Iterator[str]) -> list[Patch]:
     values = rows.table[column].to_pylist()
     ax.set_yticks([])
     ax.set_ylabel(column, rotation=0, ha="right", va="center", fontsize=8)
@@ -133,16 +136,14 @@ def _band_row(ax, rows: EpisodeRows, column: str) -> list[Patch]:
         ax.plot(rows.seconds, (y - low) / ((high - low) or 1.0), color="#444", linewidth=0.9)
         ax.set_ylim(-0.1, 1.1)
         return []
-    colours = {"True": KNOWN_COLOURS["intervention"]} if column == "is_intervention" else _colours(distinct)
+    if column == "is_intervention":
+        colours = {"True": KNOWN_COLOURS["intervention"]}
+    else:
+        colours = {v: KNOWN_COLOURS.get(v) or next(palette) for v in distinct[:MAX_BAND_VALUES]}
     for segment in label_segments(values):
         start, stop = _span(rows, segment)
         ax.axvspan(start, stop, color=colours.get(segment.value, "#7f7f7f"), alpha=0.8, linewidth=0)
     return [Patch(color=colours[v], label=f"{column} = {v}") for v in distinct[:MAX_BAND_VALUES]]
-
-
-def _colours(values: list[str]) -> dict[str, str]:
-    others = iter(PALETTE * (1 + len(values) // len(PALETTE)))
-    return {v: KNOWN_COLOURS.get(v) or next(others) for v in values}
 
 
 def _span(rows: EpisodeRows, segment: Segment) -> tuple[float, float]:
