@@ -392,7 +392,11 @@ def _view(args: argparse.Namespace) -> int:
     from robodata.view import PageServer, episode_page
 
     page = episode_page(args.dataset, args.episode, version=_version(args.version), storage_options=options)
-    with PageServer(page, args.port) as server:
+    try:
+        server = PageServer(page, args.port)
+    except OSError as exc:
+        raise ValueError(f"cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
+    with server:
         print(f"serving episode {args.episode} at {server.url} (Ctrl-C stops)", flush=True)
         try:
             server.serve_forever()

@@ -176,7 +176,7 @@ def test_chromium_plays_every_camera_in_sync_with_the_plot_cursor(labelled, tmp_
 
 
 @pytest.mark.slow
-def test_serve_answers_on_loopback_until_interrupted(labelled):
+def test_serve_answers_on_loopback_until_interrupted(labelled, capsys):
     command = [sys.executable, "-m", "robodata.cli", "view", labelled, "--episode", "0", "--serve"]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -192,6 +192,10 @@ def test_serve_answers_on_loopback_until_interrupted(labelled):
         with pytest.raises(urllib.error.HTTPError) as missing:
             urllib.request.urlopen(url + "secrets.txt", timeout=30)
         assert missing.value.code == 404
+        # A second server cannot take the same port: one line, exit 2.
+        assert main(["view", labelled, "--episode", "0", "--serve", "--port", match.group(2)]) == 2
+        assert capsys.readouterr().err == f"robodata view: cannot serve on 127.0.0.1:{match.group(2)}: " \
+            "Address already in use\n"
         server.send_signal(signal.SIGINT)
         assert server.wait(timeout=30) == 0
     finally:
