@@ -38,10 +38,23 @@ def command(name: str, configure: Callable[[argparse.ArgumentParser], None]):
 
 
 def _encoding_args(p: argparse.ArgumentParser) -> None:
-    """GOP size and x264 quality for commands that encode video."""
-    p.add_argument("--gop-size", type=int, default=8, help="frames per closed GOP: the most a random read decodes")
-    p.add_argument("--crf", type=int, default=23, help="x264 constant rate factor: lower is better quality, more bytes")
-    p.add_argument("--preset", default="veryfast", help="x264 preset: slower presets make smaller files")
+    """GOP size and quality for commands that encode video; defaults are EncoderSettings'."""
+    from robodata.codec import CODECS, EncoderSettings
+
+    defaults = EncoderSettings()
+    p.add_argument("--gop-size", type=int, default=defaults.gop_size,
+                   help="frames per closed GOP: the most a random read decodes")
+    p.add_argument("--crf", type=int, default=defaults.crf,
+                   help="constant rate factor: lower is better quality, more bytes")
+    p.add_argument("--preset", default=defaults.preset, help="encoder preset: slower presets make smaller files")
+    p.add_argument("--codec", choices=sorted(CODECS), default=defaults.codec, help="video codec of the GOPs")
+
+
+def _encoder_settings(args: argparse.Namespace):
+    """The EncoderSettings the ``_encoding_args`` options ask for."""
+    from robodata.codec import EncoderSettings
+
+    return EncoderSettings(gop_size=args.gop_size, crf=args.crf, preset=args.preset, codec=args.codec)
 
 
 def _print_import(result) -> None:
@@ -85,13 +98,11 @@ def _ingest_args(p: argparse.ArgumentParser) -> None:
 def _ingest(args: argparse.Namespace) -> int:
     """Ingest upload folders into a dataset (created on first use); one new version per episode."""
     from robodata.ingest import ingest_episode
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
-    options = storage_options_from_env() or None
+    options = env_storage_options()
     for upload in tqdm(args.uploads, desc="ingest", unit="episode"):
-        result = ingest_episode(
-            upload, args.dataset, gop_size=args.gop_size, crf=args.crf, preset=args.preset, storage_options=options
-        )
+        result = ingest_episode(upload, args.dataset, settings=_encoder_settings(args), storage_options=options)
         tqdm.write(f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}")
     return 0
 
@@ -104,10 +115,10 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
 @command("info", _dataset_args)
 def _info(args: argparse.Namespace) -> int:
     """Print a dataset's episodes, rows, cameras, bytes, versions and tags as JSON."""
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
     from robodata.summary import dataset_summary
 
-    summary = dataset_summary(args.dataset, _version(args.version), storage_options_from_env() or None)
+    summary = dataset_summary(args.dataset, version=_version(args.version), storage_options=env_storage_options())
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -121,9 +132,9 @@ def _delete_args(p: argparse.ArgumentParser) -> None:
 def _delete(args: argparse.Namespace) -> int:
     """Delete episodes in one new version; older versions still hold them until cleaned up."""
     from robodata.edits import delete_episodes
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
-    version = delete_episodes(args.dataset, args.episodes, storage_options_from_env() or None)
+    version = delete_episodes(args.dataset, args.episodes, storage_options=env_storage_options())
     print(f"deleted episodes {args.episodes}; dataset is now at version {version}")
     return 0
 
@@ -138,9 +149,9 @@ def _tag_args(p: argparse.ArgumentParser) -> None:
 def _tag(args: argparse.Namespace) -> int:
     """Name a dataset version so `--version NAME` (and robodata.open) find it again."""
     from robodata.reader import open_dataset
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
-    ds = open_dataset(args.dataset, version=args.version, storage_options=storage_options_from_env() or None)
+    ds = open_dataset(args.dataset, version=args.version, storage_options=env_storage_options())
     print(f"tagged version {ds.tag(args.name)} as {args.name!r}")
     return 0
 
@@ -158,10 +169,10 @@ def _gc(args: argparse.Namespace) -> int:
     from datetime import timedelta
 
     from robodata.edits import collect_garbage
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
     report = collect_garbage(
-        args.dataset, dry_run=args.dry_run, storage_options=storage_options_from_env() or None,
+        args.dataset, dry_run=args.dry_run, storage_options=env_storage_options(),
         min_age=timedelta(minutes=args.min_age_minutes),
     )
     verb = "would delete" if args.dry_run else "deleted"
@@ -237,7 +248,7 @@ def _export_lerobot_args(p: argparse.ArgumentParser) -> None:
 def _export_lerobot(args: argparse.Namespace) -> int:
     """Export a dataset version as a LeRobot v3.0 dataset."""
     from robodata.interop.lerobot_export import export_lerobot
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
     result = export_lerobot(
         args.dataset,
@@ -247,7 +258,7 @@ def _export_lerobot(args: argparse.Namespace) -> int:
         vcodec=args.vcodec,
         crf=args.crf,
         g=args.g,
-        storage_options=storage_options_from_env() or None,
+        storage_options=env_storage_options(),
         rate=args.rate,
     )
     print(
@@ -269,17 +280,15 @@ def _import_lerobot_args(p: argparse.ArgumentParser) -> None:
 def _import_lerobot(args: argparse.Namespace) -> int:
     """Import a LeRobot v3 dataset; episodes already in the dataset are skipped."""
     from robodata.interop.lerobot_import import import_lerobot
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
     result = import_lerobot(
         args.root,
         args.dataset,
         repo_id=args.repo_id,
         episodes=args.episodes,
-        gop_size=args.gop_size,
-        crf=args.crf,
-        preset=args.preset,
-        storage_options=storage_options_from_env() or None,
+        settings=_encoder_settings(args),
+        storage_options=env_storage_options(),
     )
     _print_import(result)
     return 0
@@ -302,7 +311,7 @@ def _import_hdf5_args(p: argparse.ArgumentParser) -> None:
 def _import_hdf5(args: argparse.Namespace) -> int:
     """Import ALOHA / ACT HDF5 episodes; episodes already in the dataset are skipped."""
     from robodata.interop.hdf5_import import import_hdf5
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
     result = import_hdf5(
         args.path,
@@ -313,10 +322,8 @@ def _import_hdf5(args: argparse.Namespace) -> int:
         task=args.task,
         jpeg_channel_order=args.jpeg_channel_order,
         start_index=args.start_index,
-        gop_size=args.gop_size,
-        crf=args.crf,
-        preset=args.preset,
-        storage_options=storage_options_from_env() or None,
+        settings=_encoder_settings(args),
+        storage_options=env_storage_options(),
     )
     _print_import(result)
     return 0
@@ -330,7 +337,7 @@ def _register_uploads_args(p: argparse.ArgumentParser) -> None:
 @command("register-uploads", _register_uploads_args)
 def _register_uploads(args: argparse.Namespace) -> int:
     """Add a Dagster partition (in $DAGSTER_HOME's instance) for every complete upload."""
-    from robodata.defs.episodes import register_uploads_from_cli
+    from robodata.instance_commands import register_uploads_from_cli
 
     for key in register_uploads_from_cli(args.dataset, args.uploads):
         print(key)
@@ -345,7 +352,7 @@ def _register_imports_args(p: argparse.ArgumentParser) -> None:
 @command("register-imports", _register_imports_args)
 def _register_imports(args: argparse.Namespace) -> int:
     """Add an imported_episodes partition (in $DAGSTER_HOME's instance) per source episode."""
-    from robodata.defs.interop import register_import_partitions_from_cli
+    from robodata.instance_commands import register_import_partitions_from_cli
 
     for key in register_import_partitions_from_cli(args.source, args.format):
         print(key)
@@ -379,9 +386,9 @@ def _view_args(p: argparse.ArgumentParser) -> None:
 @command("view", _view_args)
 def _view(args: argparse.Namespace) -> int:
     """Look at an episode: a self-contained page with its cameras in sync, state, action and labels."""
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
-    options = storage_options_from_env() or None
+    options = env_storage_options()
     if args.out:
         from robodata.view import write_episode_page
 

@@ -13,7 +13,7 @@ def episode_view_metadata(
     metadata entry that links it. The rows are already committed when this runs, so a page that
     cannot be made is a logged warning, not a failed materialization.
 
-    >>> episode_view_metadata(context, store, 0, 12)
+    >>> episode_view_metadata(context, store, 0, 12)  # doctest: +SKIP
     {'episode_view': PathMetadataValue(path='data/demo/views/episode_000000.html')}
     """
     try:

@@ -6,20 +6,21 @@ import lance
 import numpy as np
 import pyarrow as pa
 
-from robodata.format.tables import frames_uri, open_table
+from robodata.format.tables import open_frames
 
 KEYS = ["episode_index", "frame_index"]
 _PROTECTED = {"episode_index", "frame_index", "timestamp_ns"}
 
 
-def add_annotations(uri: str, labels: pa.Table, storage_options: dict | None = None) -> int:
+def add_annotations(uri: str, labels: pa.Table, *, storage_options: dict | None = None) -> int:
     """Add (or correct) label columns from ``labels``, a table with episode_index, frame_index
     and one column per label. Returns the new version.
 
     New columns are written as new column files (rows without a label get null); columns that
     already exist are corrected row by row with a merge on the keys. Video is never touched.
 
-    >>> robodata.add_annotations("data/demo", pa.table({"episode_index": [0], "frame_index": [5], "success": [True]}))
+    >>> labels = pa.table({"episode_index": [0], "frame_index": [5], "success": [True]})  # doctest: +SKIP
+    >>> robodata.add_annotations("data/demo", labels)  # doctest: +SKIP
     """
     missing = set(KEYS) - set(labels.column_names)
     if missing:
@@ -31,9 +32,7 @@ def add_annotations(uri: str, labels: pa.Table, storage_options: dict | None = N
     protected = _PROTECTED.intersection(label_names) | {c for c in label_names if c.endswith(reference_suffixes)}
     if protected:
         raise ValueError(f"cannot overwrite dataset columns {sorted(protected)} with annotations")
-    frames = open_table(frames_uri(uri), storage_options)
-    if frames is None:
-        raise FileNotFoundError(f"no robodata dataset at {uri}")
+    frames = open_frames(uri, storage_options=storage_options)
     labels = labels.combine_chunks()
     new = [c for c in label_names if c not in frames.schema.names]
     existing = [c for c in label_names if c in frames.schema.names]

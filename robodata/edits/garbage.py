@@ -8,9 +8,10 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+from robodata.format.ids import ref_id_filters
 from robodata.format.schema import read_metadata, ref_columns
+from robodata.format.staging import staged_ref_ids
 from robodata.format.tables import frames_uri, gops_uri, open_table
-from robodata.ingest.staging import staged_ref_ids
 
 
 @dataclass
@@ -50,7 +51,7 @@ def collect_garbage(
             table = version.to_table(columns=columns)
             for column in columns:
                 referenced.update(np.unique(table[column].to_numpy()).tolist())
-    referenced |= staged_ref_ids(uri, storage_options)  # written by a first ingest step, not yet committed
+    referenced |= staged_ref_ids(uri, storage_options=storage_options)  # staged by ingest, not yet committed
     stored = gops.to_table(columns=["ref_id"])["ref_id"].to_numpy()
     orphans = sorted(set(stored.tolist()) - referenced)
     too_recent = 0
@@ -59,9 +60,8 @@ def collect_garbage(
         too_recent = sum(r not in settled for r in orphans)
         orphans = [r for r in orphans if r in settled]
     if orphans and not dry_run:
-        for start in range(0, len(orphans), 1000):
-            chunk = orphans[start : start + 1000]
-            gops.delete(f"ref_id IN ({', '.join(str(int(r)) for r in chunk)})")
+        for ref_filter in ref_id_filters(orphans):
+            gops.delete(ref_filter)
     return GarbageReport(len(orphans) + too_recent, 0 if dry_run else len(orphans), gops.version, too_recent)
 
 

@@ -28,6 +28,22 @@ def open_table(uri: str, storage_options: dict | None = None, version: int | str
         raise
 
 
+def open_frames(
+    dataset_uri: str, *, storage_options: dict | None = None, version: int | str | None = None
+) -> lance.LanceDataset:
+    """frames.lance of the dataset at ``dataset_uri``, or a FileNotFoundError saying there is no
+    robodata dataset there.
+
+    >>> open_frames("data/nowhere")
+    Traceback (most recent call last):
+    FileNotFoundError: no robodata dataset at data/nowhere (frames.lance does not exist)
+    """
+    frames = open_table(frames_uri(dataset_uri), storage_options, version)
+    if frames is None:
+        raise FileNotFoundError(f"no robodata dataset at {dataset_uri} (frames.lance does not exist)")
+    return frames
+
+
 def append_or_create(
     uri: str, table: pa.Table, schema: pa.Schema, storage_options: dict | None = None
 ) -> lance.LanceDataset:

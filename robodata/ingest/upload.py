@@ -50,7 +50,7 @@ def read_upload(
 ) -> EpisodeData:
     """Validate the upload folder ``upload`` and return its episode (videos are decoded later).
 
-    >>> episode = read_upload("uploads/episode_000")
+    >>> episode = read_upload("uploads/episode_000")  # doctest: +SKIP
     """
     upload = str(upload).rstrip("/")
     fs = fsspec_filesystem(upload, storage_options)

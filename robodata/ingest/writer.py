@@ -103,8 +103,7 @@ def dataset_metadata(episode: EpisodeData, settings: EncoderSettings) -> Dataset
         joint_names=list(episode.joint_names),
         cameras={c.name: CameraInfo(c.width, c.height, c.fps) for c in episode.cameras},
         gop_size=settings.gop_size,
-        codec={"name": settings.codec, "crf": settings.crf, "preset": settings.preset,
-               "pix_fmt": "yuv420p", "bframes": 0, "closed_gop": True, "fast_decode": settings.fast_decode},
+        codec=settings.describe(),
         robot_type=episode.robot_type,
         extra=dict(episode.extra_metadata),
     )
@@ -204,6 +203,7 @@ def write_episode(
     episode: EpisodeData,
     dataset_uri: str,
     settings: EncoderSettings | None = None,
+    *,
     storage_options: dict | None = None,
 ) -> IngestResult:
     """Encode and write ``episode``; nothing becomes visible unless every part succeeded.
@@ -211,7 +211,7 @@ def write_episode(
     GOP rows are appended first (unreferenced until the frames commit, so a failure leaves
     nothing a reader sees); the frames commit then swaps the episode's rows in one version.
 
-    >>> write_episode(episode, "data/demo").frames_version
+    >>> write_episode(episode, "data/demo").frames_version  # doctest: +SKIP
     """
     staged = write_gops(episode, dataset_uri, settings, storage_options)
     return write_frames(episode, dataset_uri, staged, storage_options)
@@ -226,7 +226,7 @@ def write_gops(
     """Encode ``episode``'s cameras and append its new GOP rows to gops.lance. Readers see
     nothing yet: no row of frames.lance points at them until ``write_frames``.
 
-    >>> staged = write_gops(episode, "data/demo", EncoderSettings(gop_size=8))
+    >>> staged = write_gops(episode, "data/demo", EncoderSettings(gop_size=8))  # doctest: +SKIP
     """
     settings = settings or EncoderSettings()
     meta = dataset_metadata(episode, settings)
@@ -263,7 +263,7 @@ def write_frames(
     """Write ``episode``'s control-rate rows, pointing at the GOPs ``staged`` describes, and
     replace any earlier copy of the episode in frames.lance in one commit.
 
-    >>> write_frames(episode, "data/demo", staged).frames_version
+    >>> write_frames(episode, "data/demo", staged).frames_version  # doctest: +SKIP
     """
     if staged.episode_index != episode.episode_index or sorted(staged.cameras) != sorted(
         c.name for c in episode.cameras

@@ -24,7 +24,7 @@ class UploadInfo:
 def list_complete_uploads(uploads_root: str, storage_options: dict | None = None) -> list[UploadInfo]:
     """Every folder directly under ``uploads_root`` whose ``episode.json`` exists, sorted by id.
 
-    >>> [u.episode_id for u in list_complete_uploads("demo/uploads")]
+    >>> [u.episode_id for u in list_complete_uploads("demo/uploads")]  # doctest: +SKIP
     ['episode_000000', 'episode_000001']
     """
     fs = fsspec_filesystem(uploads_root, storage_options)

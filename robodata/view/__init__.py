@@ -2,7 +2,7 @@
 action plotted under a cursor that follows playback, labels and interventions as coloured
 bands. Reads the dataset only; nothing below this package imports it.
 
->>> write_episode_page("data/demo", 3, "episode_3.html")
+>>> write_episode_page("data/demo", 3, "episode_3.html")  # doctest: +SKIP
 'episode_3.html'
 """
 

@@ -8,10 +8,9 @@ import base64
 import html
 import json
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from robodata.reader import RoboDataset, open_dataset
-from robodata.storage import fsspec_filesystem, is_remote, join_uri, redact
+from robodata.storage import fsspec_filesystem, is_remote, join_uri, safe_uri
 from robodata.view.episode import EpisodeRows, camera_frames, decoded_frames, load_episode
 from robodata.view.player import PAGE_CSS, PLAYER_JS
 from robodata.view.plots import band_columns, episode_plot, label_segments
@@ -26,7 +25,7 @@ def episode_page(
     """The HTML page of ``episode`` in the dataset at ``uri`` (``version``: a number, a tag or the
     latest).
 
-    >>> Path("episode_3.html").write_text(episode_page("data/demo", 3))
+    >>> Path("episode_3.html").write_text(episode_page("data/demo", 3))  # doctest: +SKIP
     """
     ds = open_dataset(uri, version=version, storage_options=storage_options)
     return render_episode_page(ds, episode)
@@ -49,7 +48,7 @@ def render_episode_page(ds: RoboDataset, episode: int) -> str:
     }
     # "</" inside a <script> block would end it early.
     data_json = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
-    title = f"episode {episode} of {_shown_uri(ds.uri)} (version {ds.version})"
+    title = f"episode {episode} of {safe_uri(ds.uri)} (version {ds.version})"
     return f"""<!doctype html>
 <html lang="en">
 <head>
@@ -102,7 +101,7 @@ def write_episode_page(
     """Write ``episode``'s page to ``out`` (a path or s3://; default ``<uri>/views/``) and return
     where it went. A local page appears whole or not at all.
 
-    >>> write_episode_page("data/demo", 3, "episode_3.html")
+    >>> write_episode_page("data/demo", 3, "episode_3.html")  # doctest: +SKIP
     'episode_3.html'
     """
     page = episode_page(uri, episode, version=version, storage_options=storage_options).encode()
@@ -135,7 +134,7 @@ def _camera_figure(ds: RoboDataset, rows: EpisodeRows, camera: str) -> str:
 def _facts(ds: RoboDataset, rows: EpisodeRows) -> str:
     tags = sorted(name for name, version in ds.tags.items() if version == ds.version)
     facts = {
-        "dataset": _shown_uri(ds.uri),
+        "dataset": safe_uri(ds.uri),
         "version": str(ds.version) + (f" (tag {', '.join(tags)})" if tags else ""),
         "rows": str(len(rows.seconds)),
         "duration": f"{rows.duration:.2f} s",
@@ -148,10 +147,3 @@ def _facts(ds: RoboDataset, rows: EpisodeRows) -> str:
         for k, v in facts.items()
     )
 
-
-def _shown_uri(uri: str) -> str:
-    """``uri`` as a page may show it: no user info, no query string, no credential."""
-    if is_remote(uri):
-        parts = urlsplit(uri)
-        uri = urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, "", ""))
-    return redact(uri)

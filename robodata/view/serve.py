@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class PageServer(ThreadingHTTPServer):
     """An HTTP server on 127.0.0.1 that answers ``/`` with one page (``port=0``: a free port).
 
-    >>> with PageServer(html) as server:
+    >>> with PageServer(html) as server:  # doctest: +SKIP
     ...     print(server.url); server.serve_forever()
     """
 
