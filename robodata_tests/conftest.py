@@ -100,16 +100,19 @@ def _markers(item: pytest.Item) -> set[str]:
         found.add("s3")
     if module and (_uses(module, "dagster") or _uses(module, "robodata.defs")):
         found.add("dagster")
+    callspec = getattr(item, "callspec", None)  # e.g. test_doctests' module names
+    if callspec and any(isinstance(v, str) and v.startswith("robodata.defs") for v in callspec.params.values()):
+        found.add("dagster")
     if module and (_uses(module, "torch") or _uses(module, "robodata.reader.torch_dataset")):
         found.add("torch")
     return found
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Skip importing a test file that ``-m`` deselects whatever else its tests are marked with:
-    the quick loop then never imports Dagster or starts on S3 files."""
+    """Skip importing a test file (or a folder, conftest included) that ``-m`` deselects whatever
+    else its tests are marked with: the quick loop then never imports Dagster."""
     expression = config.getoption("markexpr", "")
-    if not expression or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+    if not expression:
         return None
     try:  # pytest's own -m parser; if it moves, files are simply collected and deselected
         from _pytest.mark.expression import Expression
@@ -117,14 +120,25 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         compiled = Expression.compile(expression)
     except Exception:
         return None
-    fixed = _file_markers(collection_path)
     names = set(MARKERS) | set(re.findall(r"[A-Za-z_]\w*", expression)) - {"and", "or", "not"}
+    if collection_path.is_dir():
+        files = list(collection_path.rglob("test_*.py"))
+        return True if files and all(_deselected(f, compiled, names) for f in files) else None
+    if collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
+        return True if _deselected(collection_path, compiled, names) else None
+    return None
+
+
+def _deselected(path: Path, compiled, names: set[str]) -> bool:
+    """Whether the -m expression rejects every test of ``path`` whatever markers it adds to the
+    ones the file's place and name give."""
+    fixed = _file_markers(path)
     free = sorted(names - fixed)
     for count in range(len(free) + 1):
         for extra in itertools.combinations(free, count):
             marks = fixed | set(extra)
             if compiled.evaluate(lambda name, /, **kwargs: name in marks):  # noqa: B023 - used at once
-                return None
+                return False
     return True
 
 
