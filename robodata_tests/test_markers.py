@@ -16,7 +16,10 @@ QUICK = "not slow and not s3 and not dagster"
 def pytest_in_subprocess(*args: str, block_torch: bool = False) -> subprocess.CompletedProcess:
     # sys.modules["torch"] = None makes every `import torch` fail as if torch were not installed.
     blocker = "sys.modules['torch'] = None; " if block_torch else ""
-    code = f"import sys; {blocker}import pytest; sys.exit(pytest.main({list(args)!r}))"
+    code = (
+        f"import sys; {blocker}import pytest; code = pytest.main({list(args)!r}); "
+        "print('dagster imported:', 'dagster' in sys.modules); sys.exit(code)"
+    )
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
@@ -29,6 +32,7 @@ def test_quick_loop_selects_no_slow_s3_or_dagster_test():
     assert not [i for i in ids if i.startswith("robodata_tests/defs/") or "s3" in i.split("::")[0]]
     assert not [i for i in ids if "test_benchmark.py" in i or "chromium" in i or "test_defs_interop" in i]
     assert "robodata_tests/view/test_view.py::test_page_states_the_episode_its_version_and_labels_as_bands" in ids
+    assert "dagster imported: False" in run.stdout  # deselected files (and defs/conftest.py) never load
 
 
 @pytest.mark.slow
