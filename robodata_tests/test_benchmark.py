@@ -19,6 +19,8 @@ from robodata.bench.quality import psnr
 from robodata.bench.report import SECTIONS
 from robodata.format.schema import ref_columns
 
+pytestmark = pytest.mark.slow  # the module's fixture runs the whole (tiny) benchmark
+
 TINY = BenchmarkConfig.small()  # 3 episodes x 1 s, G in {1, 8}, a few samples per scenario
 IDENTIFIERS = {"episode_index", "workers"}  # integers in results.json that name things rather than measure them
 

@@ -8,6 +8,7 @@ from pydantic import Field
 from robodata.defs.encoding import EncodingConfig
 from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.defs.resources import DatasetStore
+from robodata.defs.views import episode_view_metadata
 from robodata.errors import RoboDataError
 from robodata.format.ids import validate_episode_id
 from robodata.format.schema import GOPS_TABLE
@@ -109,13 +110,14 @@ def aligned_frames(context: dg.AssetExecutionContext, store: DatasetStore) -> dg
         result = commit_staged_frames(episode, store.root, options)
     except (RoboDataError, FileNotFoundError) as exc:
         raise failure(store, exc) from None
+    view = episode_view_metadata(context, store, result.episode_index, result.frames_version)
     return lineage_result(
         store,
         rows_written=result.rows,
         bytes_written=result.rows_bytes,
         frames_version=result.frames_version,
         extra={"episode_index": result.episode_index, "gops": result.gops,
-               "labels_kept_rows": result.labels_kept_rows, "labels_dropped_rows": result.labels_dropped_rows},
+               "labels_kept_rows": result.labels_kept_rows, "labels_dropped_rows": result.labels_dropped_rows, **view},
     )
 
 

@@ -15,6 +15,7 @@ import lance
 import pyarrow as pa
 
 from robodata.format.ids import episode_filter
+from robodata.format.schema import frames_schema, read_metadata
 from robodata.format.tables import frames_uri, open_table
 
 EPISODE_ID = "episode_id"
@@ -98,3 +99,14 @@ def _read(frames: lance.LanceDataset, where: str, keep_unnamed: bool = False) ->
             )
         )
     return found
+
+
+def label_columns(schema: pa.Schema) -> list[str]:
+    """The annotation (label) columns of a frames.lance schema: every column that is neither
+    recorded from the upload, nor its provenance, nor a pointer at camera frames.
+
+    >>> label_columns(ds.lance_dataset.schema)  # doctest: +SKIP
+    ['success']
+    """
+    recorded = set(frames_schema(read_metadata(schema)).names) | set(UPLOAD_COLUMNS)
+    return [name for name in schema.names if name not in recorded]

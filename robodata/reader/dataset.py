@@ -11,6 +11,7 @@ import lance
 import numpy as np
 import pyarrow as pa
 
+from robodata.format.episodes import label_columns
 from robodata.format.schema import camera_of, image_column, read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
 from robodata.reader.decode_pool import GopTask, run_tasks
@@ -66,6 +67,11 @@ class RoboDataset:
         columns that point each row at its camera frames."""
         internal = {c for camera in self.cameras for c in ref_columns(camera)}
         return [name for name in self._frames.schema.names if name not in internal]
+
+    @property
+    def label_columns(self) -> list[str]:
+        """The annotation columns (``robodata.add_annotations`` adds them), e.g. ``['success']``."""
+        return label_columns(self._frames.schema)
 
     @property
     def lance_dataset(self) -> lance.LanceDataset:

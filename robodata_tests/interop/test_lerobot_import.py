@@ -41,6 +41,7 @@ def _source_frames(root: Path, episode: dict, key: str) -> list[np.ndarray]:
     return frames[start : start + episode["length"]]
 
 
+@pytest.mark.slow
 def test_round_trip_is_exact_and_resumable(ingested, exported, tmp_path):
     target = str(tmp_path / "back")
     first = import_lerobot(exported, target, episodes=[1], progress=False)
