@@ -12,9 +12,26 @@ from tqdm import tqdm
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends "(default: X)" to an option's help, except for flags and options without a default
+    (their help says what happens when they are left out)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.nargs == 0 or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def command(name: str, configure: Callable[[argparse.ArgumentParser], None]):
+    """Register ``run`` as subcommand ``name``; its docstring is the command's help and description."""
+
     def register(run: Callable[[argparse.Namespace], int]):
-        COMMANDS[name] = (configure, run)
+        def configure_with_help(p: argparse.ArgumentParser) -> None:
+            p.formatter_class = _HelpFormatter
+            p.description = p.description or (run.__doc__ or "").strip() or None
+            configure(p)
+
+        COMMANDS[name] = (configure_with_help, run)
         return run
 
     return register
@@ -25,10 +42,12 @@ def _encoding_args(p: argparse.ArgumentParser) -> None:
     from robodata.codec import CODECS, EncoderSettings
 
     defaults = EncoderSettings()
-    p.add_argument("--gop-size", type=int, default=defaults.gop_size)
-    p.add_argument("--crf", type=int, default=defaults.crf)
-    p.add_argument("--preset", default=defaults.preset)
-    p.add_argument("--codec", choices=sorted(CODECS), default=defaults.codec)
+    p.add_argument("--gop-size", type=int, default=defaults.gop_size,
+                   help="frames per closed GOP: the most a random read decodes")
+    p.add_argument("--crf", type=int, default=defaults.crf,
+                   help="constant rate factor: lower is better quality, more bytes")
+    p.add_argument("--preset", default=defaults.preset, help="encoder preset: slower presets make smaller files")
+    p.add_argument("--codec", choices=sorted(CODECS), default=defaults.codec, help="video codec of the GOPs")
 
 
 def _encoder_settings(args: argparse.Namespace):
@@ -47,14 +66,15 @@ def _print_import(result) -> None:
 
 def _sample_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("out", help="folder to write one upload folder per episode into")
-    p.add_argument("--episodes", type=int, default=4)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--episodes", type=int, default=4, help="how many episodes to write")
+    p.add_argument("--seed", type=int, default=0, help="random seed: the same seed writes the same episodes")
     p.add_argument("--seconds", type=float, default=4.0, help="length of each episode")
-    p.add_argument("--start-index", type=int, default=0)
+    p.add_argument("--start-index", type=int, default=0, help="episode_index of the first episode")
 
 
 @command("sample-data", _sample_data_args)
 def _sample_data(args: argparse.Namespace) -> int:
+    """Write synthetic episodes in the upload format: three cameras, 14-DoF state and action."""
     from pathlib import Path
 
     import numpy as np
@@ -71,28 +91,40 @@ def _sample_data(args: argparse.Namespace) -> int:
 def _ingest_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("uploads", nargs="+", help="upload folders (each holds episode.json)")
     p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("--replace", action="store_true",
+                   help="let an upload replace a different episode that holds its episode_index")
     _encoding_args(p)
 
 
 @command("ingest", _ingest_args)
 def _ingest(args: argparse.Namespace) -> int:
+    """Ingest upload folders into a dataset (created on first use); one new version per episode."""
     from robodata.ingest import ingest_episode
     from robodata.storage import env_storage_options
 
     options = env_storage_options()
     for upload in tqdm(args.uploads, desc="ingest", unit="episode"):
-        result = ingest_episode(upload, args.dataset, settings=_encoder_settings(args), storage_options=options)
-        tqdm.write(f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}")
+        result = ingest_episode(
+            upload, args.dataset, settings=_encoder_settings(args), storage_options=options,
+            replace=args.replace,
+        )
+        labels = ""
+        if result.labels_kept_rows or result.labels_dropped_rows:
+            labels = (f", labelled rows: {result.labels_kept_rows} kept, "
+                      f"{result.labels_dropped_rows} dropped (their frame_index no longer exists)")
+        summary = f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}"
+        tqdm.write(summary + labels)
     return 0
 
 
 def _dataset_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset")
-    p.add_argument("--version", default=None, help="a version number or a tag")
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("--version", default=None, help="a version number or a tag (default: latest)")
 
 
 @command("info", _dataset_args)
 def _info(args: argparse.Namespace) -> int:
+    """Print a dataset's episodes, rows, cameras, bytes, versions and tags as JSON."""
     from robodata.storage import env_storage_options
     from robodata.summary import dataset_summary
 
@@ -102,12 +134,13 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _delete_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset")
-    p.add_argument("episodes", nargs="+", type=int)
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("episodes", nargs="+", type=int, help="episode_index of each episode to delete")
 
 
 @command("delete", _delete_args)
 def _delete(args: argparse.Namespace) -> int:
+    """Delete episodes in one new version; older versions still hold them until cleaned up."""
     from robodata.edits import delete_episodes
     from robodata.storage import env_storage_options
 
@@ -117,13 +150,14 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _tag_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset")
-    p.add_argument("name")
-    p.add_argument("--version", type=int, default=None)
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("name", help="the tag, e.g. the training run that used this version")
+    p.add_argument("--version", type=int, default=None, help="the version to tag (default: latest)")
 
 
 @command("tag", _tag_args)
 def _tag(args: argparse.Namespace) -> int:
+    """Name a dataset version so `--version NAME` (and robodata.open) find it again."""
     from robodata.reader import open_dataset
     from robodata.storage import env_storage_options
 
@@ -133,14 +167,15 @@ def _tag(args: argparse.Namespace) -> int:
 
 
 def _gc_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset")
-    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("--dry-run", action="store_true", help="count what would be deleted, delete nothing")
     p.add_argument("--min-age-minutes", type=float, default=60.0,
                    help="keep unreferenced GOPs younger than this: an ingest may still be running")
 
 
 @command("gc", _gc_args)
 def _gc(args: argparse.Namespace) -> int:
+    """Delete GOP rows that no retained version of the frames table references."""
     from datetime import timedelta
 
     from robodata.edits import collect_garbage
@@ -159,12 +194,13 @@ def _gc(args: argparse.Namespace) -> int:
 
 def _demo_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workdir", default="demo", help="folder for uploads, dataset and DAGSTER_HOME")
-    p.add_argument("--episodes", type=int, default=4)
-    p.add_argument("--seconds", type=float, default=4.0)
+    p.add_argument("--episodes", type=int, default=4, help="sample episodes to write and ingest")
+    p.add_argument("--seconds", type=float, default=4.0, help="length of each sample episode")
 
 
 @command("demo", _demo_args)
 def _demo(args: argparse.Namespace) -> int:
+    """The README's demo: sample uploads ingested through Dagster's assets, sensor and checks."""
     from robodata.demo import run_demo
 
     run_demo(args.workdir, episodes=args.episodes, seconds=args.seconds)
@@ -173,13 +209,14 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _readpath_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", default=None, help="an existing dataset; default: fresh sample data")
-    p.add_argument("--episodes", type=int, default=4)
-    p.add_argument("--seconds", type=float, default=6.0)
-    p.add_argument("--samples", type=int, default=200)
+    p.add_argument("--episodes", type=int, default=4, help="sample episodes to generate (without --dataset)")
+    p.add_argument("--seconds", type=float, default=6.0, help="length of each sample episode")
+    p.add_argument("--samples", type=int, default=200, help="random reads timed per measurement")
 
 
 @command("bench-readpath", _readpath_args)
 def _bench_readpath(args: argparse.Namespace) -> int:
+    """Read-path figures (random frame reads, batched takes) against the decode bound."""
     from robodata.bench.readpath import main as readpath_main
 
     return readpath_main(args)
@@ -205,15 +242,15 @@ def _export_lerobot_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="robodata dataset root: a directory or s3://bucket/prefix")
     p.add_argument("root", help="new local folder for the LeRobot v3.0 dataset")
     p.add_argument("--version", default=None, help="a version number or a tag (default: latest)")
-    p.add_argument("--episodes-per-file", type=int, default=50)
-    p.add_argument("--vcodec", default="libsvtav1")
-    p.add_argument("--crf", type=int, default=30)
+    p.add_argument("--episodes-per-file", type=int, default=50, help="episodes per LeRobot data / video file")
+    p.add_argument("--vcodec", default="libsvtav1", help="FFmpeg encoder of the exported MP4s")
+    p.add_argument("--crf", type=int, default=30, help="quality of the exported MP4s: lower is better, bigger")
     p.add_argument("--g", type=int, default=2, help="keyframe interval of the exported MP4s")
     p.add_argument(
         "--rate",
         choices=["control", "camera"],
         default="control",
-        help="frames at the control rate (exact round trip, default) or one per camera frame, as LeRobot records",
+        help="frames at the control rate (exact round trip) or one per camera frame, as LeRobot records",
     )
 
 
@@ -273,8 +310,9 @@ def _import_hdf5_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--episodes", type=int, nargs="*", default=None, help="source episodes (all by default)")
     p.add_argument("--control-hz", type=float, default=50.0, help="the recording's control rate")
     p.add_argument("--joint-names", nargs="+", default=None, help="default: ALOHA's 14 joints")
-    p.add_argument("--task", default="")
-    p.add_argument("--jpeg-channel-order", choices=["bgr", "rgb"], default="bgr", help="bgr: OpenCV wrote it")
+    p.add_argument("--task", default="", help="task name stored on every imported row")
+    p.add_argument("--jpeg-channel-order", choices=["bgr", "rgb"], default="bgr",
+                   help="channel order of JPEG-compressed frames; bgr when OpenCV wrote them")
     p.add_argument("--start-index", type=int, default=0, help="added to N of episode_N.hdf5")
     _encoding_args(p)
 
@@ -318,7 +356,7 @@ def _register_uploads(args: argparse.Namespace) -> int:
 
 def _register_imports_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", help="a LeRobot v3 root or an HDF5 glob (local or s3://)")
-    p.add_argument("--format", choices=["lerobot", "aloha_hdf5"], default="lerobot")
+    p.add_argument("--format", choices=["lerobot", "aloha_hdf5"], default="lerobot", help="what SOURCE holds")
 
 
 @command("register-imports", _register_imports_args)
@@ -375,6 +413,45 @@ def _add_checksums(args: argparse.Namespace) -> int:
 
     added = add_gop_checksums(args.dataset, storage_options_from_env() or None)
     print(f"added checksums to {added} GOP rows" if added else "every GOP row already has a checksum")
+    return 0
+
+
+def _view_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("--episode", type=int, required=True, help="episode_index of the episode to show")
+    p.add_argument("--version", default=None, help="a version number or a tag (default: latest)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", help="write the page to this .html file (a path or s3://)")
+    where.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 until Ctrl-C")
+    p.add_argument("--port", type=int, default=0, help="port for --serve; 0 picks a free one")
+
+
+@command("view", _view_args)
+def _view(args: argparse.Namespace) -> int:
+    """Look at an episode: a self-contained page with its cameras in sync, state, action and labels."""
+    from robodata.storage import env_storage_options
+
+    options = env_storage_options()
+    if args.out:
+        from robodata.view import write_episode_page
+
+        out = write_episode_page(args.dataset, args.episode, args.out, version=_version(args.version),
+                                 storage_options=options)
+        print(f"wrote episode {args.episode} to {out}")
+        return 0
+    from robodata.view import PageServer, episode_page
+
+    page = episode_page(args.dataset, args.episode, version=_version(args.version), storage_options=options)
+    try:
+        server = PageServer(page, args.port)
+    except OSError as exc:
+        raise ValueError(f"cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
+    with server:
+        print(f"serving episode {args.episode} at {server.url} (Ctrl-C stops)", flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
     return 0
 
 

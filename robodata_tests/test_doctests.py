@@ -27,6 +27,7 @@ RUN = [
     "robodata.interop.lerobot_rate",
     "robodata.defs.lineage",
     "robodata.defs.resources",
+    "robodata.view.plots",
 ]
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "robodata"
 
-LIBRARY = {"errors", "storage", "codec", "format", "reader", "ingest", "edits", "interop", "summary", "sample_data"}
+LIBRARY = {"errors", "storage", "codec", "format", "reader", "ingest", "edits", "interop", "summary", "sample_data",
+           "view"}
 # layer -> the robodata layers it may import (itself always allowed)
 ALLOWED = {
     "errors": set(),
@@ -21,6 +22,7 @@ ALLOWED = {
     "interop": {"codec", "format", "storage", "errors", "ingest", "reader"},
     "summary": {"format", "reader", "storage", "errors"},
     "sample_data": {"interop", "format", "storage", "errors"},
+    "view": {"reader", "format", "storage", "errors"},  # it only reads
     "__init__": LIBRARY,
     "bench": LIBRARY,
     "defs": LIBRARY | {"bench"},

@@ -113,7 +113,7 @@ def scenario_c(pair: Pair, rows: np.ndarray, frames: int) -> dict:
     row_offsets, delta_indices = window_offsets(pair, frames)
     ours, theirs = interleaved(
         list(rows),
-        lambda i: ds.take_windows([int(i)], row_offsets, ds.image_columns),
+        lambda i: ds.take_windows(indices=[int(i)], offsets=row_offsets, columns=ds.image_columns),
         lambda i: reader.get_item(int(pair.paired[i]), delta_indices=delta_indices),
         pair.tick,
     )

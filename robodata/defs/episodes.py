@@ -3,10 +3,12 @@
 import json
 
 import dagster as dg
+from pydantic import Field
 
 from robodata.defs.encoding import EncodingConfig
 from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.defs.resources import DatasetStore
+from robodata.defs.views import episode_view_metadata
 from robodata.errors import RoboDataError
 from robodata.format.ids import validate_episode_id
 from robodata.format.schema import GOPS_TABLE
@@ -17,6 +19,14 @@ from robodata.storage.uploads import list_complete_uploads
 
 episode_partitions = dg.DynamicPartitionsDefinition(name="episodes")
 FINGERPRINT_TAG = "robodata/upload_fingerprint"
+
+
+class GopBlobsConfig(EncodingConfig):
+    """The encoding, and whether this upload may replace a different episode holding its index."""
+
+    replace: bool = Field(
+        default=False, description="Let this upload replace a different episode holding its episode_index."
+    )
 
 
 @dg.asset(
@@ -59,12 +69,12 @@ def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.M
     pool="video_encode",
     description="The episode's cameras cut into closed H.264 GOPs, appended to gops.lance as blobs.",
 )
-def gop_blobs(context: dg.AssetExecutionContext, config: EncodingConfig, store: DatasetStore) -> dg.MaterializeResult:
+def gop_blobs(context: dg.AssetExecutionContext, config: GopBlobsConfig, store: DatasetStore) -> dg.MaterializeResult:
     options = store.storage_options()
     settings = config.encoder_settings()
     try:
         episode = read_upload(store.upload_uri(context.partition_key), options, store.uploads_root)
-        staged = stage_gops(episode, store.root, settings, options)
+        staged = stage_gops(episode, store.root, settings, options, replace=config.replace)
     except (RoboDataError, FileNotFoundError) as exc:
         raise failure(store, exc) from None
     return lineage_result(
@@ -100,12 +110,14 @@ def aligned_frames(context: dg.AssetExecutionContext, store: DatasetStore) -> dg
         result = commit_staged_frames(episode, store.root, options)
     except (RoboDataError, FileNotFoundError) as exc:
         raise failure(store, exc) from None
+    view = episode_view_metadata(context, store, result.episode_index, result.frames_version)
     return lineage_result(
         store,
         rows_written=result.rows,
         bytes_written=result.rows_bytes,
         frames_version=result.frames_version,
-        extra={"episode_index": result.episode_index, "gops": result.gops},
+        extra={"episode_index": result.episode_index, "gops": result.gops,
+               "labels_kept_rows": result.labels_kept_rows, "labels_dropped_rows": result.labels_dropped_rows, **view},
     )
 
 

@@ -52,43 +52,60 @@ def open_frames(
 def append_or_create(
     uri: str, table: pa.Table, schema: pa.Schema, storage_options: dict | None = None
 ) -> lance.LanceDataset:
-    """Append ``table``; the first writer creates the dataset.
+    """Append ``table``; the first writer creates the dataset (see ``create_once``).
 
-    Writers may race to create it (eight ingest processes on an empty s3:// dataset). Lance
-    retries a losing ``mode="create"`` commit as an Overwrite, which would silently replace the
-    winner's rows; so the data files are written first and the create is committed once, with
-    no retries: exactly one writer creates the dataset, the others commit the same files as an
-    ordinary append.
+    A plain append cannot tell whether another writer already added the same rows: tables
+    keyed by robodata (frames.lance, gops.lance) are written with ``create_once`` and then
+    ``merge_insert`` on their declared key instead.
     """
+    created = create_once(uri, table, schema, storage_options)
+    if created is not None:
+        return created
     options = lance_options(uri, storage_options)
-    try:
-        fragments = call_with_deadline(
-            uri, storage_options, write_fragments,
-            table, uri, schema=schema, storage_options=options, enable_stable_row_ids=True
-        )
-    except OSError as exc:
-        if f"unexpected=[{CHECKSUM_COLUMN}]" in str(exc):
-            raise IncompatibleEpisodeError(
-                f"{uri} was written before GOP checksums (format 1); upgrade it once with "
-                f"`robodata add-checksums {uri.rsplit('/', 1)[0]}`, then write again"
-            ) from None
-        raise
-    if open_table(uri, storage_options) is None:
-        try:
-            return call_with_deadline(
-                uri, storage_options, lance.LanceDataset.commit,
-                uri,
-                lance.LanceOperation.Overwrite(schema, fragments),
-                read_version=0,
-                max_retries=0,
-                storage_options=options,
-                enable_stable_row_ids=True,
-            )
-        except (OSError, ValueError):
-            if open_table(uri, storage_options) is None:
-                raise  # nobody else created it: a real failure
+    fragments = call_with_deadline(
+        uri, storage_options, write_fragments,
+        table, uri, schema=schema, storage_options=options, enable_stable_row_ids=True
+    )
     latest = open_table(uri, storage_options)
     return call_with_deadline(
         uri, storage_options, lance.LanceDataset.commit,
         uri, lance.LanceOperation.Append(fragments), read_version=latest.version, storage_options=options
     )
+
+
+def create_once(
+    uri: str, table: pa.Table, schema: pa.Schema, storage_options: dict | None = None
+) -> lance.LanceDataset | None:
+    """Create the dataset at ``uri`` holding ``table``; None if it exists or another writer
+    created it first.
+
+    Writers may race to create it (eight ingest processes on an empty s3:// dataset). Lance
+    retries a losing ``mode="create"`` commit as an Overwrite, which would silently replace the
+    winner's rows; so the data files are written first and the create is committed once, with
+    no retries: exactly one writer creates the dataset, the others get None and add their rows
+    to the winner's table.
+
+    >>> create_once("data/demo/frames.lance", rows, schema).version  # doctest: +SKIP
+    1
+    """
+    if open_table(uri, storage_options) is not None:
+        return None
+    options = lance_options(uri, storage_options)
+    fragments = call_with_deadline(
+        uri, storage_options, write_fragments,
+        table, uri, schema=schema, storage_options=options, enable_stable_row_ids=True
+    )
+    try:
+        return call_with_deadline(
+            uri, storage_options, lance.LanceDataset.commit,
+            uri,
+            lance.LanceOperation.Overwrite(schema, fragments),
+            read_version=0,
+            max_retries=0,
+            storage_options=options,
+            enable_stable_row_ids=True,
+        )
+    except (OSError, ValueError):
+        if open_table(uri, storage_options) is None:
+            raise  # nobody else created it: a real failure
+        return None

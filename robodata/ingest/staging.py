@@ -10,10 +10,12 @@ and that reading live in ``robodata.format.staging``, so edits need not import i
 from __future__ import annotations
 
 from robodata.codec import EncoderSettings
-from robodata.format.staging import staged_gops_uri
+from robodata.format.staging import STAGING_DIR, release, staged_gops_uri, staged_ref_ids, write_record
 from robodata.ingest.episode import EpisodeData
 from robodata.ingest.writer import IngestResult, StagedGops, write_frames, write_gops
-from robodata.storage import fsspec_filesystem, is_remote
+from robodata.storage import fsspec_filesystem
+
+__all__ = ["STAGING_DIR", "commit_staged_frames", "load_staged_gops", "stage_gops", "staged_gops_uri", "staged_ref_ids"]
 
 
 def stage_gops(
@@ -21,19 +23,20 @@ def stage_gops(
     dataset_uri: str,
     settings: EncoderSettings | None = None,
     storage_options: dict | None = None,
+    *,
+    replace: bool = False,
 ) -> StagedGops:
     """Write ``episode``'s GOP rows and record their layout for ``commit_staged_frames``.
+    ``replace`` (recorded with the layout) lets the episode replace a different episode that
+    holds its ``episode_index``.
 
     >>> stage_gops(read_upload("uploads/episode_000000"), "data/demo").gops_written  # doctest: +SKIP
     36
     """
-    staged = write_gops(episode, dataset_uri, settings, storage_options)
-    uri = staged_gops_uri(dataset_uri, episode.episode_index)
-    fs = fsspec_filesystem(uri, storage_options)
-    if not is_remote(uri):
-        fs.makedirs(uri.rsplit("/", 1)[0], exist_ok=True)
-    # Written whole by one put, so a reader never sees half a layout.
-    fs.pipe_file(uri, staged.to_json().encode())
+    staged = write_gops(episode, dataset_uri, settings, storage_options, replace=replace)
+    # The layout record protects the GOPs from here on; the lease write_gops took can go.
+    write_record(staged_gops_uri(dataset_uri, episode.episode_index), staged.to_json(), storage_options)
+    release(staged.lease, storage_options)
     return staged
 
 
@@ -61,6 +64,6 @@ def commit_staged_frames(episode: EpisodeData, dataset_uri: str, storage_options
     """
     staged = load_staged_gops(dataset_uri, episode.episode_index, storage_options)
     result = write_frames(episode, dataset_uri, staged, storage_options)
-    uri = staged_gops_uri(dataset_uri, episode.episode_index)
-    fsspec_filesystem(uri, storage_options).rm_file(uri)  # committed: frames.lance references them now
+    # Committed: frames.lance references the GOPs now.
+    release(staged_gops_uri(dataset_uri, episode.episode_index), storage_options)
     return result

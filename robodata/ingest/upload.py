@@ -29,6 +29,7 @@ from robodata.ingest.validation import check_signals
 from robodata.ingest.video_source import probe_camera
 from robodata.storage import fsspec_filesystem
 from robodata.storage.failures import in_storage_step
+from robodata.storage.uploads import upload_fingerprint
 
 EPISODE_JSON = "episode.json"
 STATES_FILE = "states.parquet"
@@ -63,6 +64,9 @@ def read_upload(
     except ValueError as exc:
         raise BadUploadError(upload, str(exc)) from None
     meta = _read_episode_json(fs, posixpath.join(upload, EPISODE_JSON))
+    # Taken before the files are read: if they change meanwhile, the stored fingerprint is stale
+    # and the upload sensor ingests the upload again.
+    fingerprint = upload_fingerprint(upload, storage_options)
     states_path = posixpath.join(upload, STATES_FILE)
     timestamps, state, action, source, intervention = _read_states(fs, states_path)
     check_signals(states_path, timestamps, state, action, len(meta["joint_names"]), source)
@@ -79,6 +83,7 @@ def read_upload(
         source=source,
         is_intervention=intervention,
         origin=upload,
+        fingerprint=fingerprint,
         **{key: str(meta.get(key, "train" if key == "split" else "")) for key in _OPTIONAL_TEXT},
     )
 

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from robodata.format.episodes import UPLOAD_COLUMNS
 from robodata.format.ids import episode_filter
 from robodata.format.schema import CORE_COLUMNS, image_column, ref_columns
 from robodata.format.tables import gops_uri, open_table
@@ -124,7 +125,10 @@ def export_lerobot(
     ds = open_dataset(dataset_uri, version=version, storage_options=storage_options)
     fps = export_fps(ds.metadata, rate, dataset_uri)
     episodes, tasks, table = _plan(ds)
-    extras = [c for c in table.column_names if c not in CORE_COLUMNS and not c.startswith("__")]
+    # The upload columns say where this dataset's episodes came from: not data to export.
+    extras = [
+        c for c in table.column_names if c not in CORE_COLUMNS and c not in UPLOAD_COLUMNS and not c.startswith("__")
+    ]
     features = _features(ds, table, extras, fps, rate)
     staging = target.parent / f".{target.name}.partial-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import TypeAlias
 
@@ -10,6 +11,7 @@ import lance
 import numpy as np
 import pyarrow as pa
 
+from robodata.format.episodes import label_columns
 from robodata.format.schema import camera_of, image_column, read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
 from robodata.reader.decode_pool import GopTask, run_tasks
@@ -18,6 +20,8 @@ from robodata.reader.gop_index import GopIndex
 from robodata.reader.row_index import RowIndex
 from robodata.storage.deadlines import call_with_deadline
 from robodata.storage.failures import storage_step
+
+_ITEM_FRAMES = ThreadPoolExecutor(4, thread_name_prefix="robodata-item")  # ds[i]: frames beside the row read
 
 # Dataset row offsets (0..len(ds)-1): a list, a range or an integer numpy array.
 RowIndices: TypeAlias = Sequence[int] | np.ndarray
@@ -67,6 +71,11 @@ class RoboDataset:
         return [name for name in self._frames.schema.names if name not in internal]
 
     @property
+    def label_columns(self) -> list[str]:
+        """The annotation columns (``robodata.add_annotations`` adds them), e.g. ``['success']``."""
+        return label_columns(self._frames.schema)
+
+    @property
     def lance_dataset(self) -> lance.LanceDataset:
         """frames.lance at this version, for anything Lance can do that robodata does not wrap."""
         return self._frames
@@ -108,6 +117,8 @@ class RoboDataset:
         """Row ``index``: each of ``columns`` (lists as numpy arrays of their own dtype, scalars as
         Python values) and each camera's frame under its image column (H x W x 3 uint8)."""
         index = int(self._check_indices([index])[0])
+        # The GOP references are in memory already: fetch and decode the frames while the row is read.
+        frames = _ITEM_FRAMES.submit(self.take_blobs_decoded, [index], self.image_columns)
         with storage_step(f"reading row {index}", frames_uri(self.uri), self._storage_options):
             row = call_with_deadline(self.uri, self._storage_options, self._frames.take, [index], columns=self.columns)
         item: dict[str, np.ndarray | object] = {}
@@ -117,8 +128,7 @@ class RoboDataset:
                 item[name] = column.combine_chunks().values.to_numpy(zero_copy_only=False)
             else:
                 item[name] = column[0].as_py()
-        frames = self.take_blobs_decoded([index], self.image_columns)
-        item.update({name: array[0] for name, array in frames.items()})
+        item.update({name: array[0] for name, array in frames.result().items()})
         return item
 
     # --- decoded frames ---------------------------------------------------------------------

@@ -16,6 +16,7 @@ import pytest
 import robodata
 from robodata.bench.quality import psnr
 from robodata.errors import BadUploadError
+from robodata.format.episodes import UPLOAD_COLUMNS
 from robodata.interop import import_lerobot
 from robodata.interop.lerobot_format import LeRobotFormatError
 from robodata.interop.lerobot_source import LeRobotSource
@@ -40,6 +41,7 @@ def _source_frames(root: Path, episode: dict, key: str) -> list[np.ndarray]:
     return frames[start : start + episode["length"]]
 
 
+@pytest.mark.slow
 def test_round_trip_is_exact_and_resumable(ingested, exported, tmp_path):
     target = str(tmp_path / "back")
     first = import_lerobot(exported, target, episodes=[1], progress=False)
@@ -52,7 +54,7 @@ def test_round_trip_is_exact_and_resumable(ingested, exported, tmp_path):
     a, b = _sorted(original), _sorted(back)
     assert b.num_rows == a.num_rows
     for column in a.column_names:  # GOP bytes differ after re-encoding; which frame a row shows does not
-        if not column.endswith("_ref_id"):
+        if not column.endswith("_ref_id") and column not in UPLOAD_COLUMNS:  # provenance differs too
             assert b[column].equals(a[column]), column
     assert back.metadata.cameras == original.metadata.cameras  # the 30 fps streams come back
     assert back.metadata.joint_names == original.metadata.joint_names

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import robodata
-from robodata.reader.torch_dataset import make_dataloader
+
+# Without torch the module is skipped, not an error: the loader below needs it.
+pytest.importorskip("torch")
+from robodata.reader.torch_dataset import make_dataloader  # noqa: E402
 
 WRIST = "observation_images_wrist_left"
 

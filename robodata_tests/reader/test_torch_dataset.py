@@ -5,17 +5,22 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
-import torch
-from torch.utils.data import DataLoader
+import pytest
 
 import robodata
 from robodata.reader.batch_reader import BatchReader
 from robodata.reader.sampler import RowSampler
-from robodata.reader.torch_dataset import RoboTorchDataset, make_dataloader, pass_batch
+
+# Without torch the module is skipped, not an error: the imports below need it.
+torch = pytest.importorskip("torch")
+from torch.utils.data import DataLoader  # noqa: E402
+
+from robodata.reader.torch_dataset import RoboTorchDataset, make_dataloader, pass_batch  # noqa: E402
 
 WRIST = "observation_images_wrist_left"
 
 
+@pytest.mark.slow  # spawns DataLoader workers
 def test_spawned_workers_resume_a_pinned_version_with_exact_batches(dataset_copy, extra_upload):
     options = dict(batch_size=16, cameras=["wrist_left"], columns=["episode_index"], seed=5)
     in_process = make_dataloader(dataset_copy, num_workers=0, **options)
