@@ -6,8 +6,6 @@ import lance
 import pyarrow as pa
 from lance.fragment import write_fragments
 
-from robodata.errors import IncompatibleEpisodeError
-from robodata.format.checksum import CHECKSUM_COLUMN
 from robodata.format.schema import FRAMES_TABLE, GOPS_TABLE
 from robodata.storage import join_uri
 from robodata.storage.deadlines import call_with_deadline, lance_options

@@ -34,7 +34,8 @@ def test_a_format_1_dataset_reads_refuses_appends_and_upgrades(dataset_copy, tmp
 
     [upload] = write_sample_uploads(tmp_path / "more", episodes=1, seconds=0.5, start_index=3)
     version = robodata.open(dataset_copy).version
-    with pytest.raises(IncompatibleEpisodeError, match=r"was written before GOP checksums \(format 1\); upgrade it"):
+    fix = r"gops.lance was written before GOP checksums \(format 2\); upgrade it once with `robodata add-checksums"
+    with pytest.raises(IncompatibleEpisodeError, match=fix):
         robodata.ingest_episode(str(upload), dataset_copy)
     assert robodata.open(dataset_copy).version == version
 
