@@ -166,9 +166,9 @@ def test_a_commit_whose_store_goes_silent_ends_with_the_error(silent_store, s3, 
     first = robodata.ingest_episode(str(eight_short_uploads[0]), root, storage_options=relaxed)
     commit = writer._replace_episode_rows
 
-    def silent_then_commit(root, rows, schema, index, _options):
+    def silent_then_commit(*args):
         proxy.go_silent()
-        return commit(root, rows, schema, index, options)
+        return commit(*args[:-1], options)  # the last argument: the storage options
 
     monkeypatch.setattr(writer, "_replace_episode_rows", silent_then_commit)
     with pytest.raises(StorageUnreachableError) as error:

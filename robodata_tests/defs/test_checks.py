@@ -8,6 +8,7 @@ import robodata
 from robodata.defs import checks, episodes, snapshots
 from robodata.format.tables import gops_uri
 from robodata.format.versions import current_versions
+from robodata.reader.verify import verify_dataset
 from robodata_tests.defs.conftest import EPISODE_ASSETS, EPISODE_KEYS, materialize_episode, new_instance
 
 CHECK_NAMES = sorted(spec.name for check in checks.episode_checks for spec in check.check_specs)
@@ -69,7 +70,7 @@ def test_a_gop_lost_before_commit_fails_the_audit_and_commits_nothing(store):
     assert "must-not-exist" not in robodata.open(store.root).tags
 
 
-def test_a_corrupt_gop_fails_the_checks_and_a_reingest_that_would_reuse_it(store):
+def test_a_corrupt_gop_fails_the_checks_and_a_reingest_repairs_it(store):
     from robodata_tests.reader.test_corruption import flip_gop_bytes
 
     instance = new_instance(store)
@@ -93,6 +94,9 @@ def test_a_corrupt_gop_fails_the_checks_and_a_reingest_that_would_reuse_it(store
     assert sorted(n for n, e in found.items() if not e.passed) == ["gops_match_checksums", "sampled_frames_decode"]
     assert "GOP 1 of episode 0, camera 'wrist_right'" in found["sampled_frames_decode"].description
     assert "episode 0: GOP 1 of episode 0, camera 'wrist_right'" in found["gops_match_checksums"].description
-    # Re-ingesting reuses the stored (now corrupt) GOP: the audit refuses to commit rows on it.
-    again = materialize_episode(instance, store, key, raise_on_error=False)
-    assert not again.success and current_versions(store.root).frames == version
+    # Re-ingesting rewrites the episode's stored GOPs with the freshly encoded bytes; the audit
+    # then finds every GOP sound and the checks pass again.
+    again = materialize_episode(instance, store, key)
+    assert again.success and current_versions(store.root).frames > version
+    assert all(e.passed for e in evaluations(again).values())
+    assert verify_dataset(store.root).ok

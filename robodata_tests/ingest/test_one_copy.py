@@ -86,6 +86,9 @@ def test_two_writers_of_a_new_episode_leave_one_copy_on_a_local_disk(
 
 
 def test_two_writers_of_a_new_episode_leave_one_copy_on_s3(monkeypatch, s3, eight_short_uploads, encode_once):
+    # A writer held at its commit waits for the other inside the storage call's deadline; on a
+    # busy machine that wait can pass the 60 s default, which is not what this test is about.
+    monkeypatch.setenv("ROBODATA_STORAGE_TIMEOUT_S", "900")
     counts = _rounds(monkeypatch, eight_short_uploads, lambda: s3.fresh_uri("one-copy"), s3.storage_options)
     print(f"\ns3: {counts['races']} forced races, {counts['extra_frame_rows']} duplicate rows, "
           f"{counts['extra_gop_rows']} duplicate GOP rows")
