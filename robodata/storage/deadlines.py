@@ -12,11 +12,11 @@ deadline (``call_with_deadline``), because Lance retries some requests on its ow
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import threading
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import TypeVar
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -28,7 +28,9 @@ TIMEOUT_OPTION = "robodata_timeout_s"
 T = TypeVar("T")
 
 # The step (action, uri) the current thread is in, set by storage_step: a deadline names it.
-current_step: ContextVar[tuple[str, str] | None] = ContextVar("robodata_storage_step", default=None)
+current_step: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "robodata_storage_step", default=None
+)
 
 
 def storage_timeout_s(storage_options: dict | None = None) -> float:
@@ -99,7 +101,10 @@ def call_with_deadline(uri: str, storage_options: dict | None, fn: Callable[...,
         finally:
             done.set()
 
-    threading.Thread(target=run, name="robodata-storage-call").start()
+    # The call sees the caller's context (the current storage step, anything a caller tracks
+    # per task in a ContextVar), though it runs on another thread.
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(run,), name="robodata-storage-call").start()
     if not done.wait(timeout):
         step = current_step.get()
         raise DeadlineExceeded(f"no answer within {timeout:g} s" + (f" while {step[0]}" if step else ""))

@@ -9,6 +9,7 @@ the same version and then race. Later commits of the same thread (retries) pass 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import threading
 from collections.abc import Iterator
 
@@ -20,20 +21,25 @@ def _table_of(uri: str) -> str:
     return str(uri).rstrip("/").rsplit("/", 1)[-1]
 
 
+# The tables a writer has committed to. A ContextVar, not a thread-local: robodata runs a remote
+# commit on a helper thread (its deadline), which sees the writer's context but not its locals.
+_seen_tables: contextvars.ContextVar[set] = contextvars.ContextVar("robodata_test_seen_tables")
+
+
 class CommitGate:
     """Per table, a barrier the first commit of each of ``parties`` threads waits at."""
 
     def __init__(self, parties: int, tables: tuple[str, ...]) -> None:
         self.parties = parties
         self.barriers = {t: threading.Barrier(parties, timeout=120) for t in tables}
-        self._seen = threading.local()
         self.held = 0
 
     def wait(self, uri: str) -> None:
         table = _table_of(uri)
-        seen = getattr(self._seen, "tables", None)
-        if seen is None:
-            seen = self._seen.tables = set()
+        seen = _seen_tables.get(None)
+        if seen is None:  # a writer not started by run_together: one set for this context
+            seen = set()
+            _seen_tables.set(seen)
         if table not in self.barriers or table in seen:
             return
         seen.add(table)
@@ -75,6 +81,7 @@ def run_together(*calls) -> list:
     errors: list = [None] * len(calls)
 
     def run(i):
+        _seen_tables.set(set())  # this writer's, shared with the helper threads it starts
         try:
             results[i] = calls[i]()
         except BaseException as exc:  # handed to the test below
