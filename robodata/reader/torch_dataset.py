@@ -1,7 +1,11 @@
 """PyTorch adapter: a map-style Dataset whose batched fetch is one ``take_blobs_decoded``.
 
 DataLoader calls ``__getitems__`` with a whole batch of indices (from the RowSampler used as
-``batch_sampler``), so a batch costs one coalesced GOP read and one decode per GOP. Workers
+``batch_sampler``, or any sampler with ``batch_size=``), so a batch costs one coalesced GOP read
+and one decode per GOP. ``__getitems__`` returns a ``SampleBatch``: a sequence of per-sample
+dicts for PyTorch's default collate, which also holds the already-stacked batch that
+``collate_batch`` hands over without copying. The training process builds the row index once
+and its workers memory-map it (``RowIndex.share``). Workers
 are started by spawn (Lance is not fork-safe); each opens the pinned dataset version lazily
 from the pickled (uri, version, storage options). Inside a worker, ``get_worker_info`` tells
 which of the rank's batches DataLoader will hand to it (batches w, w + n, ...), and a
@@ -17,6 +21,7 @@ import multiprocessing.util
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from collections.abc import Sequence as SequenceABC
 
 import numpy as np
 
@@ -28,6 +33,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from robodata.reader.batch_reader import BatchReader
 from robodata.reader.loader import ResumableLoader
+from robodata.reader.row_index import RowIndex, SharedArrays
 from robodata.reader.sampler import PlannedBatch, RowSampler, current_worker
 
 
@@ -43,9 +49,55 @@ def _tensor(value):
     return torch.from_numpy(value if value.flags.writeable else value.copy())
 
 
-def pass_batch(batch: dict) -> dict:
-    """DataLoader ``collate_fn``: ``__getitems__`` already returns a whole, stacked batch."""
-    return batch
+class SampleBatch(SequenceABC):
+    """What ``__getitems__`` returns: per-sample dicts (``batch[i]``) for PyTorch's default
+    collate, and ``stacked``, the whole batch as one dict that ``collate_batch`` returns as is."""
+
+    def __init__(self, stacked: dict) -> None:
+        self.stacked = stacked
+        self._len = len(next(iter(stacked.values()))) if stacked else 0
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._len))]
+        if not -self._len <= i < self._len:
+            raise IndexError(f"sample {i} of a batch of {self._len}")
+        return {name: value[i] for name, value in self.stacked.items()}
+
+
+def collate_batch(samples):
+    """DataLoader ``collate_fn``: the batch ``__getitems__`` already stacked (no copy); other
+    inputs go through PyTorch's default collate.
+
+    >>> DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_batch)
+    """
+    if isinstance(samples, SampleBatch):
+        return samples.stacked
+    return torch.utils.data.default_collate(samples)
+
+
+pass_batch = collate_batch  # the earlier name
+
+
+def adopt_shared_rows(reader: BatchReader, shared: SharedArrays | None) -> None:
+    """In a worker, make ``reader``'s dataset use the row index its training process shared,
+    instead of scanning frames.lance and holding a private copy."""
+    if shared is None or shared.owner:
+        return
+    dataset = reader.dataset
+    if "_rows" not in vars(dataset):  # RoboDataset caches its RowIndex in ``_rows``
+        dataset._rows = RowIndex.mapped(shared, dataset.cameras)
+
+
+def share_rows(reader: BatchReader) -> SharedArrays | None:
+    """The training process's row index as memory-mappable files (made once per reader)."""
+    shared = getattr(reader, "_shared_rows", None)
+    if shared is None and reader._dataset is not None:
+        shared = reader._shared_rows = reader.dataset._rows.share()
+    return shared
 
 
 class RoboTorchDataset(Dataset):
@@ -63,18 +115,22 @@ class RoboTorchDataset(Dataset):
         self.reader = reader
         self.plan = plan
         self._scheduled_for: tuple | None = None
+        self._shared_rows: SharedArrays | None = None
 
     def __len__(self) -> int:
         return self.reader.num_rows
 
-    def __getitems__(self, indices: Sequence[int]) -> dict:
+    def __getitems__(self, indices: Sequence[int]) -> SampleBatch:
         _exit_workers_without_native_teardown()
+        adopt_shared_rows(self.reader, self._shared_rows)
         self._schedule_prefetch(indices)
-        return to_tensors(self.reader.read(np.asarray(indices, dtype=np.int64)))
+        batch = to_tensors(self.reader.read(indices))
+        if isinstance(indices, PlannedBatch):
+            batch["padding"] = torch.tensor(indices.padding, dtype=torch.bool)
+        return SampleBatch(batch)
 
     def __getitem__(self, index: int) -> dict:
-        batch = self.__getitems__([index])
-        return {name: value[0] for name, value in batch.items()}
+        return self.__getitems__([index])[0]
 
     def _schedule_prefetch(self, indices: Sequence[int]) -> None:
         """When a batch from a new plan arrives (first batch, new epoch, resumed position), tell
@@ -90,6 +146,7 @@ class RoboTorchDataset(Dataset):
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_scheduled_for"] = None
+        state["_shared_rows"] = share_rows(self.reader)
         return state
 
 
@@ -118,10 +175,14 @@ def _exit_now() -> None:
     os._exit(0)
 
 
-class TorchLoader(ResumableLoader):
-    """A torch DataLoader over a RoboTorchDataset with the resumable-loader interface.
+class TorchLoader(ResumableLoader, DataLoader):
+    """A real ``torch.utils.data.DataLoader`` (Lightning and Accelerate re-wrap it) over a
+    RoboTorchDataset, with the resumable-loader interface: ``set_epoch``, ``state_dict``,
+    ``load_state_dict``, ``dataset_version``. Its ``batch_sampler`` is the RowSampler.
 
-    Batches are dicts of tensors; ``state_dict()`` counts batches the training loop received.
+    Batches are dicts of tensors plus ``padding`` ([B] bool, rows repeated only so that every
+    rank takes the same number of steps); ``state_dict()`` counts batches the training loop
+    received.
     """
 
     def __init__(
@@ -134,12 +195,11 @@ class TorchLoader(ResumableLoader):
         pin_memory: bool = False,
         persistent_workers: bool = True,
     ) -> None:
-        super().__init__(reader, sampler)
-        self.dataset = RoboTorchDataset(reader, plan=sampler)
-        self.dataloader = DataLoader(
-            self.dataset,
+        DataLoader.__init__(
+            self,
+            RoboTorchDataset(reader, plan=sampler),
             batch_sampler=sampler,
-            collate_fn=pass_batch,
+            collate_fn=collate_batch,
             num_workers=num_workers,
             # Lance is not fork-safe: workers start fresh and open the dataset themselves.
             multiprocessing_context="spawn" if num_workers > 0 else None,
@@ -149,17 +209,24 @@ class TorchLoader(ResumableLoader):
             persistent_workers=persistent_workers and num_workers > 0,
             pin_memory=pin_memory,
         )
+        ResumableLoader.__init__(self, reader, sampler)
+
+    def __len__(self) -> int:
+        return ResumableLoader.__len__(self)
+
+    def __iter__(self):
+        return ResumableLoader.__iter__(self)
 
     def _batches(self) -> Iterator[dict]:
-        return iter(self.dataloader)
+        return DataLoader.__iter__(self)
 
     def close(self) -> None:
         """Stop the persistent workers (DataLoader only does so when it is garbage collected)."""
-        super().close()
-        iterator = getattr(self.dataloader, "_iterator", None)
+        ResumableLoader.close(self)
+        iterator = getattr(self, "_iterator", None)
         if iterator is not None and hasattr(iterator, "_shutdown_workers"):
             iterator._shutdown_workers()
-            self.dataloader._iterator = None
+            self._iterator = None
 
 
 def make_dataloader(
@@ -182,6 +249,9 @@ def make_dataloader(
     """A resumable, sharded, pinned-version PyTorch loader; ``reader_options`` go to BatchReader
     (version, storage_options, cameras, columns, offsets, delta_timestamps, image_dtype,
     channels_first, transform, budget_bytes, prefetch_batches).
+
+    Every rank takes the same number of batches: the last step is padded with flagged repeats
+    (``batch["padding"]``) unless ``drop_last=True`` drops it.
 
     >>> loader = make_dataloader("data/demo", batch_size=32, num_workers=2, rank=rank, world_size=world)
     >>> print(loader.dataset_version); for batch in loader: ...
