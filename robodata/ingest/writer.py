@@ -28,6 +28,7 @@ from robodata.format.schema import (
 from robodata.format.tables import append_or_create, frames_uri, gops_uri, open_table
 from robodata.ingest.alignment import nearest_frames
 from robodata.ingest.episode import CameraStream, EpisodeData
+from robodata.ingest.stats import record_episode_stats
 from robodata.storage.failures import storage_step
 
 
@@ -280,6 +281,7 @@ def write_frames(
     index = episode.episode_index
     with storage_step(f"committing episode {index}'s rows", frames_uri(dataset_uri), storage_options):
         frames_version = _replace_episode_rows(dataset_uri, rows, schema, index, storage_options)
+    record_episode_stats(dataset_uri, episode, staged, frames_version, storage_options)
     return IngestResult(
         episode_id=episode.episode_id,
         episode_index=episode.episode_index,

@@ -1,0 +1,10 @@
+"""robodata for PyTorch training code.
+
+>>> from robodata.torch import LeRobotCompatDataset      # LeRobot's item layout, keys and meta
+>>> from robodata.torch import make_dataloader           # robodata's resumable, DDP-safe DataLoader
+"""
+
+from robodata.reader.torch_dataset import RoboTorchDataset, TorchLoader, collate_batch, make_dataloader
+from robodata.torch.lerobot_compat import LeRobotCompatDataset, LeRobotMeta
+
+__all__ = ["LeRobotCompatDataset", "LeRobotMeta", "RoboTorchDataset", "TorchLoader", "collate_batch", "make_dataloader"]
