@@ -34,6 +34,7 @@ from robodata.interop.lerobot_format import ACTION, STATE, feature_of_arrow, vid
 from robodata.reader.batch_reader import BatchReader, checked_indices
 from robodata.reader.dataset import _to_numpy, open_dataset
 from robodata.reader.row_index import SharedArrays
+from robodata.reader.sampler import PlannedBatch, RowSampler
 from robodata.reader.torch_dataset import (
     SampleBatch,
     _exit_workers_without_native_teardown,
@@ -222,7 +223,7 @@ class LeRobotCompatDataset(Dataset):
 
     # --- Dataset ---------------------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self._arrays["rows"])
+        return len(self._array("rows"))
 
     def _array(self, key: str) -> np.ndarray:
         array = self._arrays.get(key)
@@ -277,6 +278,8 @@ class LeRobotCompatDataset(Dataset):
                 key = video_key(cam)
                 batch[key] = torch.stack([self.image_transforms(frame) for frame in batch[key]])
         batch["task"] = [self._episode_task[int(e)] for e in episode_index]
+        if isinstance(indices, PlannedBatch):  # from a RowSampler: flag rows that only pad the last step
+            batch["padding"] = torch.tensor(indices.padding, dtype=torch.bool)
         return SampleBatch(batch)
 
     def _window(self, index, rows: np.ndarray, key: str, per_delta: list[tuple[str, int]]):
@@ -303,6 +306,15 @@ class LeRobotCompatDataset(Dataset):
                     out[n, t] = episode_rows[p]
                     pad[n, t] = target < episode_frames[0] or target > episode_frames[-1]
         return out, pad
+
+    def sampler(self, *, batch_size: int, rank: int = 0, world_size: int = 1, seed: int = 0, **options) -> RowSampler:
+        """A resumable, DDP-safe ``batch_sampler`` over this dataset's items (equal steps per
+        rank, ``state_dict`` the same on every rank).
+
+        >>> DataLoader(ds, batch_sampler=ds.sampler(batch_size=32, rank=r, world_size=w), collate_fn=collate_batch)
+        """
+        return RowSampler(len(self), batch_size=batch_size, rank=rank, world_size=world_size, seed=seed,
+                          dataset_version=self.version, **options)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
