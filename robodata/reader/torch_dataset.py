@@ -17,6 +17,7 @@ background thread prefetches their GOPs within the byte budget.
 
 from __future__ import annotations
 
+import multiprocessing
 import multiprocessing.util
 import os
 import sys
@@ -98,6 +99,34 @@ def share_rows(reader: BatchReader) -> SharedArrays | None:
     if shared is None and reader._dataset is not None:
         shared = reader._shared_rows = reader.dataset._rows.share()
     return shared
+
+
+START_METHODS = ("forkserver", "spawn")
+
+
+def worker_context(start_method: str = "forkserver"):
+    """The multiprocessing context DataLoader workers start from.
+
+    Lance is not fork-safe once a process has used it, so workers never fork the training
+    process. ``spawn`` starts a fresh interpreter per worker, and each one imports torch, Lance,
+    PyAV and the training script again: that import is most of the 6-23 s before the first
+    batch. ``forkserver`` (the default) imports them once, in a server process that never opens
+    a dataset, and forks every worker from it: workers start in milliseconds, and later
+    DataLoaders of the same run reuse the server. The training script (``__main__``) is
+    preloaded too, so functions defined there (transforms) unpickle in workers as with spawn.
+
+    >>> DataLoader(ds, num_workers=2, multiprocessing_context=worker_context())
+    """
+    if start_method not in START_METHODS:
+        raise ValueError(f"start_method must be one of {START_METHODS}, got {start_method!r}")
+    context = multiprocessing.get_context(start_method)
+    if start_method == "forkserver":
+        context.set_forkserver_preload(["__main__", "robodata.reader.forkserver_preload"])
+        # Start it now: its imports overlap with opening the dataset in this process.
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+    return context
 
 
 class RoboTorchDataset(Dataset):
@@ -194,6 +223,7 @@ class TorchLoader(ResumableLoader, DataLoader):
         prefetch_factor: int | None = None,
         pin_memory: bool = False,
         persistent_workers: bool = True,
+        start_method: str = "forkserver",
     ) -> None:
         DataLoader.__init__(
             self,
@@ -201,8 +231,8 @@ class TorchLoader(ResumableLoader, DataLoader):
             batch_sampler=sampler,
             collate_fn=collate_batch,
             num_workers=num_workers,
-            # Lance is not fork-safe: workers start fresh and open the dataset themselves.
-            multiprocessing_context="spawn" if num_workers > 0 else None,
+            # Lance is not fork-safe: workers never fork this process (see worker_context).
+            multiprocessing_context=worker_context(start_method) if num_workers > 0 else None,
             prefetch_factor=prefetch_factor if num_workers > 0 else None,
             # Spawned workers are slow to start: keep them across epochs. Each batch names its
             # plan (PlannedBatch), so a worker re-plans its prefetch on a new epoch or resume.
@@ -244,6 +274,7 @@ def make_dataloader(
     prefetch_factor: int | None = None,
     pin_memory: bool = False,
     persistent_workers: bool = True,
+    start_method: str = "forkserver",
     **reader_options,
 ) -> TorchLoader:
     """A resumable, sharded, pinned-version PyTorch loader; ``reader_options`` go to BatchReader
@@ -275,4 +306,5 @@ def make_dataloader(
         prefetch_factor=prefetch_factor,
         pin_memory=pin_memory,
         persistent_workers=persistent_workers,
+        start_method=start_method,
     )

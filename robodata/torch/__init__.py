@@ -4,7 +4,15 @@
 >>> from robodata.torch import make_dataloader           # robodata's resumable, DDP-safe DataLoader
 """
 
-from robodata.reader.torch_dataset import RoboTorchDataset, TorchLoader, collate_batch, make_dataloader
+from robodata.reader.torch_dataset import RoboTorchDataset, TorchLoader, collate_batch, make_dataloader, worker_context
 from robodata.torch.lerobot_compat import LeRobotCompatDataset, LeRobotMeta
 
-__all__ = ["LeRobotCompatDataset", "LeRobotMeta", "RoboTorchDataset", "TorchLoader", "collate_batch", "make_dataloader"]
+__all__ = [
+    "LeRobotCompatDataset",
+    "LeRobotMeta",
+    "RoboTorchDataset",
+    "TorchLoader",
+    "collate_batch",
+    "make_dataloader",
+    "worker_context",
+]
