@@ -197,7 +197,8 @@ def checked_indices(indices, num_rows: int, uri: str, version: int) -> np.ndarra
     bad = (array < 0) | (array >= num_rows)
     if bad.any():
         raise IndexError(
-            f"{uri}: row {int(array[bad][0])} is out of range: version {version} has {num_rows} rows (0..{num_rows - 1})"
+            f"{uri}: row {int(array[bad][0])} is out of range: version {version} has {num_rows} rows "
+            f"(0..{num_rows - 1})"
         )
     return array
 

@@ -154,7 +154,8 @@ class LeRobotCompatDataset(Dataset):
                     continue
                 rates = f"1/{self.control_hz:g} s (control)" + (f" or 1/{fps:g} s (camera)" if fps else "")
                 raise ValueError(
-                    f"delta_timestamps[{key!r}] = {delta} is not a multiple of {rates} within tolerance_s={self.tolerance_s}"
+                    f"delta_timestamps[{key!r}] = {delta} is not a multiple of {rates} "
+                    f"within tolerance_s={self.tolerance_s}"
                 )
             resolved[key] = per_delta
         return resolved

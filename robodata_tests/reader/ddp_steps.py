@@ -20,7 +20,7 @@ SIZES = [(591, 59), (1027, 64), (10, 4), (2, 5), (1003, 16)]
 def run_steps(batches) -> tuple[int, int]:
     """One all_reduce per batch of (real rows, padded rows); returns the world's totals."""
     totals = torch.zeros(2, dtype=torch.int64)
-    for rows, padding in batches:
+    for _rows, padding in batches:
         counts = torch.tensor([int((~padding).sum()), int(padding.sum())], dtype=torch.int64)
         dist.all_reduce(counts)
         totals += counts

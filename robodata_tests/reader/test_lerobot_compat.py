@@ -3,7 +3,6 @@ reference reader written from LeRobot's documented format; camera-rate offsets; 
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 from torch.utils.data import DataLoader
@@ -93,7 +92,8 @@ def test_camera_rate_offsets_read_the_previous_camera_frame(short_dataset, lossl
     for idx in (0, 3, 4, 20, first, first + 1, first + 4, end - 1):
         item = ds[idx]
         episode_start = max(e["dataset_from_index"] for e in reference.episodes if e["dataset_from_index"] <= idx)
-        episode_end = next(e["dataset_to_index"] for e in reference.episodes if e["dataset_from_index"] == episode_start)
+        episode_end = next(e["dataset_to_index"] for e in reference.episodes
+                           if e["dataset_from_index"] == episode_start)
         previous = times[idx] - round(1e9 / 30)
         # The first row of the episode showing the previous camera frame (by its timestamp).
         rows = [r for r in range(episode_start, episode_end) if abs(times[r] - previous) < 1e5]
