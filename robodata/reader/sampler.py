@@ -194,6 +194,32 @@ class RowSampler:
             bounds.append((first, first + share))
         return bounds
 
+    def _bound(self, j: int) -> tuple[int, int]:
+        """[start, stop) of this rank's j-th remaining batch, without listing the others."""
+        full_steps, tail = divmod(max(self.num_rows - self.start, 0), self._step_rows)
+        if j < full_steps:
+            first = self.start + j * self._step_rows + self.rank * self.batch_size
+            return first, first + self.batch_size
+        share = -(-tail // self.world_size)
+        first = self.start + full_steps * self._step_rows + self.rank * share
+        return first, first + share
+
+    def worker_batches(self, shard: WorkerShard, first: int, count: int) -> list[np.ndarray]:
+        """Batches ``first`` .. ``first + count - 1`` of worker ``shard``'s share (rows only):
+        what its prefetcher needs next, computed without listing the whole epoch.
+
+        >>> sampler.worker_batches(WorkerShard(1, 2), first=8, count=4)
+        """
+        total = len(self)
+        order = self.order() if self.num_rows else None
+        picked = []
+        for i in range(first, first + count):
+            j = shard.worker_id + i * shard.num_workers
+            if j >= total:
+                break
+            picked.append(self._rows_at(order, *self._bound(j))[0])
+        return picked
+
     def _rows_at(self, order: np.ndarray, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows at positions [first, stop) of ``order`` and the padding mask: positions past the
         end wrap around to the start of the order (rows already read this epoch)."""
@@ -204,8 +230,11 @@ class RowSampler:
         return order[positions % self.num_rows], padding
 
     def __len__(self) -> int:
-        """Batches this rank reads in the rest of the epoch (all workers together)."""
-        return len(self._bounds())
+        """Batches this rank reads in the rest of the epoch (all workers together); the same on
+        every rank."""
+        remaining = max(self.num_rows - self.start, 0)
+        full_steps, tail = divmod(remaining, self._step_rows)
+        return full_steps + (1 if tail and not self.drop_last else 0)
 
     def batches(self, shard: WorkerShard | None = None) -> list[np.ndarray]:
         """This rank's remaining batches for one worker ``shard`` (default: all of them); the
@@ -237,7 +266,7 @@ class RowSampler:
     def position_after(self, batches: int) -> int:
         """Rows of the epoch's order consumed by all ranks once each rank has taken ``batches``
         batches (in order, all workers together) since iteration started."""
-        if batches >= len(self._bounds()):
+        if batches >= len(self):
             return self.num_rows
         return min(self.start + batches * self._step_rows, self.num_rows)
 

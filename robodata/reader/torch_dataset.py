@@ -102,6 +102,7 @@ def share_rows(reader: BatchReader) -> SharedArrays | None:
 
 
 START_METHODS = ("forkserver", "spawn")
+PREFETCH_WINDOW = 64  # batches of a worker's plan handed to its prefetcher at a time
 
 
 def worker_context(start_method: str = "forkserver"):
@@ -162,15 +163,22 @@ class RoboTorchDataset(Dataset):
         return self.__getitems__([index])[0]
 
     def _schedule_prefetch(self, indices: Sequence[int]) -> None:
-        """When a batch from a new plan arrives (first batch, new epoch, resumed position), tell
-        the reader this worker's share of that plan: the batches DataLoader will send next."""
+        """Tell the reader the batches DataLoader will send this worker next: a window of
+        ``PREFETCH_WINDOW`` batches of its share of the plan, renewed as the worker moves on (a
+        list of the whole epoch would grow with the dataset). A batch from a new plan (new
+        epoch, resumed position) starts a new window."""
         if self.plan is None or not isinstance(indices, PlannedBatch):
             return
         shard = current_worker()
         key = (indices.epoch, indices.start, shard)
-        if key != self._scheduled_for:
-            self.reader.schedule(self.plan.positioned(indices.epoch, indices.start).batches(shard))
-            self._scheduled_for = key
+        if self._scheduled_for is None or key != self._scheduled_for[0]:
+            self._scheduled_for = (key, 0, 0)  # (plan, batches received, end of the window)
+        plan, received, window_end = self._scheduled_for
+        if received >= window_end:
+            window_end = received + PREFETCH_WINDOW
+            planned = self.plan.positioned(indices.epoch, indices.start)
+            self.reader.schedule(planned.worker_batches(shard, received, PREFETCH_WINDOW))
+        self._scheduled_for = (plan, received + 1, window_end)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

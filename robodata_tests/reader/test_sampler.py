@@ -182,3 +182,14 @@ def test_a_worker_maps_the_order_its_training_process_shared():
     mapped = in_worker.order()
     assert isinstance(mapped, np.memmap)
     assert np.array_equal(mapped, order)
+
+
+@pytest.mark.parametrize("num_workers", [1, 3])
+def test_a_window_of_a_workers_batches_equals_the_same_slice_of_all_of_them(num_workers):
+    sampler = RowSampler(ROWS, batch_size=16, rank=1, world_size=2, seed=6)
+    sampler.load_state_dict(sampler.state_dict(batches_consumed=4))
+    for w in range(num_workers):
+        everything = [rows for rows, _ in sampler.padded_batches(WorkerShard(w, num_workers))]
+        for first in (0, 5, len(everything) - 2):
+            window = sampler.worker_batches(WorkerShard(w, num_workers), first, 4)
+            assert [b.tolist() for b in window] == [b.tolist() for b in everything[first : first + 4]]
