@@ -7,7 +7,6 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-import robodata
 from robodata.interop.lerobot_export import export_lerobot
 from robodata.torch import LeRobotCompatDataset
 from robodata_tests.reader.lerobot_reference import LeRobotReference
@@ -19,12 +18,6 @@ DELTAS = {
 }
 
 
-@pytest.fixture(scope="module")
-def short_dataset(eight_short_uploads, tmp_path_factory) -> str:
-    root = str(tmp_path_factory.mktemp("compat") / "ds")
-    for upload in eight_short_uploads[:3]:
-        robodata.ingest_episode(str(upload), root)
-    return root
 
 
 @pytest.fixture(scope="module")

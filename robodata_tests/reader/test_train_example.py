@@ -9,21 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import torch
 
 import robodata
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "train_policy.py"
-
-
-@pytest.fixture(scope="module")
-def small_dataset(eight_short_uploads, tmp_path_factory) -> str:
-    root = str(tmp_path_factory.mktemp("train") / "ds")
-    for upload in eight_short_uploads[:2]:
-        robodata.ingest_episode(str(upload), root)
-    return root
 
 
 def run(command: list[str], timeout: float = 240) -> list[dict]:
@@ -33,12 +24,12 @@ def run(command: list[str], timeout: float = 240) -> list[dict]:
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
-def test_trains_from_a_tag_and_resumes_mid_epoch(small_dataset, tmp_path):
+def test_trains_from_a_tag_and_resumes_mid_epoch(short_dataset, tmp_path):
     checkpoint = str(tmp_path / "ckpt.pt")
-    base = [sys.executable, str(EXAMPLE), small_dataset, "--tag", "policy-run", "--steps", "6", "--batch-size", "8",
+    base = [sys.executable, str(EXAMPLE), short_dataset, "--tag", "policy-run", "--steps", "6", "--batch-size", "8",
             "--workers", "2", "--checkpoint", checkpoint, "--save-every", "2"]
     first = run(base + ["--stop-after", "3"])
-    version = robodata.open(small_dataset).tags["policy-run"]
+    version = robodata.open(short_dataset).tags["policy-run"]
     start = next(e for e in first if e["event"] == "start")
     assert (start["tag"], start["version"], start["workers"]) == ("policy-run", version, 2)
     assert first[-1]["event"] == "done" and first[-1]["step"] == 3
@@ -53,13 +44,13 @@ def test_trains_from_a_tag_and_resumes_mid_epoch(small_dataset, tmp_path):
     assert all(e["loss"] == e["loss"] for e in second if e["event"] == "step")  # no NaN
 
 
-def test_runs_under_torchrun_with_two_gloo_processes(small_dataset, tmp_path):
+def test_runs_under_torchrun_with_two_gloo_processes(short_dataset, tmp_path):
     torchrun = Path(sys.executable).with_name("torchrun")
-    events = run([str(torchrun), "--standalone", "--nproc_per_node", "2", str(EXAMPLE), small_dataset,
+    events = run([str(torchrun), "--standalone", "--nproc_per_node", "2", str(EXAMPLE), short_dataset,
                   "--tag", "ddp-run", "--steps", "3", "--batch-size", "4", "--workers", "0",
                   "--checkpoint", str(tmp_path / "ddp.pt")], timeout=400)
     start = next(e for e in events if e["event"] == "start")
-    assert start["world_size"] == 2 and start["version"] == robodata.open(small_dataset).tags["ddp-run"]
+    assert start["world_size"] == 2 and start["version"] == robodata.open(short_dataset).tags["ddp-run"]
     assert events[-1]["event"] == "done" and events[-1]["step"] == 3
     # Two ranks of batch 4 consumed 3 steps x 2 x 4 rows of the epoch's order.
     assert torch.load(tmp_path / "ddp.pt", weights_only=False)["sampler"]["consumed"] == 24
