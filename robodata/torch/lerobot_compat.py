@@ -261,7 +261,7 @@ class LeRobotCompatDataset(Dataset):
         for cam in self.cameras:
             key = video_key(cam)
             cam_rows = windows[key][0] if key in windows else rows
-            frames = ds.take_blobs_decoded(image_column(cam), cam_rows.reshape(-1))[image_column(cam)]
+            frames = ds.take_blobs_decoded(columns=image_column(cam), indices=cam_rows.reshape(-1))[image_column(cam)]
             frames = torch.from_numpy(frames.reshape(cam_rows.shape + frames.shape[1:]))
             frames = frames.movedim(-1, -3)  # HWC -> CHW
             batch[key] = frames.contiguous() if self.return_uint8 else frames.float().div_(255)
@@ -355,6 +355,7 @@ def _compute_moments(ds, episode: int) -> dict[str, dict]:
     for cam in ds.cameras:
         first = rows[np.asarray(ds._rows.frame_in_gop[cam])[rows] == 0]
         _, keep = np.unique(np.asarray(ds._rows.ref_id[cam])[first], return_index=True)
-        frames = ds.take_blobs_decoded(image_column(cam), first[keep])[image_column(cam)] if len(keep) else []
+        column = image_column(cam)
+        frames = ds.take_blobs_decoded(columns=column, indices=first[keep])[column] if len(keep) else []
         moments[image_column(cam)] = feature_stats.pixel_moments(list(frames))
     return moments

@@ -24,7 +24,7 @@ def test_default_collate_and_batch_size_work(ingested):
     batch = next(iter(DataLoader(dataset, batch_size=8)))
     assert batch["index"].tolist() == list(range(8))
     assert batch[WRIST].shape == (8, 240, 320, 3) and batch[WRIST].dtype == torch.uint8
-    assert np.array_equal(batch[WRIST].numpy(), ds.take_blobs_decoded(WRIST, range(8))[WRIST])
+    assert np.array_equal(batch[WRIST].numpy(), ds.take_blobs_decoded(columns=WRIST, indices=range(8))[WRIST])
     assert batch["task"] == ds.to_table(columns=["task"])["task"].to_pylist()[:8]
 
 
@@ -67,5 +67,5 @@ def test_a_worker_maps_the_row_index_instead_of_building_it(ingested, monkeypatc
         batch = in_worker.__getitems__([5, 400]).stacked
     rows = in_worker.reader.dataset._rows
     assert isinstance(rows.episode_index, np.memmap) and isinstance(rows.ref_id["top"], np.memmap)
-    expected = robodata.open(ingested).take_blobs_decoded("observation_images_top", [5, 400])
+    expected = robodata.open(ingested).take_blobs_decoded(columns="observation_images_top", indices=[5, 400])
     assert np.array_equal(batch["observation_images_top"].numpy(), expected["observation_images_top"])

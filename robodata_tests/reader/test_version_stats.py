@@ -25,7 +25,7 @@ def expected_stats(uri: str, version: int) -> dict:
         refs = ds.to_table(columns=[f"{column}_ref_id", f"{column}_frame_index_in_gop"])
         first = np.flatnonzero(refs[f"{column}_frame_index_in_gop"].to_numpy() == 0)
         _, keep = np.unique(refs[f"{column}_ref_id"].to_numpy()[first], return_index=True)
-        frames = ds.take_blobs_decoded(column, first[keep])[column]
+        frames = ds.take_blobs_decoded(columns=column, indices=first[keep])[column]
         pixels = frames[:, ::4, ::4].reshape(-1, 3) / 255.0
         out[f"observation.images.{camera}"] = {"mean": pixels.mean(0).reshape(3, 1, 1),
                                                "std": pixels.std(0).reshape(3, 1, 1), "count": len(frames)}
