@@ -151,8 +151,9 @@ class RowSampler:
             shared = self._shared.get(key)
             if shared is None:
                 shared = self._make_order()
-                if self._shared.owner:
+                if self._shared.owner:  # share it, and map it here too rather than keep a copy
                     self._shared.put(key, shared, keep=2)
+                    shared = self._shared.get(key)
             self._order_cache = (self.epoch, shared)
         return self._order_cache[1]
 

@@ -97,7 +97,10 @@ def share_rows(reader: BatchReader) -> SharedArrays | None:
     """The training process's row index as memory-mappable files (made once per reader)."""
     shared = getattr(reader, "_shared_rows", None)
     if shared is None and reader._dataset is not None:
-        shared = reader._shared_rows = reader.dataset._rows.share()
+        dataset = reader.dataset
+        shared = reader._shared_rows = dataset._rows.share()
+        # This process maps the files too, rather than keep a private copy beside them.
+        dataset._rows = RowIndex.mapped(shared, dataset.cameras)
     return shared
 
 

@@ -93,6 +93,7 @@ class LeRobotCompatDataset(Dataset):
             uri, version=ds.version, storage_options=storage_options, columns=self.item_columns, budget_bytes=0
         )
         self.uri, self.version = uri, ds.version
+        ds = self.reader.dataset  # the reader's handle: one row index in this process, shared with workers
         self.image_transforms = image_transforms
         self.return_uint8 = bool(return_uint8)
         self.tolerance_s = float(tolerance_s)
