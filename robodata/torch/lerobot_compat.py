@@ -57,6 +57,7 @@ class LeRobotMeta:
     camera_keys: list[str]
     episodes: list[dict]  # {"episode_index", "length", "tasks"} per episode of the version
     total_frames: int
+    tasks: list[str] = field(default_factory=list)  # task texts; an item's task_index points here
     robot_type: str = ""
     _stats: Callable[[], dict] | None = field(default=None, repr=False)
 
@@ -219,6 +220,7 @@ class LeRobotCompatDataset(Dataset):
             camera_keys=[video_key(c) for c in self.cameras],
             episodes=episodes,
             total_frames=len(self._arrays["rows"]),
+            tasks=tasks,
             robot_type=ds.metadata.robot_type,
             _stats=lambda: version_stats(ds, self._episode_lengths),
         )

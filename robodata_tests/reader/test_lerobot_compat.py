@@ -60,6 +60,7 @@ def test_items_equal_the_lerobot_export_read_by_a_reference_reader(short_dataset
     assert ours.meta.fps == reference.fps == 100
     assert ours.meta.camera_keys == reference.video_keys
     assert ours.meta.total_frames == n
+    assert ours.meta.tasks == [reference.tasks[i] for i in sorted(reference.tasks)]
     assert [e["length"] for e in ours.meta.episodes] == [e["length"] for e in reference.episodes]
     for key in ("observation.state", "action", "observation.images.top"):
         assert ours.meta.features[key]["shape"] == reference.info["features"][key]["shape"]
