@@ -5,7 +5,8 @@ Ingest stores, per episode and per feature, moments that merge exactly: the numb
 their sum, sum of squares, min and max (float64). A version's statistics are the merge of the
 moments of the episodes present in that version, so they are exact for state and action and
 never need a full scan. Camera features are per channel over pixels in [0, 1] of sampled frames
-(ingest samples the first frame of every GOP, every ``PIXEL_STRIDE``-th pixel per axis), shaped
+(the first frame of ``SAMPLED_GOPS`` GOPs spread evenly over the episode, every
+``PIXEL_STRIDE``-th pixel per axis: a bounded read however long the episode), shaped
 [3, 1, 1] as in LeRobot's ``meta/stats.json``.
 
 Storage: ``<root>/stats.lance``, one row per episode write: ``episode_index``, ``frames_version``
@@ -29,6 +30,7 @@ from robodata.storage import join_uri
 
 STATS_TABLE = "stats.lance"
 PIXEL_STRIDE = 4  # pixels kept per axis of a sampled frame
+SAMPLED_GOPS = 20  # GOPs per camera per episode whose first frame feeds the pixel statistics
 
 STATS_SCHEMA = pa.schema(
     [
@@ -62,6 +64,19 @@ def vector_moments(values: np.ndarray) -> dict:
         "max": (array.max(axis=0) if len(array) else np.full(array.shape[1], -np.inf)).tolist(),
         "image": False,
     }
+
+
+def sampled_gops(count: int, limit: int | None = None) -> np.ndarray:
+    """Positions, in GOP order, of the GOPs (of ``count``) whose first frame pixel statistics
+    sample: at most ``limit`` (default ``SAMPLED_GOPS``), spread evenly.
+
+    >>> sampled_gops(5, limit=3).tolist()
+    [0, 2, 4]
+    """
+    limit = SAMPLED_GOPS if limit is None else limit
+    if count == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(np.linspace(0, count - 1, min(count, limit)).round().astype(np.int64))
 
 
 def pixel_moments(frames: list[np.ndarray]) -> dict:

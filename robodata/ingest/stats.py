@@ -1,8 +1,8 @@
 """Feature statistics of one episode, computed while it is ingested (``robodata.format.stats``).
 
 State and action come from the episode in memory. Camera pixels come from the GOPs just written:
-the first frame of every GOP (an IDR frame, so one frame decoded per GOP, a sample every
-``gop_size`` camera frames), exactly the pixels training will read back.
+the first frame (an IDR frame: one frame decoded per GOP) of ``stats.SAMPLED_GOPS`` GOPs spread
+over the episode, exactly the pixels training will read back, at a bounded read cost.
 
 >>> record_episode_stats("data/demo", episode, staged, frames_version=7)
 """
@@ -29,7 +29,8 @@ def episode_moments(episode, staged, dataset_uri: str, storage_options: dict | N
     }
     gops = open_table(gops_uri(dataset_uri), storage_options)
     for camera, layout in sorted(staged.cameras.items()):
-        moments[image_column(camera)] = stats.pixel_moments(_first_frames(gops, layout.ref_ids))
+        sampled = [layout.ref_ids[i] for i in stats.sampled_gops(len(layout.ref_ids))]
+        moments[image_column(camera)] = stats.pixel_moments(_first_frames(gops, sampled))
     return moments
 
 

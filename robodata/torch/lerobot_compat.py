@@ -351,13 +351,15 @@ def version_stats(ds, episode_lengths: dict[int, int]) -> dict[str, dict[str, np
 
 def _compute_moments(ds, episode: int) -> dict[str, dict]:
     """What ingest stores for ``episode``, from the dataset: state and action of every row, and
-    the first frame of every GOP its rows show."""
+    the first frame of the sampled GOPs among those its rows show (in time order)."""
     rows = np.flatnonzero(np.asarray(ds._rows.episode_index) == episode)
     table = ds.lance_dataset.take(rows.tolist(), columns=["observation_state", "action"])
     moments = {name: feature_stats.vector_moments(_to_numpy(table[name])) for name in ("observation_state", "action")}
     for cam in ds.cameras:
         first = rows[np.asarray(ds._rows.frame_in_gop[cam])[rows] == 0]
+        first = first[np.argsort(np.asarray(ds._rows.frame_index)[first], kind="stable")]
         _, keep = np.unique(np.asarray(ds._rows.ref_id[cam])[first], return_index=True)
+        keep = np.sort(keep)[feature_stats.sampled_gops(len(keep))]
         column = image_column(cam)
         frames = ds.take_blobs_decoded(columns=column, indices=first[keep])[column] if len(keep) else []
         moments[image_column(cam)] = feature_stats.pixel_moments(list(frames))

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import robodata
+from robodata.format import stats
 from robodata.format.schema import image_column
 from robodata.sample_data import write_sample_uploads
 from robodata.torch import LeRobotCompatDataset, lerobot_compat
@@ -22,10 +23,19 @@ def expected_stats(uri: str, version: int) -> dict:
                     "count": len(values)}
     for camera in ds.cameras:
         column = image_column(camera)
-        refs = ds.to_table(columns=[f"{column}_ref_id", f"{column}_frame_index_in_gop"])
-        first = np.flatnonzero(refs[f"{column}_frame_index_in_gop"].to_numpy() == 0)
-        _, keep = np.unique(refs[f"{column}_ref_id"].to_numpy()[first], return_index=True)
-        frames = ds.take_blobs_decoded(columns=column, indices=first[keep])[column]
+        refs = ds.to_table(columns=["episode_index", "frame_index", f"{column}_ref_id",
+                                    f"{column}_frame_index_in_gop"])
+        sampled = []
+        for episode in np.unique(refs["episode_index"].to_numpy()):
+            # The rows showing a GOP's first frame, in time order; the first row per GOP.
+            rows = np.flatnonzero((refs["episode_index"].to_numpy() == episode)
+                                  & (refs[f"{column}_frame_index_in_gop"].to_numpy() == 0))
+            rows = rows[np.argsort(refs["frame_index"].to_numpy()[rows], kind="stable")]
+            _, keep = np.unique(refs[f"{column}_ref_id"].to_numpy()[rows], return_index=True)
+            keep = np.sort(keep)
+            spread = np.linspace(0, len(keep) - 1, min(len(keep), stats.SAMPLED_GOPS)).round().astype(int)
+            sampled += rows[keep[np.unique(spread)]].tolist()
+        frames = ds.take_blobs_decoded(columns=column, indices=sampled)[column]
         pixels = frames[:, ::4, ::4].reshape(-1, 3) / 255.0
         out[f"observation.images.{camera}"] = {"mean": pixels.mean(0).reshape(3, 1, 1),
                                                "std": pixels.std(0).reshape(3, 1, 1), "count": len(frames)}
@@ -34,15 +44,16 @@ def expected_stats(uri: str, version: int) -> dict:
 
 def assert_stats_match(got: dict, expected: dict) -> None:
     assert sorted(got) == sorted(expected)
-    for key, stats in expected.items():
-        assert int(got[key]["count"][0]) == stats["count"], key
+    for key, wanted in expected.items():
+        assert int(got[key]["count"][0]) == wanted["count"], key
         for name in ("mean", "std", "min", "max"):
-            if name in stats:
-                assert got[key][name].shape == stats[name].shape, (key, name)
-                np.testing.assert_allclose(got[key][name], stats[name], rtol=1e-6, atol=1e-6, err_msg=f"{key} {name}")
+            if name in wanted:
+                assert got[key][name].shape == wanted[name].shape, (key, name)
+                np.testing.assert_allclose(got[key][name], wanted[name], rtol=1e-6, atol=1e-6, err_msg=f"{key} {name}")
 
 
 def test_stats_follow_delete_and_reingest_without_a_pass_over_the_data(eight_short_uploads, tmp_path, monkeypatch):
+    monkeypatch.setattr(stats, "SAMPLED_GOPS", 1)  # episodes have 2-3 GOPs: sample only the first
     root = str(tmp_path / "ds")
     for upload in eight_short_uploads[:3]:
         robodata.ingest_episode(str(upload), root)
@@ -53,11 +64,12 @@ def test_stats_follow_delete_and_reingest_without_a_pass_over_the_data(eight_sho
     latest = robodata.open(root).version
 
     # Every episode's moments were stored at ingest: computing any of them here would fail.
-    monkeypatch.setattr(lerobot_compat, "_compute_moments", None)
-    now = LeRobotCompatDataset(root).meta.stats
-    before = LeRobotCompatDataset(root, version=first).meta.stats
+    with monkeypatch.context() as patch:
+        patch.setattr(lerobot_compat, "_compute_moments", None)
+        now = LeRobotCompatDataset(root).meta.stats
+        before = LeRobotCompatDataset(root, version=first).meta.stats
     assert before["observation.state"]["count"][0] > now["observation.state"]["count"][0]
-    monkeypatch.undo()
+    assert now["observation.images.top"]["count"][0] == 2  # one GOP per episode
     assert_stats_match(now, expected_stats(root, latest))
     assert_stats_match(before, expected_stats(root, first))
 
