@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     sampler = dataset.sampler(batch_size=args.batch_size, rank=rank, world_size=world, seed=args.seed)
     loader = DataLoader(
         dataset, batch_sampler=sampler, collate_fn=collate_batch, num_workers=args.workers,
-        multiprocessing_context=worker_context() if args.workers else None,  # never fork a process using Lance
+        multiprocessing_context=worker_context() if args.workers else None,  # spawn: Lance is not fork-safe
         persistent_workers=args.workers > 0,
     )
     stats = dataset.meta.stats

@@ -104,22 +104,24 @@ def share_rows(reader: BatchReader) -> SharedArrays | None:
     return shared
 
 
-START_METHODS = ("forkserver", "spawn")
+START_METHODS = ("spawn", "forkserver")
 PREFETCH_WINDOW = 64  # batches of a worker's plan handed to its prefetcher at a time
 
 
-def worker_context(start_method: str = "forkserver"):
+def worker_context(start_method: str = "spawn"):
     """The multiprocessing context DataLoader workers start from.
 
     Lance is not fork-safe once a process has used it, so workers never fork the training
-    process. ``spawn`` starts a fresh interpreter per worker, and each one imports torch, Lance,
-    PyAV and the training script again: that import is most of the 6-23 s before the first
-    batch. ``forkserver`` (the default) imports them once, in a server process that never opens
-    a dataset, and forks every worker from it: workers start in milliseconds, and later
-    DataLoaders of the same run reuse the server. The training script (``__main__``) is
-    preloaded too, so functions defined there (transforms) unpickle in workers as with spawn.
+    process. ``spawn`` (the default) starts a fresh interpreter per worker, and each one imports
+    torch, Lance, PyAV and the training script again. ``forkserver`` imports them once, in a
+    server process that never opens a dataset, and forks every worker from it: later
+    DataLoaders of the same process start their workers in a fraction of a second. The
+    training script (``__main__``) is preloaded too, so functions defined there (transforms)
+    unpickle in workers as with spawn. The fork server is shared by the whole process and
+    keeps the environment it started with: another library's forkserver children (Dagster's
+    multiprocess executor) would be forked from it too, which is why it is not the default.
 
-    >>> DataLoader(ds, num_workers=2, multiprocessing_context=worker_context())
+    >>> DataLoader(ds, num_workers=2, multiprocessing_context=worker_context("forkserver"))
     """
     if start_method not in START_METHODS:
         raise ValueError(f"start_method must be one of {START_METHODS}, got {start_method!r}")
@@ -234,7 +236,7 @@ class TorchLoader(ResumableLoader, DataLoader):
         prefetch_factor: int | None = None,
         pin_memory: bool = False,
         persistent_workers: bool = True,
-        start_method: str = "forkserver",
+        start_method: str = "spawn",
     ) -> None:
         DataLoader.__init__(
             self,
@@ -285,7 +287,7 @@ def make_dataloader(
     prefetch_factor: int | None = None,
     pin_memory: bool = False,
     persistent_workers: bool = True,
-    start_method: str = "forkserver",
+    start_method: str = "spawn",
     **reader_options,
 ) -> TorchLoader:
     """A resumable, sharded, pinned-version PyTorch loader; ``reader_options`` go to BatchReader

@@ -29,3 +29,11 @@ def test_compat_throughput_reads_the_asked_samples(ingested):
     row = compat_throughput(ingested, num_workers=0, batch_size=8, samples=20)
     assert (row["loader"], row["workers"], row["batch_size"], row["samples"]) == ("lerobot-compat", 0, 8, 24)
     assert row["samples_per_s"] > 0
+
+
+def test_first_batch_is_timed_for_both_start_methods_in_fresh_processes(ingested):
+    from robodata.bench.loader_scale import first_batch_times
+
+    figures = first_batch_times(ingested)
+    assert [f["start_method"] for f in figures] == ["spawn", "forkserver"]
+    assert all(f["first_loader_s"] > 0 and f["second_loader_s"] > 0 for f in figures)

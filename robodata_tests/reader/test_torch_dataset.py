@@ -31,7 +31,7 @@ def test_spawned_workers_resume_a_pinned_version_with_exact_batches(dataset_copy
     robodata.ingest_episode(str(extra_upload), dataset_copy)
     assert len(robodata.open(dataset_copy)) > len(pinned)
     assert isinstance(workers, DataLoader)  # a real one: Lightning and Accelerate re-wrap it
-    assert workers.multiprocessing_context.get_start_method() == "forkserver"
+    assert workers.multiprocessing_context.get_start_method() == "spawn"
 
     workers.load_state_dict(state)
     rest = []
