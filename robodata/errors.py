@@ -27,3 +27,12 @@ class StorageError(RoboDataError, OSError):
 
 class StorageUnreachableError(StorageError):
     """The dataset's storage could not be reached, or did not answer, during a step."""
+
+
+class DatasetLocationError(RoboDataError, ValueError):
+    """A dataset root that cannot hold a dataset (a file, a bucket that does not exist, an
+    endpoint that is not an object store); raised before anything is written."""
+
+
+class EpisodeNotFoundError(RoboDataError, LookupError):
+    """An edit named an episode the dataset does not hold; nothing was changed."""

@@ -54,12 +54,13 @@ def read_labels(path: str, dataset_uri: str, storage_options: dict | None = None
 
 
 def _per_row(labels: pa.Table, dataset_uri: str, storage_options: dict | None) -> pa.Table:
-    """Per-episode labels repeated on every row of each episode the dataset holds."""
+    """Per-episode labels repeated on every row of each episode the dataset holds; an episode
+    the dataset lacks keeps one row with a null frame_index, so ``add_annotations`` reports it."""
     frames = open_table(frames_uri(dataset_uri), storage_options)
     if frames is None:
         raise FileNotFoundError(f"no robodata dataset at {dataset_uri}")
     rows = frames.to_table(columns=KEYS)
-    joined = rows.join(labels, keys="episode_index", join_type="inner", use_threads=False)
+    joined = rows.join(labels, keys="episode_index", join_type="right outer", use_threads=False)
     return joined.select(KEYS + [c for c in labels.column_names if c != "episode_index"])
 
 

@@ -8,6 +8,7 @@ from lance.fragment import write_fragments
 
 from robodata.format.schema import FRAMES_TABLE, GOPS_TABLE
 from robodata.storage import join_uri
+from robodata.storage.dataset_root import check_dataset_location
 
 
 def gops_uri(root: str) -> str:
@@ -39,6 +40,7 @@ def append_or_create(
     no retries: exactly one writer creates the dataset, the others commit the same files as an
     ordinary append.
     """
+    check_dataset_location(uri.rsplit("/", 1)[0], storage_options)
     fragments = write_fragments(
         table, uri, schema=schema, storage_options=storage_options, enable_stable_row_ids=True
     )
