@@ -9,10 +9,16 @@ holds, so a failed re-ingest that damaged the stored copy would show."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import math
+import os
 import shutil
+import subprocess
+import sys
+import threading
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -491,3 +497,169 @@ def test_bad_input(case: Case, via: str, sample_uploads, dataset_copy, stored_fr
     rows, frames = stored_frames
     for column, expected in after.take_blobs_decoded(after.image_columns, rows).items():
         np.testing.assert_array_equal(expected, frames[column])
+
+
+# --- unusual but legitimate uploads: accepted ------------------------------------------------
+def write_camera_upload(
+    folder: Path, frames: list[np.ndarray], times_ms: list[int], rotation: int = 0, control_hz: int = 100
+) -> Path:
+    """An upload with one camera ``cam`` (frames at ``times_ms``, display rotation ``rotation``
+    degrees counter-clockwise) and two joints sampled at ``control_hz`` over the camera's span."""
+    folder.mkdir(parents=True)
+    height, width = frames[0].shape[:2]
+    with av.open(str(folder / "cam.mp4"), "w") as out:
+        stream = out.add_stream("libx264", rate=Fraction(30))
+        # 4:4:4 takes odd sizes, as a phone or a webcam's MJPEG can deliver them.
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv444p" if width % 2 or height % 2 else "yuv420p"
+        stream.codec_context.time_base = Fraction(1, 1000)
+        stream.options = {"crf": "12", "preset": "ultrafast"}
+        if rotation:
+            stream.set_display_rotation(rotation)
+        for rgb, t in zip(frames, times_ms, strict=True):
+            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+            frame.pts, frame.time_base = t, Fraction(1, 1000)
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    step_ns = 1_000_000_000 // control_hz
+    n = times_ms[-1] * 1_000_000 // step_ns + 1
+    state = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(2 * n, np.float32)), 2)
+    pq.write_table(pa.table({"timestamp_ns": np.arange(n, dtype=np.int64) * step_ns,
+                             "observation_state": state, "action": state}), folder / "states.parquet")
+    meta = {"episode_index": 0, "joint_names": ["a", "b"], "control_hz": control_hz,
+            "cameras": {"cam": {"file": "cam.mp4"}}}
+    (folder / "episode.json").write_text(json.dumps(meta))
+    return folder
+
+
+def marked_frame(width: int, height: int, value: int = 60) -> np.ndarray:
+    """A flat frame with a white 8x8 mark in its top-left corner."""
+    rgb = np.full((height, width, 3), value, np.uint8)
+    rgb[:8, :8] = 255
+    return rgb
+
+
+def stored_frames_of(dataset: str, rows: list[int]) -> np.ndarray:
+    return robodata.open(dataset).take_blobs_decoded(["observation_images_cam"], rows)["observation_images_cam"]
+
+
+def test_odd_frame_size_is_cropped_to_even_and_said(tmp_path, caplog):
+    upload = write_camera_upload(tmp_path / "up" / "ep0", [marked_frame(641, 481)] * 6, [0, 33, 67, 100, 133, 167])
+    dataset = str(tmp_path / "ds")
+    with caplog.at_level("WARNING", logger="robodata.ingest"):
+        robodata.ingest_episode(str(upload), dataset)
+    note = "cam.mp4: cropped 641x481 to 640x480"
+    assert note in caplog.text
+    assert robodata.ingest.read_upload(str(upload)).notes[0].startswith(note)
+    from robodata.ingest.upload_summary import describe_upload
+
+    assert describe_upload(str(upload)).notes[0].startswith(note)
+    ds = robodata.open(dataset)
+    assert ds.metadata.cameras["cam"].width == 640 and ds.metadata.cameras["cam"].height == 480
+    frame = stored_frames_of(dataset, [0])[0]
+    assert frame.shape == (480, 640, 3)
+    assert frame[:6, :6].min() > 230 and abs(int(frame[200:280, 200:280].mean()) - 60) < 4
+
+
+def test_variable_frame_rate_with_half_period_jitter_is_accepted(tmp_path):
+    period_ms, n = 33.333, 30
+    jitter = np.random.default_rng(3).uniform(-0.49, 0.49, n) * period_ms
+    jitter[[5, 6, 7]] = [-0.49 * period_ms, 0.49 * period_ms, -0.49 * period_ms]  # gaps of ~2 and ~0 periods
+    times_ms = np.round(np.arange(n) * period_ms + jitter).astype(int)
+    times_ms -= times_ms[0]
+    assert (np.diff(times_ms) > 0).all()
+    frames = [np.full((48, 64, 3), 8 * i, np.uint8) for i in range(n)]
+    upload = write_camera_upload(tmp_path / "up" / "ep0", frames, times_ms.tolist())
+    dataset = str(tmp_path / "ds")
+    result = robodata.ingest_episode(str(upload), dataset)
+    rows = list(range(result.rows))
+    row_times_ms = np.arange(result.rows) * 10.0
+    expected = np.abs(row_times_ms[:, None] - times_ms[None, :]).argmin(axis=1)  # nearest frame
+    shown = stored_frames_of(dataset, rows).reshape(len(rows), -1).mean(axis=1)
+    np.testing.assert_allclose(shown, 8 * expected, atol=3)
+
+
+def test_gap_of_missing_frames_is_still_refused(tmp_path):
+    times_ms = [0, 33, 67, 100, 233, 267]  # 133 ms without a frame: four periods
+    upload = write_camera_upload(tmp_path / "up" / "ep0", [marked_frame(64, 48)] * 6, times_ms)
+    with pytest.raises(BadUploadError, match=r"cam.mp4: camera has no frame for 133.0 ms around"):
+        robodata.ingest_episode(str(upload), str(tmp_path / "ds"))
+
+
+@pytest.mark.parametrize("rotation", [90, -90, 180])
+def test_rotated_phone_video_is_stored_upright(tmp_path, rotation):
+    upright = marked_frame(64, 48)
+    # What the phone's sensor recorded: the upright picture turned the other way.
+    coded = np.ascontiguousarray(np.rot90(upright, k=-rotation // 90))
+    upload = write_camera_upload(tmp_path / "up" / "ep0", [coded] * 6, [0, 33, 67, 100, 133, 167], rotation)
+    dataset = str(tmp_path / "ds")
+    robodata.ingest_episode(str(upload), dataset)
+    assert robodata.ingest.read_upload(str(upload)).notes == [
+        f"cam.mp4: rotated {rotation % 360} degrees counter-clockwise, as its display matrix asks"
+    ]
+    frame = stored_frames_of(dataset, [0])[0]
+    assert frame.shape == (48, 64, 3)
+    assert frame[:6, :6].min() > 230  # the mark is top-left again
+    assert frame[-6:, -6:].max() < 100 and frame[:6, -6:].max() < 100 and frame[-6:, :6].max() < 100
+
+
+# --- a store that is not there ---------------------------------------------------------------
+@contextmanager
+def endpoint_answering_404():
+    """A loopback HTTP server that answers every request 404: a wrong AWS_ENDPOINT_URL."""
+
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def _answer(self):
+            self.send_response(404)
+            self.send_header("Content-Length", "9")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(b"not found")
+
+        do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _answer
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_a_missing_bucket_is_not_an_empty_dataset(s3, sample_uploads, tmp_path):
+    root = "s3://no-such-bucket-here/ds"
+    with pytest.raises(DatasetLocationError) as raised:
+        robodata.ingest_episode(str(sample_uploads[0]), root, storage_options=s3.storage_options)
+    message = str(raised.value)
+    assert f"{root}: bucket 'no-such-bucket-here' does not exist at {s3.endpoint}" in message
+    assert "\n" not in message and s3.secret_key not in message and s3.access_key not in message
+    assert "no-such-bucket-here" not in _buckets(s3)  # nothing created
+
+    env = {**os.environ, **s3.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-m", "robodata.cli", "ingest", str(sample_uploads[0]), root],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and s3.secret_key not in done.stderr
+    [line] = [x for x in done.stderr.splitlines() if x.startswith("robodata ingest: ")]
+    assert "bucket 'no-such-bucket-here' does not exist" in line
+
+
+def test_an_endpoint_answering_404_is_not_an_empty_dataset(sample_uploads):
+    with endpoint_answering_404() as endpoint:
+        options = {"aws_endpoint": endpoint, "allow_http": "true", "aws_region": "us-east-1",
+                   "aws_access_key_id": "AKIAEXAMPLE", "aws_secret_access_key": "EXAMPLESECRET"}
+        with pytest.raises(DatasetLocationError, match=f"bucket 'lab' does not exist at {endpoint}"):
+            robodata.ingest_episode(str(sample_uploads[0]), "s3://lab/ds", storage_options=options)
+
+
+def _buckets(s3) -> set[str]:
+    from robodata.storage import fsspec_filesystem
+
+    return {p.rstrip("/") for p in fsspec_filesystem(s3.uri(), s3.storage_options).ls("")}

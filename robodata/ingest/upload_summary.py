@@ -22,8 +22,9 @@ class UploadSummary:
     state_samples: int
     duration_s: float
     control_hz: float
-    cameras: dict[str, str]  # name -> "WxH@fps"
+    cameras: dict[str, str]  # name -> "WxH@fps", as stored (upright, even sizes)
     task: str
+    notes: list[str]  # what ingest changes in the frames: rotated upright, cropped to even sizes
 
 
 def describe_upload(
@@ -45,6 +46,7 @@ def describe_upload(
         control_hz=episode.control_hz,
         cameras={c.name: f"{c.width}x{c.height}@{c.fps:g}" for c in episode.cameras},
         task=episode.task,
+        notes=episode.notes,
     )
 
 
