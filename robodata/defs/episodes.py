@@ -11,12 +11,16 @@ from robodata.defs.resources import DatasetStore
 from robodata.errors import RoboDataError
 from robodata.format.ids import validate_episode_id
 from robodata.ingest import read_upload
-from robodata.ingest.staging import commit_staged_frames, stage_gops
+from robodata.ingest.staging import commit_episode_frames, stage_gops
 from robodata.ingest.upload_summary import describe_upload
 from robodata.storage.uploads import list_complete_uploads
 
 episode_partitions = dg.DynamicPartitionsDefinition(name="episodes")
 FINGERPRINT_TAG = "robodata/upload_fingerprint"
+# A storage hiccup (a timeout, a 503, a dropped connection: StorageError) is retried after 3,
+# 6 and 12 s (+-50% jitter, so parallel runs do not retry in step); a bad upload fails at once
+# (``failure`` marks robodata's other errors as not retryable).
+STORAGE_RETRY = dg.RetryPolicy(max_retries=3, delay=3, backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS)
 
 
 class EncodingConfig(dg.Config):
@@ -31,6 +35,7 @@ class EncodingConfig(dg.Config):
     partitions_def=episode_partitions,
     group_name="episodes",
     kinds={"python"},
+    retry_policy=STORAGE_RETRY,
     description="A validated, complete upload (<uploads>/<episode_id>/ with episode.json written last).",
 )
 def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.MaterializeResult:
@@ -62,6 +67,7 @@ def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.M
     group_name="episodes",
     kinds={"lance"},
     pool="video_encode",
+    retry_policy=STORAGE_RETRY,
     description="The episode's cameras cut into closed H.264 GOPs, appended to gops.lance as blobs.",
 )
 def gop_blobs(context: dg.AssetExecutionContext, config: EncodingConfig, store: DatasetStore) -> dg.MaterializeResult:
@@ -94,21 +100,27 @@ def gop_blobs(context: dg.AssetExecutionContext, config: EncodingConfig, store: 
     deps=[gop_blobs],
     group_name="episodes",
     kinds={"lance"},
-    description="The episode's control-rate rows in frames.lance, replacing any earlier copy in one commit.",
+    retry_policy=STORAGE_RETRY,
+    description="The episode's control-rate rows in frames.lance, replacing any earlier copy in one commit. "
+    "Materialized alone (a backfill of this asset only), it stages the episode's GOPs again first; "
+    "identical GOPs are found already stored, so no video is written twice.",
 )
 def aligned_frames(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.MaterializeResult:
     options = store.storage_options()
     try:
         episode = read_upload(store.upload_uri(context.partition_key), options, store.uploads_root)
-        result = commit_staged_frames(episode, store.root, options)
+        result, restaged = commit_episode_frames(episode, store.root, options)
     except (RoboDataError, FileNotFoundError) as exc:
         raise failure(store, exc) from None
+    extra = {"episode_index": result.episode_index, "gops": result.gops, "restaged_gops": restaged is not None}
+    if restaged is not None:
+        extra["gops_written"] = restaged.gops_written
     return lineage_result(
         store,
         rows_written=result.rows,
         bytes_written=result.rows_bytes,
         frames_version=result.frames_version,
-        extra={"episode_index": result.episode_index, "gops": result.gops},
+        extra=extra,
     )
 
 

@@ -5,7 +5,7 @@ the frames.lance version downstream."""
 import dagster as dg
 
 from robodata.defs.resources import DatasetStore
-from robodata.errors import RoboDataError
+from robodata.errors import RoboDataError, StorageError
 from robodata.format.versions import current_versions
 
 
@@ -43,5 +43,8 @@ def lineage_result(
 
 
 def failure(store: DatasetStore, exc: Exception) -> dg.Failure:
-    """A Dagster failure whose message names the file and the problem, credentials redacted."""
-    return dg.Failure(description=store.redact(str(exc)), allow_retries=not isinstance(exc, RoboDataError))
+    """A Dagster failure whose message names the file and the problem, credentials redacted.
+    Only a storage failure may be retried (by the asset's RetryPolicy): a bad upload or an
+    incompatible episode fails the same way every time."""
+    retryable = isinstance(exc, StorageError) or not isinstance(exc, RoboDataError)
+    return dg.Failure(description=store.redact(str(exc)), allow_retries=retryable)

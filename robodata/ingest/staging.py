@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from robodata.codec import EncoderSettings
 from robodata.format.ids import validate_episode_index
+from robodata.format.schema import read_metadata
+from robodata.format.tables import frames_uri, open_table
 from robodata.ingest.episode import EpisodeData
 from robodata.ingest.writer import IngestResult, StagedGops, write_frames, write_gops
 from robodata.storage import fsspec_filesystem, is_remote, join_uri
@@ -88,3 +90,36 @@ def staged_ref_ids(dataset_uri: str, storage_options: dict | None = None) -> set
         staged = StagedGops.from_json(fs.cat_file(path))
         refs.update(r for camera in staged.cameras.values() for r in camera.ref_ids)
     return refs
+
+
+def commit_episode_frames(
+    episode: EpisodeData, dataset_uri: str, storage_options: dict | None = None
+) -> tuple[IngestResult, StagedGops | None]:
+    """``commit_staged_frames``, or, when nothing is staged for the episode (the rows step run
+    alone: a backfill of aligned_frames only, or a re-run after the commit removed the layout),
+    stage the episode again first with the dataset's encoder settings. Encoding is
+    deterministic, so GOPs already stored are found by their ref_id and no video is written
+    twice. Returns the result and the new staging (None when the staged layout was used).
+
+    >>> result, restaged = commit_episode_frames(read_upload("uploads/episode_000000"), "data/demo")
+    """
+    uri = staged_gops_uri(dataset_uri, episode.episode_index)
+    restaged = None
+    if not fsspec_filesystem(uri, storage_options).exists(uri):
+        restaged = stage_gops(episode, dataset_uri, _dataset_settings(dataset_uri, storage_options), storage_options)
+    return commit_staged_frames(episode, dataset_uri, storage_options), restaged
+
+
+def _dataset_settings(dataset_uri: str, storage_options: dict | None) -> EncoderSettings:
+    """The encoder settings the dataset was written with (defaults for a new dataset)."""
+    frames = open_table(frames_uri(dataset_uri), storage_options)
+    if frames is None:
+        return EncoderSettings()
+    meta = read_metadata(frames.schema)
+    codec = meta.codec
+    return EncoderSettings(
+        gop_size=meta.gop_size,
+        crf=int(codec.get("crf", EncoderSettings.crf)),
+        preset=str(codec.get("preset", EncoderSettings.preset)),
+        fast_decode=bool(codec.get("fast_decode", EncoderSettings.fast_decode)),
+    )
