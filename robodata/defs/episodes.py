@@ -56,6 +56,7 @@ def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.M
             "control_hz": summary.control_hz,
             "cameras": json.dumps(summary.cameras),
             "task": summary.task,
+            "camera_adjustments": "; ".join(summary.notes),  # rotated upright, cropped to even sizes
             "upload_fingerprint": context.run.tags.get(FINGERPRINT_TAG, ""),
         },
     )

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from robodata.edits.annotate import KEYS
 from robodata.format.tables import frames_uri, open_table
 from robodata.storage import fsspec_filesystem
+from robodata.storage.arrow_input import arrow_input
 
 _READERS = {
     ".parquet": pq.read_table,
@@ -36,8 +37,7 @@ def read_labels(path: str, dataset_uri: str, storage_options: dict | None = None
     if reader is None:
         raise ValueError(f"{path}: unsupported label file type; use one of {sorted(_READERS)}")
     try:
-        with fsspec_filesystem(path, storage_options).open(path, "rb") as handle:
-            labels = reader(handle)
+        labels = reader(arrow_input(fsspec_filesystem(path, storage_options), path))
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: label file does not exist") from None
     except pa.ArrowInvalid as exc:

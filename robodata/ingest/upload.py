@@ -31,6 +31,7 @@ from robodata.ingest.episode import EpisodeData
 from robodata.ingest.validation import check_control_rate, check_signals
 from robodata.ingest.video_source import probe_camera
 from robodata.storage import fsspec_filesystem, is_remote
+from robodata.storage.arrow_input import arrow_input
 
 EPISODE_JSON = "episode.json"
 STATES_FILE = "states.parquet"
@@ -184,19 +185,9 @@ def _check_camera_spec(path: str, name: str, spec: object) -> None:
             )
 
 
-def read_parquet_bytes(fs, path: str) -> pa.Table:
-    """``path`` read whole into memory, then parsed. pyarrow never reads through the Python
-    file object: its I/O threads would call back into Python, and one still doing so when the
-    interpreter exits (after an error cut a read short) aborts the process ("terminate called
-    without an active exception")."""
-    with fs.open(path, "rb") as handle:
-        data = handle.read()
-    return pq.read_table(pa.BufferReader(data))
-
-
 def _read_states(fs, path: str):
     try:
-        table = read_parquet_bytes(fs, path)
+        table = pq.read_table(arrow_input(fs, path))  # not the file object: see arrow_input
     except FileNotFoundError:
         raise BadUploadError(path, "is missing") from None
     except IsADirectoryError:

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 from robodata.errors import BadUploadError
 from robodata.ingest.upload import EPISODE_JSON, STATES_FILE, _read_episode_json, read_upload
 from robodata.storage import fsspec_filesystem
+from robodata.storage.arrow_input import arrow_input
 
 
 @dataclass
@@ -68,7 +69,6 @@ def upload_state_samples(upload: str, storage_options: dict | None = None) -> in
     """
     path = posixpath.join(str(upload).rstrip("/"), STATES_FILE)
     try:
-        with fsspec_filesystem(path, storage_options).open(path, "rb") as handle:
-            return pq.ParquetFile(handle).metadata.num_rows
+        return pq.ParquetFile(arrow_input(fsspec_filesystem(path, storage_options), path)).metadata.num_rows
     except FileNotFoundError:
         raise BadUploadError(path, "is missing") from None
