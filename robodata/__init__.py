@@ -1,9 +1,9 @@
 """robodata: robot episodes as one versioned Lance dataset with frame-level random access.
 
->>> import robodata
->>> robodata.ingest_episode("uploads/episode_000000", "data/demo")
->>> ds = robodata.open("data/demo")
->>> ds[0]["observation_images_top"].shape
+>>> import robodata  # doctest: +SKIP
+>>> robodata.ingest_episode("uploads/episode_000000", "data/demo")  # doctest: +SKIP
+>>> ds = robodata.open("data/demo")  # doctest: +SKIP
+>>> ds[0]["observation_images_top"].shape  # doctest: +SKIP
 (480, 640, 3)
 """
 

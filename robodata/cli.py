@@ -23,10 +23,21 @@ def command(name: str, configure: Callable[[argparse.ArgumentParser], None]):
 
 
 def _encoding_args(p: argparse.ArgumentParser) -> None:
-    """GOP size and x264 quality for commands that encode video."""
-    p.add_argument("--gop-size", type=int, default=8)
-    p.add_argument("--crf", type=int, default=23)
-    p.add_argument("--preset", default="veryfast")
+    """GOP size and quality for commands that encode video; defaults are EncoderSettings'."""
+    from robodata.codec import CODECS, EncoderSettings
+
+    defaults = EncoderSettings()
+    p.add_argument("--gop-size", type=int, default=defaults.gop_size)
+    p.add_argument("--crf", type=int, default=defaults.crf)
+    p.add_argument("--preset", default=defaults.preset)
+    p.add_argument("--codec", choices=sorted(CODECS), default=defaults.codec)
+
+
+def _encoder_settings(args: argparse.Namespace):
+    """The EncoderSettings the ``_encoding_args`` options ask for."""
+    from robodata.codec import EncoderSettings
+
+    return EncoderSettings(gop_size=args.gop_size, crf=args.crf, preset=args.preset, codec=args.codec)
 
 
 def _print_import(result) -> None:
@@ -62,20 +73,28 @@ def _sample_data(args: argparse.Namespace) -> int:
 def _ingest_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("uploads", nargs="+", help="upload folders (each holds episode.json)")
     p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("--replace", action="store_true",
+                   help="let an upload replace a different episode that holds its episode_index")
     _encoding_args(p)
 
 
 @command("ingest", _ingest_args)
 def _ingest(args: argparse.Namespace) -> int:
     from robodata.ingest import ingest_episode
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
-    options = storage_options_from_env() or None
+    options = env_storage_options()
     for upload in tqdm(args.uploads, desc="ingest", unit="episode"):
         result = ingest_episode(
-            upload, args.dataset, gop_size=args.gop_size, crf=args.crf, preset=args.preset, storage_options=options
+            upload, args.dataset, settings=_encoder_settings(args), storage_options=options,
+            replace=args.replace,
         )
-        tqdm.write(f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}")
+        labels = ""
+        if result.labels_kept_rows or result.labels_dropped_rows:
+            labels = (f", labelled rows: {result.labels_kept_rows} kept, "
+                      f"{result.labels_dropped_rows} dropped (their frame_index no longer exists)")
+        summary = f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}"
+        tqdm.write(summary + labels)
     return 0
 
 
@@ -86,10 +105,10 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
 
 @command("info", _dataset_args)
 def _info(args: argparse.Namespace) -> int:
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
     from robodata.summary import dataset_summary
 
-    summary = dataset_summary(args.dataset, _version(args.version), storage_options_from_env() or None)
+    summary = dataset_summary(args.dataset, version=_version(args.version), storage_options=env_storage_options())
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -102,9 +121,9 @@ def _delete_args(p: argparse.ArgumentParser) -> None:
 @command("delete", _delete_args)
 def _delete(args: argparse.Namespace) -> int:
     from robodata.edits import delete_episodes
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
-    version = delete_episodes(args.dataset, args.episodes, storage_options_from_env() or None)
+    version = delete_episodes(args.dataset, args.episodes, storage_options=env_storage_options())
     print(f"deleted episodes {args.episodes}; dataset is now at version {version}")
     return 0
 
@@ -118,9 +137,9 @@ def _tag_args(p: argparse.ArgumentParser) -> None:
 @command("tag", _tag_args)
 def _tag(args: argparse.Namespace) -> int:
     from robodata.reader import open_dataset
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
-    ds = open_dataset(args.dataset, version=args.version, storage_options=storage_options_from_env() or None)
+    ds = open_dataset(args.dataset, version=args.version, storage_options=env_storage_options())
     print(f"tagged version {ds.tag(args.name)} as {args.name!r}")
     return 0
 
@@ -137,10 +156,10 @@ def _gc(args: argparse.Namespace) -> int:
     from datetime import timedelta
 
     from robodata.edits import collect_garbage
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
     report = collect_garbage(
-        args.dataset, dry_run=args.dry_run, storage_options=storage_options_from_env() or None,
+        args.dataset, dry_run=args.dry_run, storage_options=env_storage_options(),
         min_age=timedelta(minutes=args.min_age_minutes),
     )
     verb = "would delete" if args.dry_run else "deleted"
@@ -214,7 +233,7 @@ def _export_lerobot_args(p: argparse.ArgumentParser) -> None:
 def _export_lerobot(args: argparse.Namespace) -> int:
     """Export a dataset version as a LeRobot v3.0 dataset."""
     from robodata.interop.lerobot_export import export_lerobot
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
     result = export_lerobot(
         args.dataset,
@@ -224,7 +243,7 @@ def _export_lerobot(args: argparse.Namespace) -> int:
         vcodec=args.vcodec,
         crf=args.crf,
         g=args.g,
-        storage_options=storage_options_from_env() or None,
+        storage_options=env_storage_options(),
         rate=args.rate,
     )
     print(
@@ -246,17 +265,15 @@ def _import_lerobot_args(p: argparse.ArgumentParser) -> None:
 def _import_lerobot(args: argparse.Namespace) -> int:
     """Import a LeRobot v3 dataset; episodes already in the dataset are skipped."""
     from robodata.interop.lerobot_import import import_lerobot
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
     result = import_lerobot(
         args.root,
         args.dataset,
         repo_id=args.repo_id,
         episodes=args.episodes,
-        gop_size=args.gop_size,
-        crf=args.crf,
-        preset=args.preset,
-        storage_options=storage_options_from_env() or None,
+        settings=_encoder_settings(args),
+        storage_options=env_storage_options(),
     )
     _print_import(result)
     return 0
@@ -278,7 +295,7 @@ def _import_hdf5_args(p: argparse.ArgumentParser) -> None:
 def _import_hdf5(args: argparse.Namespace) -> int:
     """Import ALOHA / ACT HDF5 episodes; episodes already in the dataset are skipped."""
     from robodata.interop.hdf5_import import import_hdf5
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
     result = import_hdf5(
         args.path,
@@ -289,10 +306,8 @@ def _import_hdf5(args: argparse.Namespace) -> int:
         task=args.task,
         jpeg_channel_order=args.jpeg_channel_order,
         start_index=args.start_index,
-        gop_size=args.gop_size,
-        crf=args.crf,
-        preset=args.preset,
-        storage_options=storage_options_from_env() or None,
+        settings=_encoder_settings(args),
+        storage_options=env_storage_options(),
     )
     _print_import(result)
     return 0
@@ -306,7 +321,7 @@ def _register_uploads_args(p: argparse.ArgumentParser) -> None:
 @command("register-uploads", _register_uploads_args)
 def _register_uploads(args: argparse.Namespace) -> int:
     """Add a Dagster partition (in $DAGSTER_HOME's instance) for every complete upload."""
-    from robodata.defs.episodes import register_uploads_from_cli
+    from robodata.instance_commands import register_uploads_from_cli
 
     for key in register_uploads_from_cli(args.dataset, args.uploads):
         print(key)
@@ -321,7 +336,7 @@ def _register_imports_args(p: argparse.ArgumentParser) -> None:
 @command("register-imports", _register_imports_args)
 def _register_imports(args: argparse.Namespace) -> int:
     """Add an imported_episodes partition (in $DAGSTER_HOME's instance) per source episode."""
-    from robodata.defs.interop import register_import_partitions_from_cli
+    from robodata.instance_commands import register_import_partitions_from_cli
 
     for key in register_import_partitions_from_cli(args.source, args.format):
         print(key)
@@ -355,7 +370,8 @@ def _annotate(args: argparse.Namespace) -> int:
     from robodata.storage import storage_options_from_env
 
     options = storage_options_from_env() or None
-    result = add_annotations(args.dataset, read_labels(args.labels, args.dataset, options), options)
+    labels = read_labels(args.labels, args.dataset, storage_options=options)
+    result = add_annotations(args.dataset, labels, storage_options=options)
     print(f"{args.labels}: {result.describe()}")
     return 0
 
@@ -387,7 +403,7 @@ def one_line_error(exc: BaseException) -> str:
     """``exc``'s message on one line, credentials redacted (a store's multi-line XML answer
     included). Open progress bars are closed first, so the message starts its own line.
 
-    >>> one_line_error(FileNotFoundError("uploads/ep/states.parquet: is missing"))
+    >>> one_line_error(FileNotFoundError("uploads/ep/states.parquet: is missing"))  # doctest: +SKIP
     'uploads/ep/states.parquet: is missing'
     """
     from robodata.storage import redact

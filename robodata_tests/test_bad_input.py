@@ -453,7 +453,7 @@ def stored_frames(ingested) -> tuple[list[int], dict[str, np.ndarray]]:
     """Rows from each stored episode, and their decoded frames before any bad input arrived."""
     ds = robodata.open(ingested)
     rows = sorted({0, len(ds) // 2, len(ds) - 1})
-    return rows, ds.take_blobs_decoded(ds.image_columns, rows)
+    return rows, ds.take_blobs_decoded(rows, ds.image_columns)
 
 
 def run_cli(capsys) -> Callable[[list[str]], object]:
@@ -492,10 +492,10 @@ def test_bad_input(case: Case, via: str, sample_uploads, dataset_copy, stored_fr
         assert part in message, f"{part!r} not in {message!r}"
     after = robodata.open(dataset_copy)
     assert (after.version, len(after)) == (before.version, len(before))
-    assert after.episodes.equals(before.episodes)
+    assert after.episodes().equals(before.episodes())
     assert open_table(gops_uri(dataset_copy)).version == gops_before
     rows, frames = stored_frames
-    for column, expected in after.take_blobs_decoded(after.image_columns, rows).items():
+    for column, expected in after.take_blobs_decoded(rows, after.image_columns).items():
         np.testing.assert_array_equal(expected, frames[column])
 
 

@@ -18,12 +18,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, command: str) -> int:
     from robodata.bench.harness import run_benchmark  # heavy (matplotlib, Lance): only when running
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
     version = int(args.version) if args.version and args.version.isdigit() else args.version
     result = run_benchmark(
         args.out_dir, dataset_uri=args.dataset, version=version, small=args.small, episodes=args.episodes,
-        seconds=args.seconds, storage_options=storage_options_from_env() or None, command=command,
+        seconds=args.seconds, storage_options=env_storage_options(), command=command,
     )
     print(result.table_markdown)
     print(f"\nwrote {result.report_path}, {result.results_path} and {len(result.plots)} plots")

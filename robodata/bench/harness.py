@@ -102,7 +102,7 @@ def run_benchmark(
     ingests them (timed); with it, it measures that dataset at ``version``. The GOP-size sweep
     always runs on freshly generated sample episodes, since it re-encodes from the source.
 
-    >>> run_benchmark("bench_out", small=True).report_path
+    >>> run_benchmark("bench_out", small=True).report_path  # doctest: +SKIP
     PosixPath('bench_out/report.md')
     """
     cfg = config or (BenchmarkConfig.small() if small else BenchmarkConfig())
@@ -270,7 +270,7 @@ def _dataset_facts(ds, uri: str, built: bool) -> dict:
         "uri": uri,
         "generated_sample_data": built,
         "version": ds.version,
-        "episodes": ds.episodes.num_rows,
+        "episodes": ds.episodes().num_rows,
         "rows": len(ds),
         "control_hz": ds.metadata.control_hz,
         "cameras": {c: f"{i.width}x{i.height}@{i.fps:g}" for c, i in ds.metadata.cameras.items()},

@@ -246,7 +246,8 @@ def measure_loaders(
     """DataLoader samples/s for every (workers, batch size), robodata's adapter and the LeRobot-layout
     baseline at ``baseline_root`` interleaved, as rows for ``format_throughput``.
 
-    >>> format_throughput(measure_loaders("demo/dataset", 5, "bench_out/work/lerobot", (0, 2), (32,), 256))
+    >>> figures = measure_loaders("demo/dataset", 5, "bench_out/work/lerobot", (0, 2), (32,), 256)  # doctest: +SKIP
+    >>> format_throughput(figures)  # doctest: +SKIP
     """
     rows: list[dict] = []
     if importlib.util.find_spec("torch") is None:  # the DataLoader needs the torch extra

@@ -44,7 +44,7 @@ def profile_call(label: str, call: Callable[[], object], repeat: int = 3, top: i
     """Run ``call`` ``repeat`` times under cProfile (work in other threads is not seen, so profile
     single-threaded variants) and split its own time into CATEGORIES.
 
-    >>> profile_call("robodata ds[i]", lambda: ds[5]).shares.keys()
+    >>> profile_call("robodata ds[i]", lambda: ds[5]).shares.keys()  # doctest: +SKIP
     dict_keys(['video decode', 'Lance read', 'YUV to RGB', 'Python and other'])
     """
     profiler = cProfile.Profile()

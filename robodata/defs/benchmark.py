@@ -11,7 +11,7 @@ from pydantic import Field
 from robodata.bench.readpath import measure_readpath
 from robodata.bench.report_markdown import figures_markdown, write_report
 from robodata.defs.episodes import aligned_frames
-from robodata.defs.lineage import lineage_result
+from robodata.defs.lineage import CODE_VERSION, lineage_result
 from robodata.defs.resources import DatasetStore
 from robodata.reader import open_dataset
 from robodata.storage import is_remote, join_uri
@@ -31,6 +31,7 @@ class BenchmarkConfig(dg.Config):
 @dg.asset(
     deps=[aligned_frames],
     group_name="reports",
+    code_version=CODE_VERSION,
     kinds={"python"},
     description="Random-read benchmark of the current dataset version; the table (and, with full, the plots) "
     "are in the metadata.",

@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 
 from robodata.format.ids import episode_filter
-from robodata.format.tables import frames_uri, open_table
+from robodata.format.tables import open_frames
 
 KEYS = ["episode_index", "frame_index"]
 _PROTECTED = {"episode_index", "frame_index", "timestamp_ns"}
@@ -17,8 +17,8 @@ class AnnotationResult(int):
     """The dataset version ``add_annotations`` wrote (it is that int), and the label rows it
     could not apply because the dataset has no such (episode_index, frame_index) row.
 
-    >>> result = robodata.add_annotations("data/demo", labels)
-    >>> int(result), result.unmatched_rows, result.unmatched_episodes
+    >>> result = robodata.add_annotations("data/demo", labels)  # doctest: +SKIP
+    >>> int(result), result.unmatched_rows, result.unmatched_episodes  # doctest: +SKIP
     (7, 3, [42])
     """
 
@@ -47,7 +47,7 @@ class AnnotationResult(int):
         return text
 
 
-def add_annotations(uri: str, labels: pa.Table, storage_options: dict | None = None) -> AnnotationResult:
+def add_annotations(uri: str, labels: pa.Table, *, storage_options: dict | None = None) -> AnnotationResult:
     """Add (or correct) label columns from ``labels``, a table with episode_index, frame_index
     and one column per label. Returns the new version (an ``AnnotationResult``, which also
     counts label rows for episodes or frames the dataset does not hold: those are not applied,
@@ -56,7 +56,8 @@ def add_annotations(uri: str, labels: pa.Table, storage_options: dict | None = N
     New columns are written as new column files (rows without a label get null); columns that
     already exist are corrected row by row with a merge on the keys. Video is never touched.
 
-    >>> robodata.add_annotations("data/demo", pa.table({"episode_index": [0], "frame_index": [5], "success": [True]}))
+    >>> labels = pa.table({"episode_index": [0], "frame_index": [5], "success": [True]})  # doctest: +SKIP
+    >>> robodata.add_annotations("data/demo", labels)  # doctest: +SKIP
     """
     missing = set(KEYS) - set(labels.column_names)
     if missing:
@@ -68,9 +69,7 @@ def add_annotations(uri: str, labels: pa.Table, storage_options: dict | None = N
     protected = _PROTECTED.intersection(label_names) | {c for c in label_names if c.endswith(reference_suffixes)}
     if protected:
         raise ValueError(f"cannot overwrite dataset columns {sorted(protected)} with annotations")
-    frames = open_table(frames_uri(uri), storage_options)
-    if frames is None:
-        raise FileNotFoundError(f"no robodata dataset at {uri}")
+    frames = open_frames(uri, storage_options=storage_options)
     labels, unmatched = _split_unmatched(frames, labels.combine_chunks())
     unmatched_episodes = sorted(set(unmatched["episode_index"].to_pylist()))
     if labels.num_rows == 0:

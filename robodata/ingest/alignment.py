@@ -5,16 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from robodata.errors import BadUploadError
+from robodata.format.alignment import TIMESTAMP_SLACK_NS, alignment_tolerance_ns
 
-TIMESTAMP_SLACK_NS = 1_000_000  # 1 ms for container timestamp rounding
-
-
-def alignment_tolerance_ns(fps: float) -> float:
-    """The largest allowed distance between a row and its camera frame: one camera period plus
-    the rounding slack. Inside the camera's span a row is at most half the gap between the two
-    frames around it away, and a variable-rate camera whose frames jitter by up to half a
-    period leaves gaps of up to two periods."""
-    return 1e9 / fps + TIMESTAMP_SLACK_NS
+__all__ = ["TIMESTAMP_SLACK_NS", "alignment_tolerance_ns", "nearest_frames"]
 
 
 def nearest_frames(row_times_ns: np.ndarray, frame_times_ns: np.ndarray, fps: float, source: str) -> np.ndarray:

@@ -48,6 +48,7 @@ class EpisodeData:
     extra_columns: dict[str, pa.Array] = field(default_factory=dict)
     extra_metadata: dict[str, object] = field(default_factory=dict)
     origin: str = ""  # where the episode came from, for error messages
+    fingerprint: str = ""  # of the source (upload folder), stored with the rows: see format/episodes.py
 
     def __len__(self) -> int:
         return len(self.timestamps_ns)

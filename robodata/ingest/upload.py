@@ -32,6 +32,7 @@ from robodata.ingest.validation import check_control_rate, check_signals
 from robodata.ingest.video_source import probe_camera
 from robodata.storage import fsspec_filesystem, is_remote
 from robodata.storage.arrow_input import arrow_input
+from robodata.storage.uploads import upload_fingerprint
 
 EPISODE_JSON = "episode.json"
 STATES_FILE = "states.parquet"
@@ -59,7 +60,7 @@ def read_upload(
 ) -> EpisodeData:
     """Validate the upload folder ``upload`` and return its episode (videos are decoded later).
 
-    >>> episode = read_upload("uploads/episode_000")
+    >>> episode = read_upload("uploads/episode_000")  # doctest: +SKIP
     """
     upload = str(upload).rstrip("/")
     fs = fsspec_filesystem(upload, storage_options)
@@ -73,6 +74,9 @@ def read_upload(
     meta_path = posixpath.join(upload, EPISODE_JSON)
     _check_not_linked_outside(upload, meta_path)
     meta = _read_episode_json(fs, meta_path)
+    # Taken before the files are read: if they change meanwhile, the stored fingerprint is stale
+    # and the upload sensor ingests the upload again.
+    fingerprint = upload_fingerprint(upload, storage_options)
     states_path = posixpath.join(upload, STATES_FILE)
     _check_not_linked_outside(upload, states_path)
     timestamps, state, action, source, intervention = _read_states(fs, states_path)
@@ -91,6 +95,7 @@ def read_upload(
         source=source,
         is_intervention=intervention,
         origin=upload,
+        fingerprint=fingerprint,
         **{key: str(meta.get(key, "train" if key == "split" else "")) for key in _OPTIONAL_TEXT},
     )
 

@@ -65,12 +65,12 @@ class SourceEpisode:
 class LeRobotSource:
     """A LeRobot v3 dataset at ``root``.
 
-    >>> source = LeRobotSource("s3://bucket/aloha_sim_insertion")
-    >>> source.fps, [v.camera for v in source.videos]
+    >>> source = LeRobotSource("s3://bucket/aloha_sim_insertion")  # doctest: +SKIP
+    >>> source.fps, [v.camera for v in source.videos]  # doctest: +SKIP
     (50, ['top'])
     """
 
-    def __init__(self, root: str, storage_options: dict | None = None) -> None:
+    def __init__(self, root: str, *, storage_options: dict | None = None) -> None:
         self.root = str(root).rstrip("/")
         self.fs = fsspec_filesystem(self.root, storage_options)
         self.info = self._read_info()

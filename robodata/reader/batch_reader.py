@@ -42,8 +42,11 @@ def offsets_from_delta_timestamps(delta_timestamps: Mapping[str, Sequence[float]
 class BatchReader:
     """Reads batches of rows as numpy arrays, through ``take_blobs_decoded`` / ``take_windows``.
 
-    >>> reader = BatchReader("s3://bucket/ds", version="run-42", cameras=["top"], offsets={"action": range(16)})
-    >>> batch = reader.read([5, 900, 17])   # {"observation_images_top": [3,480,640,3] uint8, ...}
+    >>> reader = BatchReader(  # doctest: +SKIP
+    ...     "s3://bucket/ds", version="run-42", cameras=["top"], offsets={"action": range(16)}
+    ... )
+    >>> reader.read([5, 900, 17])["observation_images_top"].shape  # doctest: +SKIP
+    (3, 480, 640, 3)
     """
 
     def __init__(
@@ -130,11 +133,11 @@ class BatchReader:
     def needed_gops(self, indices: np.ndarray) -> np.ndarray:
         """The GOP ref_ids a batch decodes from, windows included."""
         plain = [c for c in self.image_columns if c not in self.offsets]
-        refs = [self.dataset.gop_refs(plain, indices)] if plain else []
+        refs = [self.dataset.gops.refs(indices, plain)] if plain else []
         for column, offs in self.offsets.items():
             if column in self.image_columns:
-                rows, _ = self.dataset.window_rows(indices, offs)
-                refs.append(self.dataset.gop_refs(column, rows.reshape(-1)))
+                rows, _ = self.dataset.gops.window_rows(indices, offs)
+                refs.append(self.dataset.gops.refs(rows.reshape(-1), column))
         return np.unique(np.concatenate(refs)) if refs else np.zeros(0, np.int64)
 
     def read(self, indices) -> dict[str, np.ndarray]:
@@ -157,7 +160,7 @@ class BatchReader:
         plain_images = [c for c in self.image_columns if c not in self.offsets]
         plain_columns = [c for c in self.columns if c not in self.offsets]
         if plain_images:
-            batch.update(ds.take_blobs_decoded(plain_images, indices, gop_bytes=gop_bytes))
+            batch.update(ds.take_blobs_decoded(indices, plain_images, gop_bytes=gop_bytes))
         if plain_columns:
             table = ds.lance_dataset.take(indices.tolist(), columns=plain_columns)
             batch.update({name: _to_numpy(table[name]) for name in plain_columns})

@@ -76,8 +76,10 @@ class ResumableLoader:
 class TrainingLoader(ResumableLoader):
     """Batches for one rank in this process (no PyTorch needed), GOPs prefetched in a thread.
 
-    >>> loader = TrainingLoader.create("s3://bucket/ds", version="run-42", batch_size=64, rank=0, world_size=8)
-    >>> for batch in loader: train_step(batch)
+    >>> loader = TrainingLoader.create(  # doctest: +SKIP
+    ...     "s3://bucket/ds", version="run-42", batch_size=64, rank=0, world_size=8
+    ... )
+    >>> for batch in loader: train_step(batch)  # doctest: +SKIP
     """
 
     @classmethod

