@@ -541,7 +541,7 @@ def marked_frame(width: int, height: int, value: int = 60) -> np.ndarray:
 
 
 def stored_frames_of(dataset: str, rows: list[int]) -> np.ndarray:
-    return robodata.open(dataset).take_blobs_decoded(["observation_images_cam"], rows)["observation_images_cam"]
+    return robodata.open(dataset).take_blobs_decoded(rows, ["observation_images_cam"])["observation_images_cam"]
 
 
 def test_odd_frame_size_is_cropped_to_even_and_said(tmp_path, caplog):

@@ -55,7 +55,7 @@ def test_deleting_an_episode_the_dataset_lacks_is_an_error_and_writes_nothing(da
     assert main(["delete", dataset_copy, "42"]) == 2
     assert "no episode 42 in the dataset" in capsys.readouterr().err
     ds = robodata.open(dataset_copy)
-    assert ds.version == version and ds.episodes["episode_index"].to_pylist() == [0, 1, 2]
+    assert ds.version == version and ds.episodes()["episode_index"].to_pylist() == [0, 1, 2]
 
 
 def test_labels_for_rows_the_dataset_lacks_are_reported(dataset_copy, tmp_path, capsys):

@@ -110,7 +110,7 @@ def gop_blobs(context: dg.AssetExecutionContext, config: GopBlobsConfig, store: 
     retry_policy=STORAGE_RETRY,
     description="The episode's control-rate rows in frames.lance, replacing any earlier copy in one commit. "
     "Materialized alone (a backfill of this asset only), it stages the episode's GOPs again first; "
-    "identical GOPs are found already stored, so no video is written twice.",
+    "identical GOPs are found already stored, so no GOP rows are added.",
 )
 def aligned_frames(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.MaterializeResult:
     options = store.storage_options()

@@ -77,8 +77,8 @@ def commit_episode_frames(
     """``commit_staged_frames``, or, when nothing is staged for the episode (the rows step run
     alone: a backfill of aligned_frames only, or a re-run after the commit removed the layout),
     stage the episode again first with the dataset's encoder settings. Encoding is
-    deterministic, so GOPs already stored are found by their ref_id and no video is written
-    twice. Returns the result and the new staging (None when the staged layout was used).
+    deterministic, so GOPs already stored are found by their ref_id and no GOP rows are
+    added. Returns the result and the new staging (None when the staged layout was used).
 
     >>> result, restaged = commit_episode_frames(read_upload("uploads/episode_000000"), "data/demo")  # doctest: +SKIP
     """

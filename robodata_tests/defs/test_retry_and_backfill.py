@@ -30,7 +30,7 @@ def test_a_transient_storage_error_is_retried(store, monkeypatch):
     result = materialize_episode(new_instance(store), store, EPISODE_KEYS[0], assets=EPISODE_ASSETS)
     assert result.success and len(calls) == 2
     assert len(_events(result, dg.DagsterEventType.STEP_UP_FOR_RETRY, "gop_blobs")) == 1
-    assert robodata.open(store.root).episodes["rows"].to_pylist() == [97]
+    assert robodata.open(store.root).episodes()["rows"].to_pylist() == [97]
 
 
 def test_a_bad_upload_fails_at_once_without_retries(store):
@@ -49,7 +49,7 @@ def test_a_bad_upload_fails_at_once_without_retries(store):
     assert "'control_hz' is 10 Hz" in failed.event_specific_data.error.message
 
 
-def test_aligned_frames_backfilled_alone_restages_without_writing_video(store):
+def test_aligned_frames_backfilled_alone_restages_without_new_gops(store):
     instance = new_instance(store)
     assert materialize_episode(instance, store, EPISODE_KEYS[0], assets=EPISODE_ASSETS).success
     gops_before = lance.dataset(gops_uri(store.root))
@@ -60,7 +60,9 @@ def test_aligned_frames_backfilled_alone_restages_without_writing_video(store):
     assert again.success
     meta = metadata_of(again, "aligned_frames")
     assert meta["restaged_gops"] is True and meta["gops_written"] == 0 and meta["rows_written"] == 97
-    assert lance.dataset(gops_uri(store.root)).version == gops_before.version  # no video written
+    # No new GOPs: the identical ones are matched by ref_id (and, by the writer's design, stored
+    # again in place, which keeps them safe from a concurrent garbage collection).
+    assert lance.dataset(gops_uri(store.root)).count_rows() == gops_before.count_rows()
     after = robodata.open(store.root)
     assert after.version == before.version + 1
     assert after.to_table().equals(before.to_table())
@@ -68,4 +70,4 @@ def test_aligned_frames_backfilled_alone_restages_without_writing_video(store):
     # An episode whose GOPs were never staged gets them now, and its rows.
     fresh = materialize_episode(instance, store, EPISODE_KEYS[1], assets=[episodes.aligned_frames])
     assert fresh.success and metadata_of(fresh, "aligned_frames")["gops_written"] == 12
-    assert robodata.open(store.root).episodes["episode_index"].to_pylist() == [0, 1]
+    assert robodata.open(store.root).episodes()["episode_index"].to_pylist() == [0, 1]
