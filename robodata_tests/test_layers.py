@@ -9,9 +9,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "robodata"
 
 LIBRARY = {"errors", "storage", "codec", "format", "reader", "ingest", "edits", "interop", "summary", "sample_data",
            "view", "torch"}
+LIBRARY |= {"quiet_lance"}
 # layer -> the robodata layers it may import (itself always allowed)
 ALLOWED = {
     "errors": set(),
+    "quiet_lance": set(),  # sets LANCE_LOG before lance loads: imports nothing of robodata
     "storage": {"errors"},
     "codec": set(),
     "format": {"storage", "errors"},

@@ -7,7 +7,7 @@ import dagster as dg
 import pyarrow as pa
 
 from robodata.defs.resources import DatasetStore
-from robodata.errors import RoboDataError
+from robodata.errors import RoboDataError, StorageError
 from robodata.format.schema import FORMAT_VERSION, FRAMES_TABLE, GOPS_TABLE, REF_SUFFIXES, read_metadata, ref_columns
 from robodata.format.tables import open_table
 from robodata.format.versions import current_versions
@@ -101,5 +101,8 @@ def column_schema(schema: pa.Schema) -> dg.TableSchema:
 
 
 def failure(store: DatasetStore, exc: Exception) -> dg.Failure:
-    """A Dagster failure whose message names the file and the problem, credentials redacted."""
-    return dg.Failure(description=store.redact(str(exc)), allow_retries=not isinstance(exc, RoboDataError))
+    """A Dagster failure whose message names the file and the problem, credentials redacted.
+    Only a storage failure may be retried (by the asset's RetryPolicy): a bad upload or an
+    incompatible episode fails the same way every time."""
+    retryable = isinstance(exc, StorageError) or not isinstance(exc, RoboDataError)
+    return dg.Failure(description=store.redact(str(exc)), allow_retries=retryable)

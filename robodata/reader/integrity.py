@@ -110,7 +110,8 @@ def check_references(
 def check_alignment(
     dataset_uri: str, episode_index: int, storage_options: dict | None = None
 ) -> IntegrityResult:
-    """Every row's frame is within half a camera period of the row's time."""
+    """Every row's frame is within one camera period of the row's time (half a period, plus
+    half a period of frame-time jitter)."""
     refs = _EpisodeRefs(dataset_uri, episode_index, storage_options)
     worst_ms: dict[str, float] = {}
     problems = []
@@ -130,7 +131,7 @@ def check_alignment(
     if problems:
         return IntegrityResult(False, f"episode {episode_index}: " + "; ".join(problems), details)
     return IntegrityResult(
-        True, f"episode {episode_index}: every row is within half a camera period", details
+        True, f"episode {episode_index}: every row is within one camera period", details
     )
 
 
