@@ -7,10 +7,12 @@
 (480, 640, 3)
 """
 
+from robodata import quiet_lance  # noqa: F401  (first: sets LANCE_LOG before lance loads)
 from robodata.codec import EncoderSettings
 from robodata.edits import add_annotations, collect_garbage, delete_episodes
 from robodata.errors import (
     BadUploadError,
+    DatasetLocationError,
     IncompatibleEpisodeError,
     RoboDataError,
     StorageError,
@@ -22,6 +24,7 @@ from robodata.reader import open_dataset as open  # noqa: A001 - mirrors lance.d
 
 __all__ = [
     "BadUploadError",
+    "DatasetLocationError",
     "EncoderSettings",
     "IncompatibleEpisodeError",
     "IngestResult",

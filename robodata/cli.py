@@ -9,6 +9,8 @@ from collections.abc import Callable
 
 from tqdm import tqdm
 
+from robodata.errors import RoboDataError
+
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
 
 
@@ -455,6 +457,25 @@ def _view(args: argparse.Namespace) -> int:
     return 0
 
 
+def _annotate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("labels", help="Parquet, CSV or JSON-lines file: episode_index, optional frame_index, label columns")
+
+
+@command("annotate", _annotate_args)
+def _annotate(args: argparse.Namespace) -> int:
+    """Add or correct label columns from a file; labels for rows the dataset lacks are reported."""
+    from robodata.edits import add_annotations
+    from robodata.edits.label_files import read_labels
+    from robodata.storage import env_storage_options
+
+    options = env_storage_options()
+    labels = read_labels(args.labels, args.dataset, storage_options=options)
+    result = add_annotations(args.dataset, labels, storage_options=options)
+    print(f"{args.labels}: {result.describe()}")
+    return 0
+
+
 def _version(value: str | None) -> int | str | None:
     if value is None:
         return None
@@ -471,11 +492,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (ValueError, FileNotFoundError, KeyError) as exc:
-        from robodata.storage import redact
-
-        print(f"robodata {args.command}: {redact(str(exc))}", file=sys.stderr)
+    except (RoboDataError, ValueError, OSError, KeyError) as exc:
+        # robodata's own errors (bad uploads, storage failures) and a user's mistakes (a missing
+        # file, a bad value) are one line on stderr and exit code 2, never a traceback.
+        print(f"robodata {args.command}: {one_line_error(exc)}", file=sys.stderr)
         return 2
+
+
+def one_line_error(exc: BaseException) -> str:
+    """``exc``'s message on one line, credentials redacted (a store's multi-line XML answer
+    included). Open progress bars are closed first, so the message starts its own line.
+
+    >>> one_line_error(FileNotFoundError("uploads/ep/states.parquet: is missing"))  # doctest: +SKIP
+    'uploads/ep/states.parquet: is missing'
+    """
+    from robodata.storage import redact
+
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.close()
+    text = exc.args[0] if isinstance(exc, KeyError) and len(exc.args) == 1 else exc
+    return redact(" ".join(str(text).split()) or type(exc).__name__)
 
 
 if __name__ == "__main__":

@@ -75,6 +75,17 @@ class EpisodeAuditError(RoboDataError, ValueError):
 
     def __reduce__(self):
         return type(self), (str(self), self.results)
+
+
+class DatasetLocationError(RoboDataError, ValueError):
+    """A dataset root that cannot hold a dataset (a file, a bucket that does not exist, an
+    endpoint that is not an object store); raised before anything is written."""
+
+
+class EpisodeNotFoundError(RoboDataError, LookupError):
+    """An edit named an episode the dataset does not hold; nothing was changed."""
+
+
 class EpisodeIndexTakenError(RoboDataError, ValueError):
     """An upload claims an ``episode_index`` the dataset already holds for a different episode;
     nothing was written. Re-ingest with ``replace=True`` (CLI ``--replace``) to replace it."""

@@ -8,10 +8,12 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "robodata"
 
 LIBRARY = {"errors", "storage", "codec", "format", "reader", "ingest", "edits", "interop", "summary", "sample_data",
-           "view"}
+           "view", "torch"}
+LIBRARY |= {"quiet_lance"}
 # layer -> the robodata layers it may import (itself always allowed)
 ALLOWED = {
     "errors": set(),
+    "quiet_lance": set(),  # sets LANCE_LOG before lance loads: imports nothing of robodata
     "storage": {"errors"},
     "codec": set(),
     "format": {"storage", "errors"},
@@ -23,6 +25,7 @@ ALLOWED = {
     "summary": {"format", "reader", "storage", "errors"},
     "sample_data": {"interop", "format", "storage", "errors"},
     "view": {"reader", "format", "storage", "errors"},  # it only reads
+    "torch": {"reader", "format", "interop", "storage", "errors"},  # reads, in LeRobot's keys
     "__init__": LIBRARY,
     "bench": LIBRARY,
     "defs": LIBRARY | {"bench"},

@@ -36,7 +36,7 @@ CHECK_DESCRIPTIONS = {
     ),
     "gops_match_checksums": "Every GOP of the episode matches the checksum stored with it (as `robodata verify`).",
     "references_resolve": "Every row's camera references resolve to this episode's rows of gops.lance.",
-    "alignment_within_half_period": "Every row is within half a camera period of its frame.",
+    "alignment_within_half_period": "Every row is within one camera period of its frame (half a period plus jitter).",
     "row_count_matches_upload": "The episode has one row per state sample of its upload.",
     "sampled_frames_decode": f"{DECODE_SAMPLES} random rows decode, every camera, to the recorded frame size.",
 }

@@ -13,12 +13,16 @@ from robodata.errors import RoboDataError
 from robodata.format.ids import validate_episode_id
 from robodata.format.schema import GOPS_TABLE
 from robodata.ingest import read_upload
-from robodata.ingest.staging import commit_staged_frames, stage_gops
+from robodata.ingest.staging import commit_episode_frames, stage_gops
 from robodata.ingest.upload_summary import describe_upload
 from robodata.storage.uploads import list_complete_uploads
 
 episode_partitions = dg.DynamicPartitionsDefinition(name="episodes")
 FINGERPRINT_TAG = "robodata/upload_fingerprint"
+# A storage hiccup (a timeout, a 503, a dropped connection: StorageError) is retried after 3,
+# 6 and 12 s (+-50% jitter, so parallel runs do not retry in step); a bad upload fails at once
+# (``failure`` marks robodata's other errors as not retryable).
+STORAGE_RETRY = dg.RetryPolicy(max_retries=3, delay=3, backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS)
 
 
 class GopBlobsConfig(EncodingConfig):
@@ -34,6 +38,7 @@ class GopBlobsConfig(EncodingConfig):
     group_name="episodes",
     code_version=CODE_VERSION,
     kinds={"python"},
+    retry_policy=STORAGE_RETRY,
     description="A validated, complete upload (<uploads>/<episode_id>/ with episode.json written last).",
 )
 def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.MaterializeResult:
@@ -55,6 +60,7 @@ def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.M
             "control_hz": summary.control_hz,
             "cameras": json.dumps(summary.cameras),
             "task": summary.task,
+            "camera_adjustments": "; ".join(summary.notes),  # rotated upright, cropped to even sizes
             "upload_fingerprint": context.run.tags.get(FINGERPRINT_TAG, ""),
         },
     )
@@ -67,6 +73,7 @@ def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.M
     code_version=CODE_VERSION,
     kinds={"lance"},
     pool="video_encode",
+    retry_policy=STORAGE_RETRY,
     description="The episode's cameras cut into closed H.264 GOPs, appended to gops.lance as blobs.",
 )
 def gop_blobs(context: dg.AssetExecutionContext, config: GopBlobsConfig, store: DatasetStore) -> dg.MaterializeResult:
@@ -101,23 +108,29 @@ def gop_blobs(context: dg.AssetExecutionContext, config: GopBlobsConfig, store: 
     group_name="episodes",
     code_version=CODE_VERSION,
     kinds={"lance"},
-    description="The episode's control-rate rows in frames.lance, replacing any earlier copy in one commit.",
+    retry_policy=STORAGE_RETRY,
+    description="The episode's control-rate rows in frames.lance, replacing any earlier copy in one commit. "
+    "Materialized alone (a backfill of this asset only), it stages the episode's GOPs again first; "
+    "identical GOPs are found already stored, so no GOP rows are added.",
 )
 def aligned_frames(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.MaterializeResult:
     options = store.storage_options()
     try:
         episode = read_upload(store.upload_uri(context.partition_key), options, store.uploads_root)
-        result = commit_staged_frames(episode, store.root, options)
+        result, restaged = commit_episode_frames(episode, store.root, options)
     except (RoboDataError, FileNotFoundError) as exc:
         raise failure(store, exc) from None
-    view = episode_view_metadata(context, store, result.episode_index, result.frames_version)
+    extra = {"episode_index": result.episode_index, "gops": result.gops, "restaged_gops": restaged is not None,
+             "labels_kept_rows": result.labels_kept_rows, "labels_dropped_rows": result.labels_dropped_rows}
+    if restaged is not None:
+        extra["gops_written"] = restaged.gops_written
+    extra |= episode_view_metadata(context, store, result.episode_index, result.frames_version)
     return lineage_result(
         store,
         rows_written=result.rows,
         bytes_written=result.rows_bytes,
         frames_version=result.frames_version,
-        extra={"episode_index": result.episode_index, "gops": result.gops,
-               "labels_kept_rows": result.labels_kept_rows, "labels_dropped_rows": result.labels_dropped_rows, **view},
+        extra=extra,
     )
 
 

@@ -7,7 +7,7 @@ import dagster as dg
 import pyarrow as pa
 
 from robodata.defs.resources import DatasetStore
-from robodata.errors import RoboDataError
+from robodata.errors import RoboDataError, StorageError
 from robodata.format.schema import FORMAT_VERSION, FRAMES_TABLE, GOPS_TABLE, REF_SUFFIXES, read_metadata, ref_columns
 from robodata.format.tables import open_table
 from robodata.format.versions import current_versions
@@ -102,12 +102,13 @@ def column_schema(schema: pa.Schema) -> dg.TableSchema:
 
 def failure(store: DatasetStore, exc: Exception) -> dg.Failure:
     """A Dagster failure whose message names the file and the problem, credentials redacted;
-    an episode audit's failure also lists each check's outcome as metadata."""
+    an episode audit's failure also lists each check's outcome as metadata. Only a storage
+    failure may be retried (by the asset's RetryPolicy): a bad upload, an incompatible episode
+    or a failed audit fails the same way every time."""
     audit = getattr(exc, "results", None) or {}
     metadata = {
         f"check {name}": ("passed: " if outcome.passed else "FAILED: ") + store.redact(outcome.description)
         for name, outcome in audit.items()
     }
-    return dg.Failure(
-        description=store.redact(str(exc)), metadata=metadata, allow_retries=not isinstance(exc, RoboDataError)
-    )
+    retryable = isinstance(exc, StorageError) or not isinstance(exc, RoboDataError)
+    return dg.Failure(description=store.redact(str(exc)), metadata=metadata, allow_retries=retryable)

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from robodata.edits.annotate import KEYS
 from robodata.format.tables import open_frames
 from robodata.storage import fsspec_filesystem
+from robodata.storage.arrow_input import arrow_input
 
 _READERS = {
     ".parquet": pq.read_table,
@@ -36,8 +37,7 @@ def read_labels(path: str, dataset_uri: str, *, storage_options: dict | None = N
     if reader is None:
         raise ValueError(f"{path}: unsupported label file type; use one of {sorted(_READERS)}")
     try:
-        with fsspec_filesystem(path, storage_options).open(path, "rb") as handle:
-            labels = reader(handle)
+        labels = reader(arrow_input(fsspec_filesystem(path, storage_options), path))
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: label file does not exist") from None
     except pa.ArrowInvalid as exc:
@@ -54,10 +54,11 @@ def read_labels(path: str, dataset_uri: str, *, storage_options: dict | None = N
 
 
 def _per_row(labels: pa.Table, dataset_uri: str, storage_options: dict | None) -> pa.Table:
-    """Per-episode labels repeated on every row of each episode the dataset holds."""
+    """Per-episode labels repeated on every row of each episode the dataset holds; an episode
+    the dataset lacks keeps one row with a null frame_index, so ``add_annotations`` reports it."""
     frames = open_frames(dataset_uri, storage_options=storage_options)
     rows = frames.to_table(columns=KEYS)
-    joined = rows.join(labels, keys="episode_index", join_type="inner", use_threads=False)
+    joined = rows.join(labels, keys="episode_index", join_type="right outer", use_threads=False)
     return joined.select(KEYS + [c for c in labels.column_names if c != "episode_index"])
 
 

@@ -5,10 +5,12 @@ TIMESTAMP_SLACK_NS = 1_000_000  # 1 ms for container timestamp rounding
 
 
 def alignment_tolerance_ns(fps: float) -> float:
-    """The largest allowed distance between a row and its camera frame: half a camera period
-    plus the rounding slack.
+    """The largest allowed distance between a row and its camera frame: one camera period plus
+    the rounding slack. Inside the camera's span a row is at most half the gap between the two
+    frames around it away, and a variable-rate camera whose frames jitter by up to half a
+    period leaves gaps of up to two periods.
 
     >>> alignment_tolerance_ns(50.0)
-    11000000.0
+    21000000.0
     """
-    return 0.5e9 / fps + TIMESTAMP_SLACK_NS
+    return 1e9 / fps + TIMESTAMP_SLACK_NS

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 
 import lance
@@ -121,6 +122,8 @@ class DatasetMetadata:
                 )
         if self.gop_size != other.gop_size:
             problems.append(f"gop_size {other.gop_size} != dataset's {self.gop_size}")
+        if not math.isclose(self.control_hz, other.control_hz, rel_tol=1e-9):
+            problems.append(f"control_hz {other.control_hz:g} != dataset's {self.control_hz:g}")
         return problems
 
 

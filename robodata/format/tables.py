@@ -8,6 +8,7 @@ from lance.fragment import write_fragments
 
 from robodata.format.schema import FRAMES_TABLE, GOPS_TABLE
 from robodata.storage import join_uri
+from robodata.storage.dataset_root import check_dataset_location
 from robodata.storage.deadlines import call_with_deadline, lance_options
 
 
@@ -56,6 +57,7 @@ def append_or_create(
     keyed by robodata (frames.lance, gops.lance) are written with ``create_once`` and then
     ``merge_insert`` on their declared key instead.
     """
+    check_dataset_location(uri.rsplit("/", 1)[0], storage_options)
     created = create_once(uri, table, schema, storage_options)
     if created is not None:
         return created

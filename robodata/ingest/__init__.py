@@ -6,6 +6,7 @@ from robodata.codec import EncoderSettings
 from robodata.ingest.episode import CameraStream, EpisodeData
 from robodata.ingest.upload import read_upload
 from robodata.ingest.writer import IngestResult, write_episode
+from robodata.storage.dataset_root import check_dataset_location
 
 
 def ingest_episode(
@@ -26,6 +27,7 @@ def ingest_episode(
     >>> robodata.ingest_episode("uploads/episode_000000", "data/demo").frames_version  # doctest: +SKIP
     1
     """
+    check_dataset_location(dataset_uri, storage_options)  # before minutes of encoding
     episode = read_upload(upload, storage_options, uploads_root)
     return write_episode(episode, dataset_uri, settings, storage_options=storage_options, replace=replace)
 

@@ -45,7 +45,7 @@ def audit_staged_episode(
 ) -> dict[str, IntegrityResult]:
     """Check an episode before its ``rows`` commit: every staged GOP is stored, matches its
     checksum and decodes to its recorded frame count and size; every row points at a staged GOP
-    holding its frame, within half a camera period; the episode has ``expected_rows`` rows.
+    holding its frame, within one camera period (half a period plus jitter); the episode has ``expected_rows`` rows.
     Returns each check's result; raises EpisodeAuditError naming every failure.
     """
     label = f"episode {staged.episode_index}"

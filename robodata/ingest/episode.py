@@ -22,6 +22,9 @@ class CameraStream:
     fps: float
     frames: Callable[[], Frames]
     source: str
+    # How frames were changed on the way in (rotated upright, cropped to even sizes), for the
+    # user and the run's metadata: "top.mp4: cropped 641x481 to 640x480 ...".
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -49,3 +52,8 @@ class EpisodeData:
 
     def __len__(self) -> int:
         return len(self.timestamps_ns)
+
+    @property
+    def notes(self) -> list[str]:
+        """What ingest changed in this episode's camera frames (empty when nothing)."""
+        return [note for camera in self.cameras for note in camera.notes]

@@ -10,7 +10,9 @@ and that reading live in ``robodata.format.staging``, so edits need not import i
 from __future__ import annotations
 
 from robodata.codec import EncoderSettings
+from robodata.format.schema import read_metadata
 from robodata.format.staging import STAGING_DIR, release, staged_gops_uri, staged_ref_ids, write_record
+from robodata.format.tables import frames_uri, open_table
 from robodata.ingest.episode import EpisodeData
 from robodata.ingest.writer import IngestResult, StagedGops, write_frames, write_gops
 from robodata.storage import fsspec_filesystem
@@ -67,3 +69,36 @@ def commit_staged_frames(episode: EpisodeData, dataset_uri: str, storage_options
     # Committed: frames.lance references the GOPs now.
     release(staged_gops_uri(dataset_uri, episode.episode_index), storage_options)
     return result
+
+
+def commit_episode_frames(
+    episode: EpisodeData, dataset_uri: str, storage_options: dict | None = None
+) -> tuple[IngestResult, StagedGops | None]:
+    """``commit_staged_frames``, or, when nothing is staged for the episode (the rows step run
+    alone: a backfill of aligned_frames only, or a re-run after the commit removed the layout),
+    stage the episode again first with the dataset's encoder settings. Encoding is
+    deterministic, so GOPs already stored are found by their ref_id and no GOP rows are
+    added. Returns the result and the new staging (None when the staged layout was used).
+
+    >>> result, restaged = commit_episode_frames(read_upload("uploads/episode_000000"), "data/demo")  # doctest: +SKIP
+    """
+    uri = staged_gops_uri(dataset_uri, episode.episode_index)
+    restaged = None
+    if not fsspec_filesystem(uri, storage_options).exists(uri):
+        restaged = stage_gops(episode, dataset_uri, _dataset_settings(dataset_uri, storage_options), storage_options)
+    return commit_staged_frames(episode, dataset_uri, storage_options), restaged
+
+
+def _dataset_settings(dataset_uri: str, storage_options: dict | None) -> EncoderSettings:
+    """The encoder settings the dataset was written with (defaults for a new dataset)."""
+    frames = open_table(frames_uri(dataset_uri), storage_options)
+    if frames is None:
+        return EncoderSettings()
+    meta = read_metadata(frames.schema)
+    codec = meta.codec
+    return EncoderSettings(
+        gop_size=meta.gop_size,
+        crf=int(codec.get("crf", EncoderSettings.crf)),
+        preset=str(codec.get("preset", EncoderSettings.preset)),
+        fast_decode=bool(codec.get("fast_decode", EncoderSettings.fast_decode)),
+    )

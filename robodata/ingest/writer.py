@@ -33,6 +33,7 @@ from robodata.format.tables import create_once, frames_uri, gops_uri, open_table
 from robodata.ingest.alignment import nearest_frames
 from robodata.ingest.audit import audit_staged_episode
 from robodata.ingest.episode import CameraStream, EpisodeData
+from robodata.ingest.stats import record_episode_stats
 from robodata.storage.failures import storage_step
 
 
@@ -322,6 +323,7 @@ def write_frames(
         frames_version, labels = _replace_episode_rows(
             dataset_uri, rows, schema, recorded, episode.episode_id, staged.replace, storage_options
         )
+    record_episode_stats(dataset_uri, episode, staged, frames_version, storage_options)
     return IngestResult(
         episode_id=episode.episode_id,
         episode_index=episode.episode_index,

@@ -117,7 +117,8 @@ def references_result(refs: RowRefs, label: str) -> IntegrityResult:
 def check_alignment(
     dataset_uri: str, episode_index: int, storage_options: dict | None = None
 ) -> IntegrityResult:
-    """Every row's frame is within half a camera period of the row's time."""
+    """Every row's frame is within one camera period of the row's time (half a period, plus
+    half a period of frame-time jitter)."""
     refs = RowRefs.of_episode(dataset_uri, episode_index, storage_options)
     return alignment_result(refs, f"episode {episode_index}")
 
@@ -141,7 +142,7 @@ def alignment_result(refs: RowRefs, label: str) -> IntegrityResult:
     details = {"max_error_ms": worst_ms}
     if problems:
         return IntegrityResult(False, f"{label}: " + "; ".join(problems), details)
-    return IntegrityResult(True, f"{label}: every row is within half a camera period", details)
+    return IntegrityResult(True, f"{label}: every row is within one camera period", details)
 
 
 def check_row_count(
