@@ -340,6 +340,20 @@ def _bench_loader(args: argparse.Namespace) -> int:
     return loader_main(args)
 
 
+def _bench_sensor_args(p: argparse.ArgumentParser) -> None:
+    from robodata.bench.sensor_scale import configure
+
+    configure(p)
+
+
+@command("bench-sensor", _bench_sensor_args)
+def _bench_sensor(args: argparse.Namespace) -> int:
+    """Upload sensor tick time and cursor size at thousands of uploads on a local moto S3 server."""
+    from robodata.bench.sensor_scale import main as sensor_main
+
+    return sensor_main(args)
+
+
 def _version(value: str | None) -> int | str | None:
     if value is None:
         return None
