@@ -354,6 +354,20 @@ def _bench_sensor(args: argparse.Namespace) -> int:
     return sensor_main(args)
 
 
+def _bench_landing_args(p: argparse.ArgumentParser) -> None:
+    from robodata.bench.landing import configure
+
+    configure(p)
+
+
+@command("bench-landing", _bench_landing_args)
+def _bench_landing(args: argparse.Namespace) -> int:
+    """Upload-to-visible time of one episode through the ingest job, per executor."""
+    from robodata.bench.landing import main as landing_main
+
+    return landing_main(args)
+
+
 def _version(value: str | None) -> int | str | None:
     if value is None:
         return None
