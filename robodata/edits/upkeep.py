@@ -81,15 +81,13 @@ def upkeep_dataset(
     if frames is None or gops is None:
         raise FileNotFoundError(f"no robodata dataset at {uri} (frames.lance or gops.lance does not exist)")
     frames_report = _compact(frames_uri(uri), storage_options)
+    frames_report.indexes = _index(frames_uri(uri), SCALAR_INDEXES["frames.lance"], storage_options)
     _remove_old_versions(frames_uri(uri), frames_report, older_than, retain_versions, storage_options)
     # GC after the frames cleanup: versions gone no longer protect their GOPs (tagged ones do).
     garbage = collect_garbage(uri, storage_options=storage_options, min_age=gc_min_age)
     gops_report = _compact(gops_uri(uri), storage_options)  # also drops the rows GC deleted
+    gops_report.indexes = _index(gops_uri(uri), SCALAR_INDEXES["gops.lance"], storage_options)
     _remove_old_versions(gops_uri(uri), gops_report, older_than, retain_versions, storage_options)
-    for name, report in (("frames.lance", frames_report), ("gops.lance", gops_report)):
-        table_uri = frames_uri(uri) if name == "frames.lance" else gops_uri(uri)
-        report.indexes = _index(table_uri, SCALAR_INDEXES[name], storage_options)
-        report.version = open_table(table_uri, storage_options).version
     return UpkeepReport(frames_report, gops_report, garbage)
 
 
@@ -128,6 +126,7 @@ def _remove_old_versions(
     table_uri: str, report: TableUpkeep, older_than: timedelta, retain_versions: int | None, storage_options
 ) -> None:
     table = open_table(table_uri, storage_options)
+    report.version = table.version
     stats = table.cleanup_old_versions(
         older_than=older_than, retain_versions=retain_versions, error_if_tagged_old_versions=False
     )
