@@ -407,6 +407,20 @@ def _compact(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_upkeep_args(p: argparse.ArgumentParser) -> None:
+    from robodata.bench.upkeep_scale import configure
+
+    configure(p)
+
+
+@command("bench-upkeep", _bench_upkeep_args)
+def _bench_upkeep(args: argparse.Namespace) -> int:
+    """Open, ds[i], a 64-row batch and an episode filter before and after upkeep, local and s3://."""
+    from robodata.bench.upkeep_scale import main as upkeep_main
+
+    return upkeep_main(args)
+
+
 def _version(value: str | None) -> int | str | None:
     if value is None:
         return None
