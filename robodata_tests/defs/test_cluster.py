@@ -34,7 +34,8 @@ def test_a_backfill_of_six_episodes_lands_each_once_across_two_celery_workers(s3
             assert type(instance.run_storage).__name__ == "PostgresRunStorage"
             runs = wait_for_runs(instance, count=6, timeout=240)
     assert sorted(r.tags["dagster/partition"] for r in runs) == keys  # one run per episode
-    assert {r.status for r in runs} == {dg.DagsterRunStatus.SUCCESS}, [w.read_text()[-2000:] for w in cluster.worker_logs.values()]
+    logs = [log.read_text()[-2000:] for log in cluster.worker_logs.values()]
+    assert {r.status for r in runs} == {dg.DagsterRunStatus.SUCCESS}, logs
 
     ds = robodata.open(root, storage_options=s3.storage_options)
     rows = ds.to_table(columns=["episode_index", "frame_index"])
