@@ -1,16 +1,18 @@
 """robodata: robot episodes as one versioned Lance dataset with frame-level random access.
 
->>> import robodata
->>> robodata.ingest_episode("uploads/episode_000000", "data/demo")
->>> ds = robodata.open("data/demo")
->>> ds[0]["observation_images_top"].shape
+>>> import robodata  # doctest: +SKIP
+>>> robodata.ingest_episode("uploads/episode_000000", "data/demo")  # doctest: +SKIP
+>>> ds = robodata.open("data/demo")  # doctest: +SKIP
+>>> ds[0]["observation_images_top"].shape  # doctest: +SKIP
 (480, 640, 3)
 """
 
+from robodata import quiet_lance  # noqa: F401  (first: sets LANCE_LOG before lance loads)
 from robodata.codec import EncoderSettings
 from robodata.edits import add_annotations, collect_garbage, delete_episodes
 from robodata.errors import (
     BadUploadError,
+    DatasetLocationError,
     IncompatibleEpisodeError,
     RoboDataError,
     StorageError,
@@ -22,6 +24,7 @@ from robodata.reader import open_dataset as open  # noqa: A001 - mirrors lance.d
 
 __all__ = [
     "BadUploadError",
+    "DatasetLocationError",
     "EncoderSettings",
     "IncompatibleEpisodeError",
     "IngestResult",

@@ -9,22 +9,54 @@ from collections.abc import Callable
 
 from tqdm import tqdm
 
+from robodata.errors import RoboDataError
+
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends "(default: X)" to an option's help, except for flags and options without a default
+    (their help says what happens when they are left out)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.nargs == 0 or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def command(name: str, configure: Callable[[argparse.ArgumentParser], None]):
+    """Register ``run`` as subcommand ``name``; its docstring is the command's help and description."""
+
     def register(run: Callable[[argparse.Namespace], int]):
-        COMMANDS[name] = (configure, run)
+        def configure_with_help(p: argparse.ArgumentParser) -> None:
+            p.formatter_class = _HelpFormatter
+            p.description = p.description or (run.__doc__ or "").strip() or None
+            configure(p)
+
+        COMMANDS[name] = (configure_with_help, run)
         return run
 
     return register
 
 
 def _encoding_args(p: argparse.ArgumentParser) -> None:
-    """GOP size and x264 quality for commands that encode video."""
-    p.add_argument("--gop-size", type=int, default=8)
-    p.add_argument("--crf", type=int, default=23)
-    p.add_argument("--preset", default="veryfast")
+    """GOP size and quality for commands that encode video; defaults are EncoderSettings'."""
+    from robodata.codec import CODECS, EncoderSettings
+
+    defaults = EncoderSettings()
+    p.add_argument("--gop-size", type=int, default=defaults.gop_size,
+                   help="frames per closed GOP: the most a random read decodes")
+    p.add_argument("--crf", type=int, default=defaults.crf,
+                   help="constant rate factor: lower is better quality, more bytes")
+    p.add_argument("--preset", default=defaults.preset, help="encoder preset: slower presets make smaller files")
+    p.add_argument("--codec", choices=sorted(CODECS), default=defaults.codec, help="video codec of the GOPs")
+
+
+def _encoder_settings(args: argparse.Namespace):
+    """The EncoderSettings the ``_encoding_args`` options ask for."""
+    from robodata.codec import EncoderSettings
+
+    return EncoderSettings(gop_size=args.gop_size, crf=args.crf, preset=args.preset, codec=args.codec)
 
 
 def _print_import(result) -> None:
@@ -36,14 +68,15 @@ def _print_import(result) -> None:
 
 def _sample_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("out", help="folder to write one upload folder per episode into")
-    p.add_argument("--episodes", type=int, default=4)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--episodes", type=int, default=4, help="how many episodes to write")
+    p.add_argument("--seed", type=int, default=0, help="random seed: the same seed writes the same episodes")
     p.add_argument("--seconds", type=float, default=4.0, help="length of each episode")
-    p.add_argument("--start-index", type=int, default=0)
+    p.add_argument("--start-index", type=int, default=0, help="episode_index of the first episode")
 
 
 @command("sample-data", _sample_data_args)
 def _sample_data(args: argparse.Namespace) -> int:
+    """Write synthetic episodes in the upload format: three cameras, 14-DoF state and action."""
     from pathlib import Path
 
     import numpy as np
@@ -60,85 +93,98 @@ def _sample_data(args: argparse.Namespace) -> int:
 def _ingest_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("uploads", nargs="+", help="upload folders (each holds episode.json)")
     p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("--replace", action="store_true",
+                   help="let an upload replace a different episode that holds its episode_index")
     _encoding_args(p)
 
 
 @command("ingest", _ingest_args)
 def _ingest(args: argparse.Namespace) -> int:
+    """Ingest upload folders into a dataset (created on first use); one new version per episode."""
     from robodata.ingest import ingest_episode
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
-    options = storage_options_from_env() or None
+    options = env_storage_options()
     for upload in tqdm(args.uploads, desc="ingest", unit="episode"):
         result = ingest_episode(
-            upload, args.dataset, gop_size=args.gop_size, crf=args.crf, preset=args.preset, storage_options=options
+            upload, args.dataset, settings=_encoder_settings(args), storage_options=options,
+            replace=args.replace,
         )
-        tqdm.write(f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}")
+        labels = ""
+        if result.labels_kept_rows or result.labels_dropped_rows:
+            labels = (f", labelled rows: {result.labels_kept_rows} kept, "
+                      f"{result.labels_dropped_rows} dropped (their frame_index no longer exists)")
+        summary = f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}"
+        tqdm.write(summary + labels)
     return 0
 
 
 def _dataset_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset")
-    p.add_argument("--version", default=None, help="a version number or a tag")
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("--version", default=None, help="a version number or a tag (default: latest)")
 
 
 @command("info", _dataset_args)
 def _info(args: argparse.Namespace) -> int:
-    from robodata.storage import storage_options_from_env
+    """Print a dataset's episodes, rows, cameras, bytes, versions and tags as JSON."""
+    from robodata.storage import env_storage_options
     from robodata.summary import dataset_summary
 
-    summary = dataset_summary(args.dataset, _version(args.version), storage_options_from_env() or None)
+    summary = dataset_summary(args.dataset, version=_version(args.version), storage_options=env_storage_options())
     print(json.dumps(summary, indent=2))
     return 0
 
 
 def _delete_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset")
-    p.add_argument("episodes", nargs="+", type=int)
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("episodes", nargs="+", type=int, help="episode_index of each episode to delete")
 
 
 @command("delete", _delete_args)
 def _delete(args: argparse.Namespace) -> int:
+    """Delete episodes in one new version; older versions still hold them until cleaned up."""
     from robodata.edits import delete_episodes
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
-    version = delete_episodes(args.dataset, args.episodes, storage_options_from_env() or None)
+    version = delete_episodes(args.dataset, args.episodes, storage_options=env_storage_options())
     print(f"deleted episodes {args.episodes}; dataset is now at version {version}")
     return 0
 
 
 def _tag_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset")
-    p.add_argument("name")
-    p.add_argument("--version", type=int, default=None)
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("name", help="the tag, e.g. the training run that used this version")
+    p.add_argument("--version", type=int, default=None, help="the version to tag (default: latest)")
 
 
 @command("tag", _tag_args)
 def _tag(args: argparse.Namespace) -> int:
+    """Name a dataset version so `--version NAME` (and robodata.open) find it again."""
     from robodata.reader import open_dataset
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
-    ds = open_dataset(args.dataset, version=args.version, storage_options=storage_options_from_env() or None)
+    ds = open_dataset(args.dataset, version=args.version, storage_options=env_storage_options())
     print(f"tagged version {ds.tag(args.name)} as {args.name!r}")
     return 0
 
 
 def _gc_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset")
-    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("--dry-run", action="store_true", help="count what would be deleted, delete nothing")
     p.add_argument("--min-age-minutes", type=float, default=60.0,
                    help="keep unreferenced GOPs younger than this: an ingest may still be running")
 
 
 @command("gc", _gc_args)
 def _gc(args: argparse.Namespace) -> int:
+    """Delete GOP rows that no retained version of the frames table references."""
     from datetime import timedelta
 
     from robodata.edits import collect_garbage
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
     report = collect_garbage(
-        args.dataset, dry_run=args.dry_run, storage_options=storage_options_from_env() or None,
+        args.dataset, dry_run=args.dry_run, storage_options=env_storage_options(),
         min_age=timedelta(minutes=args.min_age_minutes),
     )
     verb = "would delete" if args.dry_run else "deleted"
@@ -150,12 +196,13 @@ def _gc(args: argparse.Namespace) -> int:
 
 def _demo_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workdir", default="demo", help="folder for uploads, dataset and DAGSTER_HOME")
-    p.add_argument("--episodes", type=int, default=4)
-    p.add_argument("--seconds", type=float, default=4.0)
+    p.add_argument("--episodes", type=int, default=4, help="sample episodes to write and ingest")
+    p.add_argument("--seconds", type=float, default=4.0, help="length of each sample episode")
 
 
 @command("demo", _demo_args)
 def _demo(args: argparse.Namespace) -> int:
+    """The README's demo: sample uploads ingested through Dagster's assets, sensor and checks."""
     from robodata.demo import run_demo
 
     run_demo(args.workdir, episodes=args.episodes, seconds=args.seconds)
@@ -164,13 +211,14 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _readpath_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", default=None, help="an existing dataset; default: fresh sample data")
-    p.add_argument("--episodes", type=int, default=4)
-    p.add_argument("--seconds", type=float, default=6.0)
-    p.add_argument("--samples", type=int, default=200)
+    p.add_argument("--episodes", type=int, default=4, help="sample episodes to generate (without --dataset)")
+    p.add_argument("--seconds", type=float, default=6.0, help="length of each sample episode")
+    p.add_argument("--samples", type=int, default=200, help="random reads timed per measurement")
 
 
 @command("bench-readpath", _readpath_args)
 def _bench_readpath(args: argparse.Namespace) -> int:
+    """Read-path figures (random frame reads, batched takes) against the decode bound."""
     from robodata.bench.readpath import main as readpath_main
 
     return readpath_main(args)
@@ -196,15 +244,15 @@ def _export_lerobot_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="robodata dataset root: a directory or s3://bucket/prefix")
     p.add_argument("root", help="new local folder for the LeRobot v3.0 dataset")
     p.add_argument("--version", default=None, help="a version number or a tag (default: latest)")
-    p.add_argument("--episodes-per-file", type=int, default=50)
-    p.add_argument("--vcodec", default="libsvtav1")
-    p.add_argument("--crf", type=int, default=30)
+    p.add_argument("--episodes-per-file", type=int, default=50, help="episodes per LeRobot data / video file")
+    p.add_argument("--vcodec", default="libsvtav1", help="FFmpeg encoder of the exported MP4s")
+    p.add_argument("--crf", type=int, default=30, help="quality of the exported MP4s: lower is better, bigger")
     p.add_argument("--g", type=int, default=2, help="keyframe interval of the exported MP4s")
     p.add_argument(
         "--rate",
         choices=["control", "camera"],
         default="control",
-        help="frames at the control rate (exact round trip, default) or one per camera frame, as LeRobot records",
+        help="frames at the control rate (exact round trip) or one per camera frame, as LeRobot records",
     )
 
 
@@ -212,7 +260,7 @@ def _export_lerobot_args(p: argparse.ArgumentParser) -> None:
 def _export_lerobot(args: argparse.Namespace) -> int:
     """Export a dataset version as a LeRobot v3.0 dataset."""
     from robodata.interop.lerobot_export import export_lerobot
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
     result = export_lerobot(
         args.dataset,
@@ -222,7 +270,7 @@ def _export_lerobot(args: argparse.Namespace) -> int:
         vcodec=args.vcodec,
         crf=args.crf,
         g=args.g,
-        storage_options=storage_options_from_env() or None,
+        storage_options=env_storage_options(),
         rate=args.rate,
     )
     print(
@@ -244,17 +292,15 @@ def _import_lerobot_args(p: argparse.ArgumentParser) -> None:
 def _import_lerobot(args: argparse.Namespace) -> int:
     """Import a LeRobot v3 dataset; episodes already in the dataset are skipped."""
     from robodata.interop.lerobot_import import import_lerobot
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
     result = import_lerobot(
         args.root,
         args.dataset,
         repo_id=args.repo_id,
         episodes=args.episodes,
-        gop_size=args.gop_size,
-        crf=args.crf,
-        preset=args.preset,
-        storage_options=storage_options_from_env() or None,
+        settings=_encoder_settings(args),
+        storage_options=env_storage_options(),
     )
     _print_import(result)
     return 0
@@ -266,8 +312,9 @@ def _import_hdf5_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--episodes", type=int, nargs="*", default=None, help="source episodes (all by default)")
     p.add_argument("--control-hz", type=float, default=50.0, help="the recording's control rate")
     p.add_argument("--joint-names", nargs="+", default=None, help="default: ALOHA's 14 joints")
-    p.add_argument("--task", default="")
-    p.add_argument("--jpeg-channel-order", choices=["bgr", "rgb"], default="bgr", help="bgr: OpenCV wrote it")
+    p.add_argument("--task", default="", help="task name stored on every imported row")
+    p.add_argument("--jpeg-channel-order", choices=["bgr", "rgb"], default="bgr",
+                   help="channel order of JPEG-compressed frames; bgr when OpenCV wrote them")
     p.add_argument("--start-index", type=int, default=0, help="added to N of episode_N.hdf5")
     _encoding_args(p)
 
@@ -276,7 +323,7 @@ def _import_hdf5_args(p: argparse.ArgumentParser) -> None:
 def _import_hdf5(args: argparse.Namespace) -> int:
     """Import ALOHA / ACT HDF5 episodes; episodes already in the dataset are skipped."""
     from robodata.interop.hdf5_import import import_hdf5
-    from robodata.storage import storage_options_from_env
+    from robodata.storage import env_storage_options
 
     result = import_hdf5(
         args.path,
@@ -287,10 +334,8 @@ def _import_hdf5(args: argparse.Namespace) -> int:
         task=args.task,
         jpeg_channel_order=args.jpeg_channel_order,
         start_index=args.start_index,
-        gop_size=args.gop_size,
-        crf=args.crf,
-        preset=args.preset,
-        storage_options=storage_options_from_env() or None,
+        settings=_encoder_settings(args),
+        storage_options=env_storage_options(),
     )
     _print_import(result)
     return 0
@@ -304,7 +349,7 @@ def _register_uploads_args(p: argparse.ArgumentParser) -> None:
 @command("register-uploads", _register_uploads_args)
 def _register_uploads(args: argparse.Namespace) -> int:
     """Add a Dagster partition (in $DAGSTER_HOME's instance) for every complete upload."""
-    from robodata.defs.episodes import register_uploads_from_cli
+    from robodata.instance_commands import register_uploads_from_cli
 
     for key in register_uploads_from_cli(args.dataset, args.uploads):
         print(key)
@@ -313,13 +358,13 @@ def _register_uploads(args: argparse.Namespace) -> int:
 
 def _register_imports_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", help="a LeRobot v3 root or an HDF5 glob (local or s3://)")
-    p.add_argument("--format", choices=["lerobot", "aloha_hdf5"], default="lerobot")
+    p.add_argument("--format", choices=["lerobot", "aloha_hdf5"], default="lerobot", help="what SOURCE holds")
 
 
 @command("register-imports", _register_imports_args)
 def _register_imports(args: argparse.Namespace) -> int:
     """Add an imported_episodes partition (in $DAGSTER_HOME's instance) per source episode."""
-    from robodata.defs.interop import register_import_partitions_from_cli
+    from robodata.instance_commands import register_import_partitions_from_cli
 
     for key in register_import_partitions_from_cli(args.source, args.format):
         print(key)
@@ -338,6 +383,64 @@ def _bench_loader(args: argparse.Namespace) -> int:
     from robodata.bench.loader import main as loader_main
 
     return loader_main(args)
+
+
+def _view_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("--episode", type=int, required=True, help="episode_index of the episode to show")
+    p.add_argument("--version", default=None, help="a version number or a tag (default: latest)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", help="write the page to this .html file (a path or s3://)")
+    where.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 until Ctrl-C")
+    p.add_argument("--port", type=int, default=0, help="port for --serve; 0 picks a free one")
+
+
+@command("view", _view_args)
+def _view(args: argparse.Namespace) -> int:
+    """Look at an episode: a self-contained page with its cameras in sync, state, action and labels."""
+    from robodata.storage import env_storage_options
+
+    options = env_storage_options()
+    if args.out:
+        from robodata.view import write_episode_page
+
+        out = write_episode_page(args.dataset, args.episode, args.out, version=_version(args.version),
+                                 storage_options=options)
+        print(f"wrote episode {args.episode} to {out}")
+        return 0
+    from robodata.view import PageServer, episode_page
+
+    page = episode_page(args.dataset, args.episode, version=_version(args.version), storage_options=options)
+    try:
+        server = PageServer(page, args.port)
+    except OSError as exc:
+        raise ValueError(f"cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
+    with server:
+        print(f"serving episode {args.episode} at {server.url} (Ctrl-C stops)", flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def _annotate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("labels", help="Parquet, CSV or JSON-lines file: episode_index, optional frame_index, label columns")
+
+
+@command("annotate", _annotate_args)
+def _annotate(args: argparse.Namespace) -> int:
+    """Add or correct label columns from a file; labels for rows the dataset lacks are reported."""
+    from robodata.edits import add_annotations
+    from robodata.edits.label_files import read_labels
+    from robodata.storage import env_storage_options
+
+    options = env_storage_options()
+    labels = read_labels(args.labels, args.dataset, storage_options=options)
+    result = add_annotations(args.dataset, labels, storage_options=options)
+    print(f"{args.labels}: {result.describe()}")
+    return 0
 
 
 def _bench_sensor_args(p: argparse.ArgumentParser) -> None:
@@ -437,11 +540,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (ValueError, FileNotFoundError, KeyError) as exc:
-        from robodata.storage import redact
-
-        print(f"robodata {args.command}: {redact(str(exc))}", file=sys.stderr)
+    except (RoboDataError, ValueError, OSError, KeyError) as exc:
+        # robodata's own errors (bad uploads, storage failures) and a user's mistakes (a missing
+        # file, a bad value) are one line on stderr and exit code 2, never a traceback.
+        print(f"robodata {args.command}: {one_line_error(exc)}", file=sys.stderr)
         return 2
+
+
+def one_line_error(exc: BaseException) -> str:
+    """``exc``'s message on one line, credentials redacted (a store's multi-line XML answer
+    included). Open progress bars are closed first, so the message starts its own line.
+
+    >>> one_line_error(FileNotFoundError("uploads/ep/states.parquet: is missing"))  # doctest: +SKIP
+    'uploads/ep/states.parquet: is missing'
+    """
+    from robodata.storage import redact
+
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.close()
+    text = exc.args[0] if isinstance(exc, KeyError) and len(exc.args) == 1 else exc
+    return redact(" ".join(str(text).split()) or type(exc).__name__)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 def run_demo(workdir: str, episodes: int = 4, seconds: float = 4.0) -> dict:
     """Write ``episodes`` sample uploads under ``workdir`` and build the dataset with Dagster.
 
-    >>> run_demo("demo", episodes=2, seconds=1.0)["episodes"]
+    >>> run_demo("demo", episodes=2, seconds=1.0)["episodes"]  # doctest: +SKIP
     2
     """
     import dagster as dg
@@ -86,7 +86,7 @@ def report(dataset: str, out: Path) -> dict:
     ds = open_dataset(dataset)
     column = ds.image_columns[0]
     rows = np.linspace(0, len(ds) - 1, 24).astype(int)
-    frames = ds.take_blobs_decoded(column, rows)[column]
+    frames = ds.take_blobs_decoded(rows, column)[column]
     jpeg = [jpeg_roundtrip(f, 90) for f in frames]
     video_per_frame = _video_bytes_per_frame(ds, column)
     summary["video_vs_jpeg"] = {

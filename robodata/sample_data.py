@@ -14,11 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image
 
-ALOHA_JOINTS = [
-    f"{side}_{joint}"
-    for side in ("left", "right")
-    for joint in ("waist", "shoulder", "elbow", "forearm_roll", "wrist_angle", "wrist_rotate", "gripper")
-]
+from robodata.interop.aloha_layout import ALOHA_JOINTS  # sample episodes use ALOHA's joints
+
 CAMERAS = {"top": (640, 480), "wrist_left": (320, 240), "wrist_right": (320, 240)}
 TASKS = [
     ("pick_cube", "pick up the red cube and put it in the bin"),
@@ -34,7 +31,7 @@ def write_sample_uploads(
 ) -> list[Path]:
     """Write ``episodes`` upload folders under ``out`` and return their paths.
 
-    >>> write_sample_uploads("uploads", episodes=2)
+    >>> write_sample_uploads("uploads", episodes=2)  # doctest: +SKIP
     """
     out = Path(out)
     return [

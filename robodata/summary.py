@@ -6,10 +6,15 @@ from robodata.format.tables import gops_uri, open_table
 from robodata.reader import open_dataset
 
 
-def dataset_summary(uri: str, version: int | str | None = None, storage_options: dict | None = None) -> dict:
+def dataset_summary(uri: str, *, version: int | str | None = None, storage_options: dict | None = None) -> dict:
+    """Episodes, rows, video bytes, versions and tags of the dataset at ``uri`` (at ``version``).
+
+    >>> dataset_summary("data/demo")["episodes"]  # doctest: +SKIP
+    4
+    """
     ds = open_dataset(uri, version=version, storage_options=storage_options)
     gops = open_table(gops_uri(uri), storage_options)
-    episodes = ds.episodes
+    episodes = ds.episodes()
     video_bytes = 0
     if gops is not None:
         data_files = [f for fragment in gops.get_fragments() for f in fragment.data_files()]

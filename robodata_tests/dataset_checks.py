@@ -17,7 +17,7 @@ def assert_one_copy(ds, expected_rows: dict[int, int]) -> None:
     assert found == expected_rows
     for episode, n in expected_rows.items():
         assert sorted(frames[episodes == episode].tolist()) == list(range(n))
-    decoded = ds.take_blobs_decoded(ds.image_columns, np.arange(len(ds)))
+    decoded = ds.take_blobs_decoded(np.arange(len(ds)), ds.image_columns)
     for column, array in decoded.items():
         assert array.shape[0] == len(ds), column
 

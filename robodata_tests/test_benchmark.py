@@ -19,6 +19,8 @@ from robodata.bench.quality import psnr
 from robodata.bench.report import SECTIONS
 from robodata.format.schema import ref_columns
 
+pytestmark = pytest.mark.slow  # the module's fixture runs the whole (tiny) benchmark
+
 TINY = BenchmarkConfig.small()  # 3 episodes x 1 s, G in {1, 8}, a few samples per scenario
 IDENTIFIERS = {"episode_index", "workers"}  # integers in results.json that name things rather than measure them
 
@@ -121,7 +123,7 @@ def test_baseline_reader_returns_robodata_frames(run):
     ref, _, in_gop = ref_columns("top")
     refs = ds.to_table(columns=[ref, in_gop])
     assert len(reader) == len(set(zip(refs[ref].to_pylist(), refs[in_gop].to_pylist(), strict=True))) < len(ds)
-    top = ds.take_blobs_decoded("observation_images_top", np.arange(len(ds)))["observation_images_top"]
+    top = ds.take_blobs_decoded(np.arange(len(ds)), "observation_images_top")["observation_images_top"]
     shown = [int(paired[row]) for row in range(len(ds))]
     assert sorted(set(shown)) == list(range(len(reader)))  # every baseline sample is some row's frame
     for row in (0, 1, 2, 3, len(ds) // 2, len(ds) // 2 + 1, len(ds) - 1):
@@ -191,3 +193,23 @@ def test_an_existing_dataset_is_measured_at_its_version_and_left_unchanged(run, 
 def test_baseline_reader_names_a_folder_that_is_not_a_lerobot_dataset(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"info\.json.*not a LeRobot v3 dataset"):
         LeRobotLayoutReader(tmp_path)
+
+
+def test_benchmark_report_asset_names_a_missing_peers_venv(dataset_copy, tmp_path):
+    import dagster as dg
+
+    from robodata.defs.benchmark import benchmark_report
+    from robodata.defs.resources import DatasetStore
+
+    store = DatasetStore(root=dataset_copy, uploads_root=str(tmp_path / "uploads"))
+    missing = tmp_path / "no-peers-venv"
+    result = dg.materialize(
+        [benchmark_report], resources={"store": store}, raise_on_error=False,
+        run_config={"ops": {"benchmark_report": {"config": {"samples": 4, "batch_size": 2,
+                                                            "peers_venv": str(missing)}}}},
+    )
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    message = failure.step_failure_data.error.cause.message if failure.step_failure_data.error.cause else \
+        failure.step_failure_data.error.message
+    assert f"{missing}: no peers venv here" in message and "scripts/peers.sh" in message

@@ -33,7 +33,7 @@ def test_s3_dataset_matches_the_local_one(s3, s3_root, eight_short_uploads, tmp_
     ds = robodata.open(root, storage_options=options)
     local = robodata.open(local_root)
     n = len(ds)
-    assert ds.episodes["episode_index"].to_pylist() == [0, 1]
+    assert ds.episodes()["episode_index"].to_pylist() == [0, 1]
     assert ds.to_table(SCALARS).equals(local.to_table(SCALARS))
 
     # Encoding is deterministic, so the GOPs (content-addressed ids) are the local ones.
@@ -43,8 +43,8 @@ def test_s3_dataset_matches_the_local_one(s3, s3_root, eight_short_uploads, tmp_
         for column in ds.image_columns:
             np.testing.assert_array_equal(item[column], expected[column])
     picks = [3, n // 2, n // 2 + 1, n - 1, 4]
-    batch = ds.take_blobs_decoded(ds.image_columns, picks)
-    expected = local.take_blobs_decoded(ds.image_columns, picks)
+    batch = ds.take_blobs_decoded(picks, ds.image_columns)
+    expected = local.take_blobs_decoded(picks, ds.image_columns)
     for column in ds.image_columns:
         np.testing.assert_array_equal(batch[column], expected[column])
     windows = ds.take_windows([0, n - 1], range(-2, 2), ["action", "observation_images_wrist_left"])
@@ -61,7 +61,7 @@ def test_s3_dataset_matches_the_local_one(s3, s3_root, eight_short_uploads, tmp_
     assert before < labelled < deleted
     latest = robodata.open(root, storage_options=options)
     assert latest.version == deleted
-    assert latest.episodes["episode_index"].to_pylist() == [1]
+    assert latest.episodes()["episode_index"].to_pylist() == [1]
     success = latest.to_table(["frame_index", "success"], filter="success IS NOT NULL").to_pylist()
     assert success == [{"frame_index": 0, "success": True}, {"frame_index": 5, "success": False}]
     old = robodata.open(root, version="before-edits", storage_options=options)

@@ -1,7 +1,7 @@
 """Benchmark harness and the LeRobot-layout baseline.
 
->>> from robodata.bench import run_benchmark
->>> run_benchmark("bench_out", small=True).table_markdown
+>>> from robodata.bench import run_benchmark  # doctest: +SKIP
+>>> run_benchmark("bench_out", small=True).table_markdown  # doctest: +SKIP
 """
 
 _HARNESS = ("BenchmarkConfig", "BenchmarkResult", "run_benchmark")

@@ -98,7 +98,7 @@ def _scenario_calls(key: str, pair: Pair, single, row: int, batch: np.ndarray, w
     if key == "A1":
         camera = pair.main_camera
         column, video = ds.image_columns[ds.cameras.index(camera)], single.video_key(camera)
-        return (lambda: [ds.take_blobs_decoded(column, [i]) for i in few],
+        return (lambda: [ds.take_blobs_decoded([i], column) for i in few],
                 lambda: [single.get_item(int(paired[i]), [video]) for i in few], few, False)
     if key == "A3":
         return (lambda: [_rows_and_frames(ds, [i]) for i in few], lambda: [single[int(paired[i])] for i in few],
@@ -131,7 +131,7 @@ def _decoded_per_wanted(ds, rows, shared: bool) -> float:
 
 def _rows_and_frames(ds, rows) -> None:
     ds.lance_dataset.take(np.sort(np.asarray(rows)).tolist(), columns=ROW_COLUMNS)
-    ds.take_blobs_decoded(ds.image_columns, rows, concurrency=1)
+    ds.take_blobs_decoded(rows, ds.image_columns, concurrency=1)
 
 
 def _explain_bound(aim: dict, row: dict, batch: np.ndarray, repeat: int) -> dict:
@@ -140,7 +140,7 @@ def _explain_bound(aim: dict, row: dict, batch: np.ndarray, repeat: int) -> dict
     ds = open_dataset(row["dataset_uri"])
     batch = batch % len(ds)
     profile = profile_call(f"robodata batched G={row['gop_size']} (1 thread)",
-                           lambda: ds.take_blobs_decoded(row["read_column"], batch, concurrency=1), repeat)
+                           lambda: ds.take_blobs_decoded(batch, row["read_column"], concurrency=1), repeat)
     cores = os.cpu_count() or 1
     per_frame_ms = 1000 * profile.seconds / len(batch)
     bound_ms = 1000 * cores / row["decode_bound_fps"]  # one core's share of the bound, per read

@@ -102,7 +102,7 @@ def run_benchmark(
     ingests them (timed); with it, it measures that dataset at ``version``. The GOP-size sweep
     always runs on freshly generated sample episodes, since it re-encodes from the source.
 
-    >>> run_benchmark("bench_out", small=True).report_path
+    >>> run_benchmark("bench_out", small=True).report_path  # doctest: +SKIP
     PosixPath('bench_out/report.md')
     """
     cfg = config or (BenchmarkConfig.small() if small else BenchmarkConfig())
@@ -191,7 +191,7 @@ def _prepare_dataset(cfg: BenchmarkConfig, work: Path, dataset_uri, version, sto
 def _measure_scenarios(pair: Pair, cfg: BenchmarkConfig, rng: np.random.Generator, baseline_root: Path):
     """Scenarios A, B, C (and A3 against the real LeRobotDataset where lerobot is importable)."""
     # Load both sides' indexes and thread pools before anything is timed.
-    pair.ds.take_windows([0], [0, 1], pair.ds.image_columns)
+    pair.ds.take_windows(indices=[0], offsets=[0, 1], columns=pair.ds.image_columns)
     pair.reader.get_item(0, delta_indices=[0, 1])
     n = len(pair.ds)
     scenarios = scenario_a(pair, rng.integers(0, n, cfg.single_samples))
@@ -270,7 +270,7 @@ def _dataset_facts(ds, uri: str, built: bool) -> dict:
         "uri": uri,
         "generated_sample_data": built,
         "version": ds.version,
-        "episodes": ds.episodes.num_rows,
+        "episodes": ds.episodes().num_rows,
         "rows": len(ds),
         "control_hz": ds.metadata.control_hz,
         "cameras": {c: f"{i.width}x{i.height}@{i.fps:g}" for c, i in ds.metadata.cameras.items()},

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from robodata.codec import EncoderSettings
 from robodata.format.tables import gops_uri, open_table
 from robodata.ingest import ingest_episode
 from robodata.reader import open_dataset
@@ -17,13 +18,13 @@ def timed_ingest(
 ) -> list[dict]:
     """Ingest ``uploads`` into ``dataset_uri`` at ``gop_size``; seconds and size of each episode.
 
-    >>> timed_ingest([Path("uploads/episode_000000")], "data/g8", 8)[0]["realtime_multiple"]
+    >>> timed_ingest([Path("uploads/episode_000000")], "data/g8", 8)[0]["realtime_multiple"]  # doctest: +SKIP
     3.1
     """
     timings = []
     for upload in uploads:
         start = time.perf_counter()
-        result = ingest_episode(str(upload), dataset_uri, gop_size=gop_size)
+        result = ingest_episode(str(upload), dataset_uri, settings=EncoderSettings(gop_size=gop_size))
         timings.append({"episode_index": result.episode_index, "seconds": time.perf_counter() - start})
         tick()
     ds = open_dataset(dataset_uri)

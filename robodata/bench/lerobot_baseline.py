@@ -46,7 +46,8 @@ def decode_video_frames_pyav(
     LeRobot's ``decode_video_frames_pyav``: seek to the keyframe before the first timestamp and
     decode forward to the last. ``counts``, when given, gains the calls (seeks), frames decoded and frames wanted.
 
-    >>> decode_video_frames_pyav("videos/observation.images.top/chunk-000/file-000.mp4", [1.5], 1e-4).shape
+    >>> video = "videos/observation.images.top/chunk-000/file-000.mp4"  # doctest: +SKIP
+    >>> decode_video_frames_pyav(video, [1.5], 1e-4).shape  # doctest: +SKIP
     (1, 480, 640, 3)
     """
     video_path = str(video_path)
@@ -86,8 +87,8 @@ class LeRobotLayoutReader:
     """A local LeRobot v3 dataset (``meta/info.json``, ``meta/episodes``, ``data``, ``videos``)
     read sample by sample, as ``LeRobotDataset[idx]`` reads it with ``video_backend="pyav"``.
 
-    >>> reader = LeRobotLayoutReader("exports/demo_lerobot")
-    >>> reader[10]["observation.images.top"].shape
+    >>> reader = LeRobotLayoutReader("exports/demo_lerobot")  # doctest: +SKIP
+    >>> reader[10]["observation.images.top"].shape  # doctest: +SKIP
     (480, 640, 3)
     """
 

@@ -1,6 +1,7 @@
 """Training-loader benchmark: PyTorch DataLoader samples/s for 0, 1, 2 workers and batch sizes 32
-and 128, robodata against the LeRobot-layout baseline fed through the same DataLoader (spawned
-workers, random order), and resident memory over a long run.
+and 128, robodata against the LeRobot-layout baseline fed through the same DataLoader (random
+order); ``robodata.torch.LeRobotCompatDataset`` against the same baseline; per-worker memory at
+1M and 10M rows; time to the first batch by worker start method; resident memory over a long run.
 
 Run ``robodata bench-loader`` (``--help`` for sizes). Needs the ``torch`` extra.
 """
@@ -121,6 +122,28 @@ def robodata_throughput(
     figures = _time_batches(_epochs(loader), samples, lambda b: len(b["index"]))
     loader.close()
     return {"loader": "robodata", "workers": num_workers, "batch_size": batch_size, **figures}
+
+
+def compat_throughput(uri: str, *, num_workers: int, batch_size: int, samples: int) -> dict:
+    """DataLoader samples/s of ``LeRobotCompatDataset`` (every camera, float32 CHW, LeRobot keys),
+    batches from its resumable sampler, read with one batched ``__getitems__`` per batch."""
+    from torch.utils.data import DataLoader
+
+    from robodata.torch import LeRobotCompatDataset, collate_batch, worker_context
+
+    dataset = LeRobotCompatDataset(uri)
+    sampler = dataset.sampler(batch_size=batch_size, seed=1)
+    loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_batch, num_workers=num_workers,
+                        multiprocessing_context=worker_context() if num_workers else None,
+                        persistent_workers=num_workers > 0)
+
+    def forever():
+        while True:
+            yield from loader
+            sampler.set_epoch(sampler.epoch + 1)
+
+    figures = _time_batches(forever(), samples, lambda b: len(b["index"]))
+    return {"loader": "lerobot-compat", "workers": num_workers, "batch_size": batch_size, **figures}
 
 
 def baseline_throughput(root: str, *, num_workers: int, batch_size: int, samples: int) -> dict:
@@ -246,7 +269,8 @@ def measure_loaders(
     """DataLoader samples/s for every (workers, batch size), robodata's adapter and the LeRobot-layout
     baseline at ``baseline_root`` interleaved, as rows for ``format_throughput``.
 
-    >>> format_throughput(measure_loaders("demo/dataset", 5, "bench_out/work/lerobot", (0, 2), (32,), 256))
+    >>> figures = measure_loaders("demo/dataset", 5, "bench_out/work/lerobot", (0, 2), (32,), 256)  # doctest: +SKIP
+    >>> format_throughput(figures)  # doctest: +SKIP
     """
     rows: list[dict] = []
     if importlib.util.find_spec("torch") is None:  # the DataLoader needs the torch extra
@@ -306,6 +330,46 @@ def main(args: argparse.Namespace) -> int:
     if not baseline_root:
         reason = "cameras were restricted" if cameras else "robodata.bench.lerobot_baseline is not installed"
         print(f"\n(no LeRobot-layout baseline column: {reason})")
+    compat = []
+    for workers in args.compat_workers:
+        compat.append(compat_throughput(uri, num_workers=workers, batch_size=32, samples=max(args.samples, 96)))
+        tqdm.write(str(compat[-1]))
+        baseline_rows = [r for r in rows if r["loader"] == "lerobot-layout" and (r["workers"], r["batch_size"]) ==
+                         (workers, 32)]
+        if baseline_root and not baseline_rows:
+            baseline_rows = [baseline_throughput(baseline_root, num_workers=workers, batch_size=32,
+                                                 samples=max(args.samples, 96))]
+        compat += baseline_rows
+    if compat:
+        print("\nLeRobotCompatDataset in a DataLoader (batch 32, every camera, float32 CHW) against the "
+              "per-sample LeRobot-layout baseline\n")
+        print(format_throughput(compat))
+    scale = []
+    for count in args.scale_rows:
+        from robodata.bench.loader_scale import synthetic_dataset, worker_memory
+
+        synthetic = synthetic_dataset(uri, count, str(Path(workdir) / f"rows-{count}"))
+        scale.append(worker_memory(synthetic))
+        tqdm.write(json.dumps(scale[-1]))
+    if scale:
+        print("\nMemory per process after 40 random batches (2 workers, batch 32, one camera), MiB: RSS counts "
+              "the shared memory-mapped row index and order pages a process touched; private is its own\n")
+        print("| rows | main RSS | main private | worker RSS | worker PSS | worker private |\n| --- | --- | --- | --- "
+              "| --- | --- |")
+        for s in scale:
+            for w in s["workers"]:
+                print(f"| {s['rows']:,} | {s['main']['rss_mib']:.0f} | {s['main']['private_mib']:.0f} | "
+                      f"{w['rss_mib']:.0f} | {w.get('pss_mib', 0):.0f} | {w.get('private_mib', 0):.0f} |")
+    first_batch = []
+    if args.first_batch:
+        from robodata.bench.loader_scale import first_batch_times
+
+        first_batch = first_batch_times(uri)
+        print("\nSeconds to the first batch, 2 workers, batch 32, every camera, each in a fresh process "
+              "(second loader: another DataLoader made afterwards in the same process)\n")
+        print("| start method | first loader s | second loader s |\n| --- | --- | --- |")
+        for f in first_batch:
+            print(f"| {f['start_method']} | {f['first_loader_s']} | {f['second_loader_s']} |")
     memory = None
     if args.rss_samples:
         memory = long_run_memory(uri, samples=args.rss_samples, batch_size=32, num_workers=args.rss_workers,
@@ -316,7 +380,8 @@ def main(args: argparse.Namespace) -> int:
         for key, value in memory.items():
             print(f"| {key} | {value:.1f} |" if isinstance(value, float) else f"| {key} | {value} |")
     if args.json:
-        report = {"dataset": uri, "cpu_count": os.cpu_count(), "throughput": rows, "memory": memory}
+        report = {"dataset": uri, "cpu_count": os.cpu_count(), "throughput": rows, "memory": memory,
+                  "lerobot_compat": compat, "worker_memory_at_scale": scale, "first_batch": first_batch}
         Path(args.json).write_text(json.dumps(report, indent=2))
         print(f"\nwrote {args.json}")
     return 0
@@ -325,13 +390,20 @@ def main(args: argparse.Namespace) -> int:
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", default=None, help="an existing dataset; default: fresh sample data")
     p.add_argument("--workdir", default=None, help="where sample data and the baseline copy go (default: a temp dir)")
-    p.add_argument("--episodes", type=int, default=4)
-    p.add_argument("--seconds", type=float, default=6.0)
+    p.add_argument("--episodes", type=int, default=4, help="sample episodes to generate (without --dataset)")
+    p.add_argument("--seconds", type=float, default=6.0, help="length of each sample episode")
     p.add_argument("--cameras", default=None, help="comma-separated cameras (default: all; disables the baseline)")
-    p.add_argument("--workers", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--batch-sizes", type=int, nargs="+", default=[32, 128])
+    p.add_argument("--workers", type=int, nargs="+", default=[0, 1, 2], help="DataLoader num_workers to time")
+    p.add_argument("--batch-sizes", type=int, nargs="+", default=[32, 128], help="batch sizes to time")
     p.add_argument("--samples", type=int, default=512, help="samples timed per configuration")
     p.add_argument("--rss-samples", type=int, default=100_000, help="length of the memory run (0 skips it)")
-    p.add_argument("--rss-workers", type=int, default=2)
-    p.add_argument("--no-baseline", dest="baseline", action="store_false")
+    p.add_argument("--rss-workers", type=int, default=2, help="DataLoader workers of the memory run")
+    p.add_argument("--no-baseline", dest="baseline", action="store_false",
+                   help="skip the LeRobot-layout baseline")
+    p.add_argument("--compat-workers", type=int, nargs="*", default=[0, 2],
+                   help="workers for the LeRobotCompatDataset runs (batch 32; none: skip)")
+    p.add_argument("--scale-rows", type=int, nargs="*", default=[1_000_000, 10_000_000],
+                   help="synthetic dataset sizes for per-worker memory (none: skip)")
+    p.add_argument("--no-first-batch", dest="first_batch", action="store_false",
+                   help="skip the time-to-first-batch probes")
     p.add_argument("--json", default=None, help="also write the figures to this JSON file (for the report)")

@@ -29,7 +29,7 @@ class LocalS3:
 def local_s3() -> Iterator[LocalS3]:
     """A moto server in its own process with bucket ``robodata-bench``, stopped on exit.
 
-    >>> with local_s3() as s3: print(s3.uri("uploads"))
+    >>> with local_s3() as s3: print(s3.uri("uploads"))  # doctest: +SKIP
     s3://robodata-bench/uploads
     """
     with socket.socket() as sock:

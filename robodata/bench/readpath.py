@@ -52,7 +52,7 @@ def measure_readpath(
 ) -> dict[str, float]:
     """Read-path figures for one image column (default: the largest camera) of ``ds``.
 
-    >>> measure_readpath(robodata.open("demo/dataset"))["batched_vs_bound"]
+    >>> measure_readpath(robodata.open("demo/dataset"))["batched_vs_bound"]  # doctest: +SKIP
     """
     column = column or max(ds.image_columns, key=lambda c: _pixels(ds, c))
     rng = np.random.default_rng(seed)
@@ -63,11 +63,11 @@ def measure_readpath(
 
     singles, items = [], []
     batches = max(3, samples // batch_size)
-    ds.take_blobs_decoded(column, rng.integers(0, n, 4))  # load the indexes once
+    ds.take_blobs_decoded(rng.integers(0, n, 4), column)  # load the indexes once
     steps = tqdm(total=2 * samples + batches, desc="read path", disable=not progress, unit="read")
     for i in rng.integers(0, n, samples):
         start = time.perf_counter()
-        ds.take_blobs_decoded(column, [int(i)])
+        ds.take_blobs_decoded([int(i)], column)
         singles.append(time.perf_counter() - start)
         steps.update()
     for i in rng.integers(0, n, samples):
@@ -79,7 +79,7 @@ def measure_readpath(
     for _ in range(batches):
         indices = rng.integers(0, n, batch_size)
         start = time.perf_counter()
-        ds.take_blobs_decoded(column, indices, zero_copy=True)
+        ds.take_blobs_decoded(indices, column, zero_copy=True)
         batched.append(batch_size / (time.perf_counter() - start))
         steps.update()
     steps.close()

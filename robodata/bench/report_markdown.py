@@ -14,7 +14,7 @@ REPORTS_DIR = "reports"
 def figures_markdown(title: str, figures: dict[str, float], dataset_version: int) -> str:
     """A Markdown report: the title, the Lance versions measured, one table row per figure.
 
-    >>> print(figures_markdown("Read path", {"single_frame_fps": 310.0}, 7))
+    >>> print(figures_markdown("Read path", {"single_frame_fps": 310.0}, 7))  # doctest: +SKIP
     """
     measured = f"Measured on frames.lance version {dataset_version} with pylance {lance.__version__}."
     return f"# {title}\n\n{measured}\n\n{format_table(figures)}\n"
@@ -23,7 +23,7 @@ def figures_markdown(title: str, figures: dict[str, float], dataset_version: int
 def write_report(dataset_uri: str, name: str, markdown: str, storage_options: dict | None = None) -> str:
     """Write ``markdown`` to ``<dataset_uri>/reports/<name>.md`` and return its URI.
 
-    >>> write_report("data/demo", "readpath_v7", "# Read path\\n")
+    >>> write_report("data/demo", "readpath_v7", "# Read path\\n")  # doctest: +SKIP
     'data/demo/reports/readpath_v7.md'
     """
     uri = join_uri(dataset_uri, REPORTS_DIR, f"{name}.md")

@@ -69,7 +69,7 @@ def scenario_a(pair: Pair, rows: np.ndarray) -> list[dict]:
     column, key = ds.image_columns[ds.cameras.index(camera)], reader.video_key(camera)
     ours, theirs = interleaved(
         list(rows),
-        lambda i: ds.take_blobs_decoded(column, [int(i)]),
+        lambda i: ds.take_blobs_decoded([int(i)], column),
         lambda i: reader.get_item(int(pair.paired[i]), [key]),
         pair.tick,
     )
@@ -87,7 +87,7 @@ def scenario_b(pair: Pair, batch_sizes: list[int], repeats: int, rng: np.random.
 
     def ours(batch):
         ds.lance_dataset.take(np.sort(batch).tolist(), columns=ROW_COLUMNS)
-        ds.take_blobs_decoded(ds.image_columns, batch, concurrency=workers, zero_copy=True)
+        ds.take_blobs_decoded(batch, ds.image_columns, concurrency=workers, zero_copy=True)
 
     def theirs(batch):
         for i in batch:
@@ -113,7 +113,7 @@ def scenario_c(pair: Pair, rows: np.ndarray, frames: int) -> dict:
     row_offsets, delta_indices = window_offsets(pair, frames)
     ours, theirs = interleaved(
         list(rows),
-        lambda i: ds.take_windows([int(i)], row_offsets, ds.image_columns),
+        lambda i: ds.take_windows(indices=[int(i)], offsets=row_offsets, columns=ds.image_columns),
         lambda i: reader.get_item(int(pair.paired[i]), delta_indices=delta_indices),
         pair.tick,
     )

@@ -31,7 +31,7 @@ def video_bytes(ds: RoboDataset) -> int:
 
 
 def _gops_of(ds: RoboDataset, columns: list[str]):
-    episodes = ds.episodes["episode_index"].to_pylist()
+    episodes = ds.episodes()["episode_index"].to_pylist()
     gops = open_table(gops_uri(ds.uri), ds._storage_options)  # noqa: SLF001 - same dataset, same options
     return gops.to_table(columns=columns, filter=episode_filter(episodes))
 
@@ -49,7 +49,7 @@ def quality_sample(
     columns = [c for cam in ds.cameras for c in ref_columns(cam)[1:]] + ["episode_index"]
     refs = ds.to_table(columns=columns).take(rows.tolist()).to_pydict()
     gop_size = ds.metadata.gop_size
-    decoded = ds.take_blobs_decoded(ds.image_columns, rows)
+    decoded = ds.take_blobs_decoded(rows, ds.image_columns)
     sample: dict[str, dict[str, list[np.ndarray]]] = {}
     for camera, column in zip(ds.cameras, ds.image_columns, strict=True):
         _, gop_column, in_gop_column = ref_columns(camera)
@@ -94,7 +94,7 @@ def matched_jpeg(frames: Mapping[str, list[np.ndarray]], target_psnr: float) -> 
     ``frames`` (source frames per camera) reaches ``target_psnr``, with its PSNR and mean bytes
     per frame per camera. If none reaches it, the highest-PSNR setting tried.
 
-    >>> matched_jpeg({"top": sources}, 38.5)["quality"]
+    >>> matched_jpeg({"top": sources}, 38.5)["quality"]  # doctest: +SKIP
     87
     """
     candidates = [_lowest_quality(frames, target_psnr, name) for name in JPEG_SUBSAMPLING]

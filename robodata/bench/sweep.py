@@ -30,7 +30,8 @@ def sweep_gop_sizes(
 ) -> list[dict]:
     """One row of figures per G; each G gets its own dataset built from ``uploads``.
 
-    >>> sweep_gop_sizes(uploads, Path("work"), [1, 8], quality_rows=20, readpath_samples=50)[1]["gop_size"]
+    >>> sweeps = sweep_gop_sizes(uploads, Path("work"), [1, 8], quality_rows=20, readpath_samples=50)  # doctest: +SKIP
+    >>> sweeps[1]["gop_size"]  # doctest: +SKIP
     8
     """
     results = []

@@ -15,7 +15,7 @@ def tiny_episode(episode_index: int, seconds: float = 1.0) -> EpisodeData:
     flat grey of ``episode_level(episode_index)``, the right half of ``frame_level(k)``, levels
     far enough apart that H.264's rounding never turns one into another.
 
-    >>> len(tiny_episode(3))
+    >>> len(tiny_episode(3))  # doctest: +SKIP
     10
     """
     steps = max(2, int(round(seconds * RATE)))

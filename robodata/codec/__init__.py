@@ -1,6 +1,20 @@
-"""GOP encode/decode on PyAV: bytes in, frames out. Knows nothing of Lance."""
+"""GOP encode/decode on PyAV: bytes in, frames out. Knows nothing of Lance.
 
+A new codec is one entry in ``codecs.CODECS``; nothing outside this package changes.
+"""
+
+from robodata.codec.codecs import CODECS, Codec, codec_named
 from robodata.codec.gop_decoder import decode_gop_frames, plain_decode_gop
-from robodata.codec.gop_encoder import EncodedGop, EncoderSettings, GopEncoder
+from robodata.codec.gop_encoder import EncodedGop, GopEncoder
+from robodata.codec.settings import EncoderSettings
 
-__all__ = ["EncodedGop", "EncoderSettings", "GopEncoder", "decode_gop_frames", "plain_decode_gop"]
+__all__ = [
+    "CODECS",
+    "Codec",
+    "EncodedGop",
+    "EncoderSettings",
+    "GopEncoder",
+    "codec_named",
+    "decode_gop_frames",
+    "plain_decode_gop",
+]

@@ -1,4 +1,4 @@
-"""Encode RGB frames into closed, fixed-length H.264 GOPs (Annex B), one bytes object each.
+"""Encode RGB frames into closed, fixed-length GOPs (H.264 Annex B by default), one bytes object each.
 
 Every GOP starts with an IDR frame and repeats SPS/PPS, so it decodes with a fresh decoder
 and nothing else. No B-frames and zero-latency tuning make display order equal decode order,
@@ -9,36 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 import av
 import numpy as np
 
-
-@dataclass(frozen=True)
-class EncoderSettings:
-    """How camera streams are cut and compressed. ``gop_size`` is G in DESIGN.md."""
-
-    gop_size: int = 8
-    crf: int = 23
-    preset: str = "veryfast"
-    codec: str = "h264"
-    # fastdecode (CAVLC, no deblocking) doubles decode speed on the read path for ~25% more
-    # bytes at the same PSNR; reads outnumber writes, and the bytes are still far below JPEG's.
-    fast_decode: bool = True
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.gop_size <= 1024:
-            raise ValueError(f"gop_size must be in 1..1024, got {self.gop_size}")
-        if not 0 <= self.crf <= 51:
-            raise ValueError(f"crf must be in 0..51, got {self.crf}")
-
-    def x264_params(self) -> str:
-        g = self.gop_size
-        return (
-            f"keyint={g}:min-keyint={g}:scenecut=0:bframes=0:open-gop=0"
-            ":repeat-headers=1:annexb=1"
-        )
+from robodata.codec.codecs import codec_named
+from robodata.codec.settings import EncoderSettings
 
 
 @dataclass
@@ -56,28 +32,16 @@ class EncodedGop:
 class GopEncoder:
     """Feed RGB frames one at a time; completed GOPs come back as they close.
 
-    >>> enc = GopEncoder(640, 480, fps=30)
-    >>> gops = [g for f in frames for g in enc.add(f)] + enc.finish()
+    >>> enc = GopEncoder(640, 480, fps=30)  # doctest: +SKIP
+    >>> gops = [g for f in frames for g in enc.add(f)] + enc.finish()  # doctest: +SKIP
     """
 
     def __init__(
         self, width: int, height: int, fps: float, settings: EncoderSettings | None = None
     ) -> None:
         self.settings = settings or EncoderSettings()
-        if width % 2 or height % 2:
-            raise ValueError(f"H.264 yuv420p needs even frame sizes, got {width}x{height}")
         self.width, self.height = width, height
-        ctx = av.CodecContext.create("libx264", "w")
-        ctx.width, ctx.height, ctx.pix_fmt = width, height, "yuv420p"
-        rate = Fraction(fps).limit_denominator(1001)
-        ctx.framerate, ctx.time_base = rate, 1 / rate
-        ctx.options = {
-            "crf": str(self.settings.crf),
-            "preset": self.settings.preset,
-            "tune": "zerolatency,fastdecode" if self.settings.fast_decode else "zerolatency",
-            "x264-params": self.settings.x264_params(),
-        }
-        ctx.open()
+        ctx = codec_named(self.settings.codec).open_encoder(width, height, fps, self.settings)
         self._ctx = ctx
         self._pts = 0
         self._current: EncodedGop | None = None

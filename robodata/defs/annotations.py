@@ -4,7 +4,8 @@ import dagster as dg
 from pydantic import Field
 
 from robodata.defs.episodes import aligned_frames
-from robodata.defs.lineage import failure, lineage_result
+from robodata.defs.interop import imported_episodes
+from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.defs.resources import DatasetStore
 from robodata.edits import add_annotations
 from robodata.edits.annotate import KEYS
@@ -19,26 +20,33 @@ class AnnotationsConfig(dg.Config):
 
 
 @dg.asset(
-    deps=[aligned_frames],
+    deps=[aligned_frames, imported_episodes],
     group_name="labels",
+    code_version=CODE_VERSION,
     kinds={"lance"},
     description="Adds or corrects label columns in frames.lance; GOPs are never rewritten.",
 )
-def annotations(config: AnnotationsConfig, store: DatasetStore) -> dg.MaterializeResult:
+def annotations(
+    context: dg.AssetExecutionContext, config: AnnotationsConfig, store: DatasetStore
+) -> dg.MaterializeResult:
     options = store.storage_options()
     try:
-        labels = read_labels(config.labels_path, store.root, options)
-        version = add_annotations(store.root, labels, options)
+        labels = read_labels(config.labels_path, store.root, storage_options=options)
+        result = add_annotations(store.root, labels, storage_options=options)
     except (ValueError, FileNotFoundError) as exc:
         raise failure(store, exc) from None
+    if result.unmatched_rows:  # reported, never dropped in silence
+        context.log.warning(store.redact(f"{config.labels_path}: {result.describe()}"))
     return lineage_result(
         store,
-        rows_written=labels.num_rows,
+        rows_written=result.labelled_rows,
         bytes_written=labels.nbytes,
-        frames_version=version,
+        frames_version=result.version,
         extra={
             "labels_file": store.safe_uri(config.labels_path),
             "label_columns": ", ".join(c for c in labels.column_names if c not in KEYS),
+            "unmatched_label_rows": result.unmatched_rows,
+            "unmatched_episodes": ", ".join(map(str, result.unmatched_episodes)),
         },
     )
 

@@ -11,7 +11,7 @@ from pydantic import Field
 from robodata.bench.readpath import measure_readpath
 from robodata.bench.report_markdown import figures_markdown, write_report
 from robodata.defs.episodes import aligned_frames
-from robodata.defs.lineage import lineage_result
+from robodata.defs.lineage import CODE_VERSION, lineage_result
 from robodata.defs.resources import DatasetStore
 from robodata.reader import open_dataset
 from robodata.storage import is_remote, join_uri
@@ -26,11 +26,18 @@ class BenchmarkConfig(dg.Config):
         "and attach its plots. Takes minutes.",
     )
     small: bool = Field(default=False, description="With full: tiny sizes, a smoke run.")
+    peers_venv: str = Field(
+        default="",
+        description="The peers' venv (bash scripts/peers.sh VENV). When set, also measure the current version "
+        "against the real LeRobot 0.6.1 (torchcodec, pyav) and lerobot-lancedb's LanceDBDataset, side by side "
+        "with the aims. Takes minutes.",
+    )
 
 
 @dg.asset(
     deps=[aligned_frames],
     group_name="reports",
+    code_version=CODE_VERSION,
     kinds={"python"},
     description="Random-read benchmark of the current dataset version; the table (and, with full, the plots) "
     "are in the metadata.",
@@ -49,6 +56,8 @@ def benchmark_report(config: BenchmarkConfig, store: DatasetStore) -> dg.Materia
     }
     if config.full:
         extra.update(_full_benchmark(store, ds.version, config.small))
+    if config.peers_venv:
+        extra.update(_peers_benchmark(store, ds.version, config.peers_venv, config.small))
     return lineage_result(
         store, rows_written=0, bytes_written=len(markdown.encode()), frames_version=ds.version, extra=extra
     )
@@ -57,12 +66,7 @@ def benchmark_report(config: BenchmarkConfig, store: DatasetStore) -> dg.Materia
 def _full_benchmark(store: DatasetStore, version: int, small: bool) -> dict:
     from robodata.bench.harness import run_benchmark  # heavy (matplotlib): only when asked for
 
-    # The harness writes locally; next to a local dataset, else in a temporary folder.
-    out = (
-        Path(tempfile.mkdtemp(prefix="robodata-benchmark-"))
-        if is_remote(store.root)
-        else Path(join_uri(store.root, "reports", f"benchmark_v{version}"))
-    )
+    out = _local_out(store, f"benchmark_v{version}")
     result = run_benchmark(
         out,
         dataset_uri=store.root,
@@ -80,6 +84,32 @@ def _full_benchmark(store: DatasetStore, version: int, small: bool) -> dict:
         "benchmark_report_path": dg.MetadataValue.path(str(result.report_path)),
         **{f"plot_{name}": dg.MetadataValue.path(str(path)) for name, path in result.plots.items()},
     }
+
+
+def _peers_benchmark(store: DatasetStore, version: int, peers_venv: str, small: bool) -> dict:
+    from robodata.bench.peer_harness import run_peer_benchmark  # heavy: only when asked for
+    from robodata.bench.report import headline_table
+
+    out = _local_out(store, f"peers_v{version}")
+    result = run_peer_benchmark(out, peers_venv, dataset_uri=store.root, version=version,
+                                storage_options=store.storage_options(), small=small, progress=False)
+    plots = "\n\n".join(
+        f"![{name}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
+        for name, path in result.plots.items()
+    )
+    return {
+        "peers": dg.MetadataValue.md(result.table_markdown + "\n\n" + headline_table(result.results) + "\n\n" + plots),
+        "peers_report_path": dg.MetadataValue.path(str(result.report_path)),
+        **{f"peers_{row['scenario']}_vs_{group}": row[f"vs_{group}"]["ratio"]
+           for row in result.results["ratios"] for group in ("lerobot", "lancedb") if f"vs_{group}" in row},
+    }
+
+
+def _local_out(store: DatasetStore, name: str) -> Path:
+    """The harnesses write locally: next to a local dataset, else in a temporary folder."""
+    if is_remote(store.root):
+        return Path(tempfile.mkdtemp(prefix=f"robodata-{name}-"))
+    return Path(join_uri(store.root, "reports", name))
 
 
 defs = dg.Definitions(assets=[benchmark_report])

@@ -55,7 +55,7 @@ def references_resolve(context: dg.AssetCheckExecutionContext, store: DatasetSto
     return _result(store, check_references(store.root, _episode_index(context, store), store.storage_options()))
 
 
-@_episode_check("Every row is within half a camera period of its frame.")
+@_episode_check("Every row is within one camera period of its frame (half a period plus jitter).")
 def alignment_within_half_period(context: dg.AssetCheckExecutionContext, store: DatasetStore) -> dg.AssetCheckResult:
     return _result(store, check_alignment(store.root, _episode_index(context, store), store.storage_options()))
 

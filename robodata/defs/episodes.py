@@ -5,32 +5,40 @@ import json
 import dagster as dg
 from pydantic import Field
 
-from robodata.codec import EncoderSettings
-from robodata.defs.lineage import failure, lineage_result
+from robodata.defs.encoding import EncodingConfig
+from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.defs.resources import DatasetStore
+from robodata.defs.views import episode_view_metadata
 from robodata.errors import RoboDataError
 from robodata.format.ids import validate_episode_id
+from robodata.format.schema import GOPS_TABLE
 from robodata.ingest import read_upload
-from robodata.ingest.staging import commit_staged_frames, stage_gops
+from robodata.ingest.staging import commit_episode_frames, stage_gops
 from robodata.ingest.upload_summary import describe_upload
 from robodata.storage.uploads import list_complete_uploads
 
 episode_partitions = dg.DynamicPartitionsDefinition(name="episodes")
 FINGERPRINT_TAG = "robodata/upload_fingerprint"
+# A storage hiccup (a timeout, a 503, a dropped connection: StorageError) is retried after 3,
+# 6 and 12 s (+-50% jitter, so parallel runs do not retry in step); a bad upload fails at once
+# (``failure`` marks robodata's other errors as not retryable).
+STORAGE_RETRY = dg.RetryPolicy(max_retries=3, delay=3, backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS)
 
 
-class EncodingConfig(dg.Config):
-    """How camera video is cut into GOPs and compressed (H.264 through PyAV/FFmpeg)."""
+class GopBlobsConfig(EncodingConfig):
+    """The encoding, and whether this upload may replace a different episode holding its index."""
 
-    gop_size: int = Field(default=8, description="Frames per closed GOP (G): a random read decodes at most G.")
-    crf: int = Field(default=23, description="x264 constant rate factor: lower is better quality, bigger.")
-    preset: str = Field(default="veryfast", description="x264 speed preset.")
+    replace: bool = Field(
+        default=False, description="Let this upload replace a different episode holding its episode_index."
+    )
 
 
 @dg.asset(
     partitions_def=episode_partitions,
     group_name="episodes",
+    code_version=CODE_VERSION,
     kinds={"python"},
+    retry_policy=STORAGE_RETRY,
     description="A validated, complete upload (<uploads>/<episode_id>/ with episode.json written last).",
 )
 def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.MaterializeResult:
@@ -43,6 +51,7 @@ def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.M
         store,
         rows_written=0,
         bytes_written=0,
+        table=None,  # the upload itself: no dataset table
         extra={
             "upload": store.safe_uri(upload),
             "episode_index": summary.episode_index,
@@ -51,6 +60,7 @@ def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.M
             "control_hz": summary.control_hz,
             "cameras": json.dumps(summary.cameras),
             "task": summary.task,
+            "camera_adjustments": "; ".join(summary.notes),  # rotated upright, cropped to even sizes
             "upload_fingerprint": context.run.tags.get(FINGERPRINT_TAG, ""),
         },
     )
@@ -60,16 +70,18 @@ def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.M
     partitions_def=episode_partitions,
     deps=[raw_episodes],
     group_name="episodes",
+    code_version=CODE_VERSION,
     kinds={"lance"},
     pool="video_encode",
+    retry_policy=STORAGE_RETRY,
     description="The episode's cameras cut into closed H.264 GOPs, appended to gops.lance as blobs.",
 )
-def gop_blobs(context: dg.AssetExecutionContext, config: EncodingConfig, store: DatasetStore) -> dg.MaterializeResult:
+def gop_blobs(context: dg.AssetExecutionContext, config: GopBlobsConfig, store: DatasetStore) -> dg.MaterializeResult:
     options = store.storage_options()
-    settings = EncoderSettings(gop_size=config.gop_size, crf=config.crf, preset=config.preset)
+    settings = config.encoder_settings()
     try:
         episode = read_upload(store.upload_uri(context.partition_key), options, store.uploads_root)
-        staged = stage_gops(episode, store.root, settings, options)
+        staged = stage_gops(episode, store.root, settings, options, replace=config.replace)
     except (RoboDataError, FileNotFoundError) as exc:
         raise failure(store, exc) from None
     return lineage_result(
@@ -77,6 +89,7 @@ def gop_blobs(context: dg.AssetExecutionContext, config: EncodingConfig, store: 
         rows_written=staged.gops_written,
         bytes_written=staged.bytes_written,
         gops_version=staged.gops_version,
+        table=GOPS_TABLE,
         extra={
             "episode_index": staged.episode_index,
             "gops": staged.gops,
@@ -93,22 +106,31 @@ def gop_blobs(context: dg.AssetExecutionContext, config: EncodingConfig, store: 
     partitions_def=episode_partitions,
     deps=[gop_blobs],
     group_name="episodes",
+    code_version=CODE_VERSION,
     kinds={"lance"},
-    description="The episode's control-rate rows in frames.lance, replacing any earlier copy in one commit.",
+    retry_policy=STORAGE_RETRY,
+    description="The episode's control-rate rows in frames.lance, replacing any earlier copy in one commit. "
+    "Materialized alone (a backfill of this asset only), it stages the episode's GOPs again first; "
+    "identical GOPs are found already stored, so no GOP rows are added.",
 )
 def aligned_frames(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.MaterializeResult:
     options = store.storage_options()
     try:
         episode = read_upload(store.upload_uri(context.partition_key), options, store.uploads_root)
-        result = commit_staged_frames(episode, store.root, options)
+        result, restaged = commit_episode_frames(episode, store.root, options)
     except (RoboDataError, FileNotFoundError) as exc:
         raise failure(store, exc) from None
+    extra = {"episode_index": result.episode_index, "gops": result.gops, "restaged_gops": restaged is not None,
+             "labels_kept_rows": result.labels_kept_rows, "labels_dropped_rows": result.labels_dropped_rows}
+    if restaged is not None:
+        extra["gops_written"] = restaged.gops_written
+    extra |= episode_view_metadata(context, store, result.episode_index, result.frames_version)
     return lineage_result(
         store,
         rows_written=result.rows,
         bytes_written=result.rows_bytes,
         frames_version=result.frames_version,
-        extra={"episode_index": result.episode_index, "gops": result.gops},
+        extra=extra,
     )
 
 
@@ -116,7 +138,7 @@ def register_uploads(instance: dg.DagsterInstance, store: DatasetStore) -> list[
     """Add a partition for every complete upload under the store's uploads root (the sensor does
     this on its own; this is for the CLI and the demo). Returns the episode ids, sorted.
 
-    >>> register_uploads(dg.DagsterInstance.get(), DatasetStore())
+    >>> register_uploads(dg.DagsterInstance.get(), DatasetStore())  # doctest: +SKIP
     ['episode_000000', 'episode_000001']
     """
     keys = [u.episode_id for u in list_complete_uploads(store.uploads_root, store.storage_options())]
@@ -127,17 +149,6 @@ def register_uploads(instance: dg.DagsterInstance, store: DatasetStore) -> list[
     if new:
         instance.add_dynamic_partitions(episode_partitions.name, new)
     return keys
-
-
-def register_uploads_from_cli(root: str | None = None, uploads_root: str | None = None) -> list[str]:
-    """``register_uploads`` against the instance in $DAGSTER_HOME, for ``robodata register-uploads``."""
-    import os
-
-    if not os.environ.get("DAGSTER_HOME"):
-        raise ValueError("DAGSTER_HOME is not set: point it at the Dagster instance folder (holding dagster.yaml)")
-    store = DatasetStore(**{k: v for k, v in {"root": root, "uploads_root": uploads_root}.items() if v})
-    with dg.DagsterInstance.get() as instance:
-        return register_uploads(instance, store)
 
 
 defs = dg.Definitions(assets=[raw_episodes, gop_blobs, aligned_frames])

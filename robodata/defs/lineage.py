@@ -1,17 +1,31 @@
 """What every materialization records: where the dataset is, the Lance versions of both tables
-after the write, what was written, the tag if one was made; and the data version that carries
-the frames.lance version downstream."""
+after the write, what was written, the tag if one was made; Dagster's standard keys
+(``dagster/uri``, ``dagster/row_count``, ``dagster/column_schema``) for the table the asset
+writes; and the data version naming that table's Lance version."""
 
 import dagster as dg
+import pyarrow as pa
 
 from robodata.defs.resources import DatasetStore
-from robodata.errors import RoboDataError
+from robodata.errors import RoboDataError, StorageError
+from robodata.format.schema import FORMAT_VERSION, FRAMES_TABLE, GOPS_TABLE, REF_SUFFIXES, read_metadata, ref_columns
+from robodata.format.tables import open_table
 from robodata.format.versions import current_versions
+from robodata.storage import join_uri
+
+# Assets that write the dataset produce what this format version says; a new format makes
+# every earlier materialization stale.
+CODE_VERSION = f"robodata-format-{FORMAT_VERSION}"
 
 
-def data_version(frames_version: int | None) -> dg.DataVersion:
-    """The data version of anything derived from frames.lance at ``frames_version`` (0: empty)."""
-    return dg.DataVersion(f"frames.lance@{frames_version or 0}")
+def data_version(table: str, version: int | None) -> dg.DataVersion:
+    """The data version of an asset whose table (``frames.lance`` / ``gops.lance``) is at
+    ``version`` (0: not written yet).
+
+    >>> data_version("gops.lance", 4)
+    DataVersion(value='gops.lance@4')
+    """
+    return dg.DataVersion(f"{table}@{version or 0}")
 
 
 def lineage_result(
@@ -21,12 +35,17 @@ def lineage_result(
     bytes_written: int,
     frames_version: int | None = None,
     gops_version: int | None = None,
+    table: str | None = FRAMES_TABLE,
     tag: str | None = None,
     extra: dict | None = None,
 ) -> dg.MaterializeResult:
-    """A MaterializeResult with the lineage metadata; versions not given are read from the store."""
+    """A MaterializeResult with the lineage metadata; versions not given are read from the store.
+
+    ``table`` is the table the asset stands for (its data version and standard metadata name
+    it); None for an asset that writes no table, which then keeps Dagster's own data version.
+    """
     if frames_version is None or gops_version is None:
-        current = current_versions(store.root, store.storage_options())
+        current = current_versions(store.root, storage_options=store.storage_options())
         frames_version = current.frames if frames_version is None else frames_version
         gops_version = current.gops if gops_version is None else gops_version
     metadata = {
@@ -38,10 +57,52 @@ def lineage_result(
     }
     if tag is not None:
         metadata["tag"] = tag
+    version = None
+    if table is not None:
+        version = {FRAMES_TABLE: frames_version, GOPS_TABLE: gops_version}[table]
+        metadata.update(table_metadata(store, table, version))
     metadata.update(extra or {})
-    return dg.MaterializeResult(metadata=metadata, data_version=data_version(frames_version))
+    return dg.MaterializeResult(
+        metadata=metadata, data_version=data_version(table, version) if table is not None else None
+    )
+
+
+def table_metadata(store: DatasetStore, table: str, version: int | None) -> dict:
+    """Dagster's standard keys for ``table`` at ``version``: where it is, its rows and (for
+    frames.lance, the table users read) its columns."""
+    uri = join_uri(store.root, table)
+    metadata: dict = {"dagster/uri": store.safe_uri(uri)}
+    lance_table = open_table(uri, store.storage_options(), version) if version else None
+    metadata["dagster/row_count"] = lance_table.count_rows() if lance_table is not None else 0
+    if lance_table is not None and table == FRAMES_TABLE:
+        metadata["dagster/column_schema"] = column_schema(lance_table.schema)
+    return metadata
+
+
+def column_schema(schema: pa.Schema) -> dg.TableSchema:
+    """``schema`` as Dagster shows it on the asset page: one column per field, with its Arrow
+    type; the columns pointing rows at camera frames say so (readers never see them)."""
+    pointers = {
+        column: f"internal: points each row at its frame of camera {camera} ({suffix})"
+        for camera in read_metadata(schema).cameras
+        for column, suffix in zip(ref_columns(camera), REF_SUFFIXES, strict=True)
+    }
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(
+                name=field.name,
+                type=str(field.type),
+                description=pointers.get(field.name),
+                constraints=dg.TableColumnConstraints(nullable=field.nullable),
+            )
+            for field in schema
+        ]
+    )
 
 
 def failure(store: DatasetStore, exc: Exception) -> dg.Failure:
-    """A Dagster failure whose message names the file and the problem, credentials redacted."""
-    return dg.Failure(description=store.redact(str(exc)), allow_retries=not isinstance(exc, RoboDataError))
+    """A Dagster failure whose message names the file and the problem, credentials redacted.
+    Only a storage failure may be retried (by the asset's RetryPolicy): a bad upload or an
+    incompatible episode fails the same way every time."""
+    retryable = isinstance(exc, StorageError) or not isinstance(exc, RoboDataError)
+    return dg.Failure(description=store.redact(str(exc)), allow_retries=retryable)

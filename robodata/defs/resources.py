@@ -4,25 +4,27 @@ storage options (credentials) to reach them, which never appear in logs or metad
 import os
 import posixpath
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import dagster as dg
 from pydantic import Field, model_validator
 
 from robodata.format.ids import validate_episode_id
-from robodata.storage import is_remote, join_uri, redact, storage_options_from_env
+from robodata.storage import env_storage_options, is_remote, join_uri, redact, safe_uri
+
+ROOT_ENV = "ROBODATA_ROOT"
+UPLOADS_ENV = "ROBODATA_UPLOADS"
 
 
 def default_root() -> str:
     """``$ROBODATA_ROOT``, else ``<cwd>/demo/dataset`` (where ``robodata demo`` writes)."""
-    return os.environ.get("ROBODATA_ROOT") or str(Path.cwd() / "demo" / "dataset")
+    return os.environ.get(ROOT_ENV) or str(Path.cwd() / "demo" / "dataset")
 
 
 def default_uploads_root(root: str) -> str:
     """``$ROBODATA_UPLOADS``, else ``uploads`` next to the dataset root: ``s3://b/p/dataset``
     takes uploads from ``s3://b/p/uploads/``, ``demo/dataset`` from ``demo/uploads/``."""
-    if os.environ.get("ROBODATA_UPLOADS"):
-        return os.environ["ROBODATA_UPLOADS"]
+    if os.environ.get(UPLOADS_ENV):
+        return os.environ[UPLOADS_ENV]
     if is_remote(root):
         return posixpath.join(posixpath.dirname(root.rstrip("/")), "uploads")
     return str(Path(root).parent / "uploads")
@@ -48,22 +50,18 @@ class DatasetStore(dg.ConfigurableResource):
 
     @model_validator(mode="after")
     def _derive_uploads_root(self) -> "DatasetStore":
-        if not self.uploads_root:
+        if not self.uploads_root and not isinstance(self.root, dg.EnvVar):
             # The resource is frozen; filling a derived default once at construction is safe.
             object.__setattr__(self, "uploads_root", default_uploads_root(self.root))
         return self
 
     def storage_options(self) -> dict[str, str] | None:
         """Lance storage options from the AWS_* environment variables (None for none). Never log them."""
-        return storage_options_from_env() or None
+        return env_storage_options()
 
     def safe_uri(self, uri: str | None = None) -> str:
         """``uri`` (default: the dataset root) without user info, query string or any credential."""
-        uri = self.root if uri is None else uri
-        parts = urlsplit(uri)
-        if parts.scheme and is_remote(uri):
-            uri = urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, "", ""))
-        return self.redact(uri)
+        return safe_uri(self.root if uri is None else uri, self.storage_options())
 
     def redact(self, text: str) -> str:
         """``text`` with every credential replaced by ``***``: apply to anything shown to a person."""
@@ -74,4 +72,17 @@ class DatasetStore(dg.ConfigurableResource):
         return join_uri(self.uploads_root, validate_episode_id(episode_id))
 
 
-defs = dg.Definitions(resources={"store": DatasetStore()})
+def store_from_env() -> DatasetStore:
+    """The store Dagster runs with. A field the environment sets is bound to its variable
+    (``dg.EnvVar``), so the UI shows where the data lives by name; an unset one shows the path
+    used. Credentials stay in the AWS_* variables and are never a field.
+
+    >>> store_from_env().root  # with ROBODATA_ROOT unset, run from /home/me/robodata  # doctest: +SKIP
+    '/home/me/robodata/demo/dataset'
+    """
+    root = default_root()
+    uploads = dg.EnvVar(UPLOADS_ENV) if os.environ.get(UPLOADS_ENV) else default_uploads_root(root)
+    return DatasetStore(root=dg.EnvVar(ROOT_ENV) if os.environ.get(ROOT_ENV) else root, uploads_root=uploads)
+
+
+defs = dg.Definitions(resources={"store": store_from_env()})

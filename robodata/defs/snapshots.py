@@ -5,7 +5,8 @@ from pydantic import Field
 
 from robodata.defs.annotations import annotations
 from robodata.defs.episodes import aligned_frames
-from robodata.defs.lineage import failure, lineage_result
+from robodata.defs.interop import imported_episodes
+from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.defs.resources import DatasetStore
 from robodata.reader import open_dataset
 
@@ -15,8 +16,9 @@ class TrainingSnapshotConfig(dg.Config):
 
 
 @dg.asset(
-    deps=[aligned_frames, annotations],
+    deps=[aligned_frames, imported_episodes, annotations],
     group_name="training",
+    code_version=CODE_VERSION,
     kinds={"lance"},
     description="Tags the current dataset version with a training run's name: robodata.open(uri, "
     "version=<run name>) later returns exactly the rows and frames that run saw.",
@@ -34,7 +36,7 @@ def training_snapshot(config: TrainingSnapshotConfig, store: DatasetStore) -> dg
         bytes_written=0,
         frames_version=version,
         tag=config.run_name,
-        extra={"rows": len(ds), "episodes": ds.episodes.num_rows},
+        extra={"rows": len(ds), "episodes": ds.episodes().num_rows},
     )
 
 

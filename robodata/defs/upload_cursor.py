@@ -120,7 +120,7 @@ def plan_tick(
     """Decide one tick. ``stored_fingerprints`` (episode id -> fingerprint in the dataset) is
     called only when some upload inside the window changed since it was last found handled.
 
-    >>> plan_tick(scan_uploads(root), UploadCursor(), lambda: {}, [], time.time(), TickSettings()).requests
+    >>> plan_tick(scan_uploads(root), UploadCursor(), dict, [], time.time(), TickSettings()).requests  # doctest: +SKIP
     [Request(upload=UploadInfo(episode_id='episode_000000', ...), attempt=1)]
     """
     warnings = _stalled_uploads(listing, now, settings)

@@ -6,20 +6,58 @@ import lance
 import numpy as np
 import pyarrow as pa
 
-from robodata.format.tables import frames_uri, open_table
+from robodata.format.ids import episode_filter
+from robodata.format.tables import open_frames
 
 KEYS = ["episode_index", "frame_index"]
 _PROTECTED = {"episode_index", "frame_index", "timestamp_ns"}
 
 
-def add_annotations(uri: str, labels: pa.Table, storage_options: dict | None = None) -> int:
+class AnnotationResult(int):
+    """The dataset version ``add_annotations`` wrote (it is that int), and the label rows it
+    could not apply because the dataset has no such (episode_index, frame_index) row.
+
+    >>> result = robodata.add_annotations("data/demo", labels)  # doctest: +SKIP
+    >>> int(result), result.unmatched_rows, result.unmatched_episodes  # doctest: +SKIP
+    (7, 3, [42])
+    """
+
+    labelled_rows: int
+    unmatched_rows: int
+    unmatched_episodes: list[int]  # episodes with at least one unmatched label row
+
+    def __new__(cls, version: int, labelled_rows: int, unmatched_rows: int, unmatched_episodes: list[int]):
+        result = super().__new__(cls, version)
+        result.labelled_rows, result.unmatched_rows = labelled_rows, unmatched_rows
+        result.unmatched_episodes = unmatched_episodes
+        return result
+
+    @property
+    def version(self) -> int:
+        return int(self)
+
+    def describe(self) -> str:
+        """One line for a person: what was labelled and what was not."""
+        text = f"labelled {self.labelled_rows} rows; dataset version {self.version}"
+        if self.unmatched_rows:
+            text += (
+                f"; {self.unmatched_rows} label rows NOT applied: no such rows in the dataset "
+                f"(episodes {_shorten(self.unmatched_episodes)})"
+            )
+        return text
+
+
+def add_annotations(uri: str, labels: pa.Table, *, storage_options: dict | None = None) -> AnnotationResult:
     """Add (or correct) label columns from ``labels``, a table with episode_index, frame_index
-    and one column per label. Returns the new version.
+    and one column per label. Returns the new version (an ``AnnotationResult``, which also
+    counts label rows for episodes or frames the dataset does not hold: those are not applied,
+    and reported rather than dropped in silence; if no row matches, nothing is written).
 
     New columns are written as new column files (rows without a label get null); columns that
     already exist are corrected row by row with a merge on the keys. Video is never touched.
 
-    >>> robodata.add_annotations("data/demo", pa.table({"episode_index": [0], "frame_index": [5], "success": [True]}))
+    >>> labels = pa.table({"episode_index": [0], "frame_index": [5], "success": [True]})  # doctest: +SKIP
+    >>> robodata.add_annotations("data/demo", labels)  # doctest: +SKIP
     """
     missing = set(KEYS) - set(labels.column_names)
     if missing:
@@ -31,17 +69,46 @@ def add_annotations(uri: str, labels: pa.Table, storage_options: dict | None = N
     protected = _PROTECTED.intersection(label_names) | {c for c in label_names if c.endswith(reference_suffixes)}
     if protected:
         raise ValueError(f"cannot overwrite dataset columns {sorted(protected)} with annotations")
-    frames = open_table(frames_uri(uri), storage_options)
-    if frames is None:
-        raise FileNotFoundError(f"no robodata dataset at {uri}")
-    labels = labels.combine_chunks()
+    frames = open_frames(uri, storage_options=storage_options)
+    labels, unmatched = _split_unmatched(frames, labels.combine_chunks())
+    unmatched_episodes = sorted(set(unmatched["episode_index"].to_pylist()))
+    if labels.num_rows == 0:
+        raise ValueError(
+            f"{uri}: none of the {unmatched.num_rows} label rows matches a row of the dataset "
+            f"(episodes {_shorten(unmatched_episodes)}); nothing written"
+        )
     new = [c for c in label_names if c not in frames.schema.names]
     existing = [c for c in label_names if c in frames.schema.names]
     if new:
         frames.add_columns(_lookup_udf(labels, new), read_columns=KEYS)
     if existing:
         frames.merge_insert(KEYS).when_matched_update_all().execute(labels.select(KEYS + existing))
-    return frames.version
+    return AnnotationResult(frames.version, labels.num_rows, unmatched.num_rows, unmatched_episodes)
+
+
+def _split_unmatched(frames, labels: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """(label rows whose key the dataset holds, the others). A null frame_index (an episode
+    label for an episode the dataset lacks, see ``read_labels``) never matches."""
+    episodes = sorted({e for e in labels["episode_index"].to_pylist() if e is not None})
+    stored = frames.to_table(columns=KEYS, filter=episode_filter(episodes)) if episodes else None
+    stored_keys = (
+        _key(stored["episode_index"].to_numpy(), stored["frame_index"].to_numpy())
+        if stored is not None
+        else np.empty(0, np.int64)
+    )
+    present = pa.compute.and_(
+        pa.compute.is_valid(labels["episode_index"]), pa.compute.is_valid(labels["frame_index"])
+    ).to_numpy(zero_copy_only=False)
+    keys = _key(
+        labels["episode_index"].fill_null(0).to_numpy(), labels["frame_index"].fill_null(0).to_numpy()
+    )
+    matched = present & np.isin(keys, stored_keys)
+    return labels.filter(pa.array(matched)), labels.filter(pa.array(~matched))
+
+
+def _shorten(values: list[int], limit: int = 10) -> str:
+    shown = ", ".join(str(v) for v in values[:limit])
+    return f"[{shown}{', ...' if len(values) > limit else ''}]"
 
 
 def _lookup_udf(labels: pa.Table, names: list[str]):

@@ -8,9 +8,12 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+from robodata.format.ids import ref_id_filters
 from robodata.format.schema import read_metadata, ref_columns
+from robodata.format.staging import read_records
 from robodata.format.tables import frames_uri, gops_uri, open_table
-from robodata.ingest.staging import staged_ref_ids
+
+_ATTEMPTS = 5
 
 
 @dataclass
@@ -18,7 +21,7 @@ class GarbageReport:
     unreferenced: int
     deleted: int
     gops_version: int
-    too_recent: int = 0  # unreferenced, but younger than min_age: kept
+    too_recent: int = 0  # unreferenced, but an ingest may still commit rows pointing at them: kept
 
 
 def collect_garbage(
@@ -30,18 +33,42 @@ def collect_garbage(
 ) -> GarbageReport:
     """Delete gops.lance rows that no version of frames.lance still on disk points at.
 
-    An ingest writes its GOPs before the frames commit that references them, so while ingests
-    may be running, pass ``min_age`` (the CLI defaults to an hour): GOPs written more recently
-    than that are kept, since their frames commit may still be coming.
+    Safe beside running ingests, deletes and re-ingests that reuse stored GOPs: an ingest leases
+    its GOPs before writing them and keeps the lease until its rows are committed, and a delete
+    that an ingest's GOP commit overtook is planned again (see ``_collect_once``). ``min_age``
+    (the CLI defaults to an hour) bounds how long an ingest may take: a lease older than that
+    is treated as left by a crashed ingest, and GOPs written more recently than that are kept
+    (writers of older robodata versions take no lease). Without ``min_age`` every lease holds.
 
     Versions removed by Lance's ``cleanup_old_versions`` no longer protect their GOPs; tagged
     versions always do. The bytes leave disk at the next compaction and cleanup of gops.lance.
     """
-    frames = open_table(frames_uri(uri), storage_options)
+    for _ in range(_ATTEMPTS):
+        try:
+            return _collect_once(uri, dry_run, storage_options, min_age)
+        except _Preempted:
+            continue  # an ingest touched GOPs meanwhile: decide again on the new versions
+    raise RuntimeError(
+        f"{gops_uri(uri)}: garbage collection was preempted by concurrent ingests {_ATTEMPTS} times; run it again"
+    )
+
+
+class _Preempted(Exception):
+    pass
+
+
+def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta | None) -> GarbageReport:
+    # The order is what makes this safe beside running ingests (docs/reliability.md): gops.lance
+    # first (the version the delete is planned on), then the leases, then frames.lance. An ingest
+    # takes its lease before its GOP commit and drops it after its frames commit, so each GOP it
+    # uses is leased, referenced by a frames version read here, or touched by a GOP commit newer
+    # than ``gops``, which makes the delete below conflict instead of removing it.
     gops = open_table(gops_uri(uri), storage_options)
     if gops is None:
         return GarbageReport(0, 0, 0)
-    referenced: set[int] = set()
+    records = read_records(uri, storage_options)
+    referenced = set(records.staged)  # staged by gop_blobs, waiting for aligned_frames
+    frames = open_table(frames_uri(uri), storage_options)
     if frames is not None:
         for info in frames.versions():
             version = frames.checkout_version(info["version"])
@@ -50,18 +77,27 @@ def collect_garbage(
             table = version.to_table(columns=columns)
             for column in columns:
                 referenced.update(np.unique(table[column].to_numpy()).tolist())
-    referenced |= staged_ref_ids(uri, storage_options)  # written by a first ingest step, not yet committed
     stored = gops.to_table(columns=["ref_id"])["ref_id"].to_numpy()
     orphans = sorted(set(stored.tolist()) - referenced)
-    too_recent = 0
-    if orphans and min_age is not None:
+    # Kept although unreferenced: leased by an ingest that may still commit rows pointing at them
+    # (a lease older than min_age counts as abandoned by a crashed ingest), or, with min_age,
+    # written too recently (writers of older robodata versions take no lease).
+    in_flight = records.protected(min_age) - records.staged
+    if min_age is not None:
         settled = _ref_ids_stored_before(gops, min_age)
-        too_recent = sum(r not in settled for r in orphans)
-        orphans = [r for r in orphans if r in settled]
+        in_flight |= {r for r in orphans if r not in settled}
+    too_recent = sum(r in in_flight for r in orphans)
+    orphans = [r for r in orphans if r not in in_flight]
     if orphans and not dry_run:
-        for start in range(0, len(orphans), 1000):
-            chunk = orphans[start : start + 1000]
-            gops.delete(f"ref_id IN ({', '.join(str(int(r)) for r in chunk)})")
+        # One delete planned on ``gops``'s version, without Lance's retries (which would plan it
+        # again on a newer version, where these ids may be in use again).
+        predicate = " OR ".join(ref_id_filters(orphans))
+        try:
+            gops.delete(predicate, conflict_retries=0)
+        except OSError as exc:
+            if "concurrent" not in str(exc).lower() and "conflict" not in str(exc).lower():
+                raise
+            raise _Preempted() from exc
     return GarbageReport(len(orphans) + too_recent, 0 if dry_run else len(orphans), gops.version, too_recent)
 
 

@@ -14,8 +14,9 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from robodata.edits.annotate import KEYS
-from robodata.format.tables import frames_uri, open_table
+from robodata.format.tables import open_frames
 from robodata.storage import fsspec_filesystem
+from robodata.storage.arrow_input import arrow_input
 
 _READERS = {
     ".parquet": pq.read_table,
@@ -25,10 +26,10 @@ _READERS = {
 }
 
 
-def read_labels(path: str, dataset_uri: str, storage_options: dict | None = None) -> pa.Table:
+def read_labels(path: str, dataset_uri: str, *, storage_options: dict | None = None) -> pa.Table:
     """The labels in ``path`` as (episode_index, frame_index, label...) rows of ``dataset_uri``.
 
-    >>> read_labels("labels/success.csv", "data/demo").column_names
+    >>> read_labels("labels/success.csv", "data/demo").column_names  # doctest: +SKIP
     ['episode_index', 'frame_index', 'success']
     """
     suffix = "." + str(path).rsplit(".", 1)[-1].lower() if "." in str(path) else ""
@@ -36,8 +37,7 @@ def read_labels(path: str, dataset_uri: str, storage_options: dict | None = None
     if reader is None:
         raise ValueError(f"{path}: unsupported label file type; use one of {sorted(_READERS)}")
     try:
-        with fsspec_filesystem(path, storage_options).open(path, "rb") as handle:
-            labels = reader(handle)
+        labels = reader(arrow_input(fsspec_filesystem(path, storage_options), path))
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: label file does not exist") from None
     except pa.ArrowInvalid as exc:
@@ -54,12 +54,11 @@ def read_labels(path: str, dataset_uri: str, storage_options: dict | None = None
 
 
 def _per_row(labels: pa.Table, dataset_uri: str, storage_options: dict | None) -> pa.Table:
-    """Per-episode labels repeated on every row of each episode the dataset holds."""
-    frames = open_table(frames_uri(dataset_uri), storage_options)
-    if frames is None:
-        raise FileNotFoundError(f"no robodata dataset at {dataset_uri}")
+    """Per-episode labels repeated on every row of each episode the dataset holds; an episode
+    the dataset lacks keeps one row with a null frame_index, so ``add_annotations`` reports it."""
+    frames = open_frames(dataset_uri, storage_options=storage_options)
     rows = frames.to_table(columns=KEYS)
-    joined = rows.join(labels, keys="episode_index", join_type="inner", use_threads=False)
+    joined = rows.join(labels, keys="episode_index", join_type="right outer", use_threads=False)
     return joined.select(KEYS + [c for c in labels.column_names if c != "episode_index"])
 
 

@@ -1,28 +1,112 @@
-"""Which uploads a dataset holds: each episode's upload fingerprint and source folder.
+"""Which upload each stored episode came from: its episode id, the upload's fingerprint and its
+source folder, kept in three frames.lance columns written in the same commit as the episode's rows.
 
-Placeholder for the sensor in this branch: helper ``safety`` stores the fingerprint with each
-episode and implements ``stored_uploads`` for real; take that version at merge.
+Every row of an episode carries the same three values, so they can never disagree with the rows
+they describe (a re-ingest replaces both at once) and nothing else has to be kept in step. They
+are read back from the episode's first row only (``frame_index = 0``), which keeps
+``stored_uploads`` cheap enough for a sensor tick.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import lance
+import pyarrow as pa
+
+from robodata.format.ids import episode_filter
+from robodata.format.schema import frames_schema, read_metadata
+from robodata.format.tables import frames_uri, open_table
+
+EPISODE_ID = "episode_id"
+UPLOAD_FINGERPRINT = "upload_fingerprint"
+UPLOAD_URI = "upload_uri"
+UPLOAD_FIELDS = (
+    pa.field(EPISODE_ID, pa.string()),
+    pa.field(UPLOAD_FINGERPRINT, pa.string()),
+    pa.field(UPLOAD_URI, pa.string()),
+)
+UPLOAD_COLUMNS = tuple(f.name for f in UPLOAD_FIELDS)
+_FIRST_ROW = "frame_index = 0"
+
 
 @dataclass(frozen=True)
 class StoredUpload:
+    """Where a stored episode came from: ``fingerprint`` is the upload's fingerprint when it was
+    ingested (see ``robodata.storage.uploads.upload_fingerprint``), ``source_uri`` its folder."""
+
     episode_id: str
     episode_index: int
     fingerprint: str
     source_uri: str
 
 
+def with_upload_fields(schema: pa.Schema) -> pa.Schema:
+    """``schema`` plus the upload columns it lacks (appended, so existing columns keep their place)."""
+    for field in UPLOAD_FIELDS:
+        if field.name not in schema.names:
+            schema = schema.append(field)
+    return schema
+
+
+def upload_columns(n_rows: int, episode_id: str, fingerprint: str, source_uri: str) -> dict[str, pa.Array]:
+    """The three upload columns for an episode of ``n_rows`` rows."""
+    values = {EPISODE_ID: episode_id, UPLOAD_FINGERPRINT: fingerprint or None, UPLOAD_URI: source_uri or None}
+    return {name: pa.array([value] * n_rows, pa.string()) for name, value in values.items()}
+
+
 def stored_uploads(
     root: str, *, storage_options: dict | None = None, version: int | None = None
 ) -> dict[str, StoredUpload]:
-    """Episode id -> the upload stored in the dataset at ``root`` (none stored in this branch).
+    """Every episode of frames.lance (latest, or ``version``) that knows its upload, by episode id.
 
-    >>> stored_uploads("demo/dataset")["episode_000000"].fingerprint
-    '3f2a9c0d1e4b5a67'
+    Episodes written before robodata stored uploads have no id and are left out; ``{}`` when
+    there is no dataset yet.
+
+    >>> stored_uploads("data/demo")["episode_000000"].fingerprint  # doctest: +SKIP
+    '3f0c2a9d41b7e655'
     """
-    return {}
+    frames = open_table(frames_uri(root), storage_options, version)
+    if frames is None:
+        return {}
+    return {u.episode_id: u for u in _read(frames, _FIRST_ROW)}
+
+
+def stored_upload_of(frames: lance.LanceDataset, episode_index: int) -> StoredUpload | None:
+    """The upload behind ``episode_index`` in ``frames``; None if the episode is not stored.
+    An episode stored before robodata kept upload columns comes back with an empty id."""
+    rows = _read(frames, f"{_FIRST_ROW} AND {episode_filter(episode_index)}", keep_unnamed=True)
+    return rows[0] if rows else None
+
+
+def _read(frames: lance.LanceDataset, where: str, keep_unnamed: bool = False) -> list[StoredUpload]:
+    present = [c for c in UPLOAD_COLUMNS if c in frames.schema.names]
+    table = frames.to_table(columns=["episode_index", *present], filter=where)
+    if table.num_rows == 0:
+        return []
+    columns = {c: table[c].to_pylist() if c in present else [None] * table.num_rows for c in UPLOAD_COLUMNS}
+    found = []
+    for i, index in enumerate(table["episode_index"].to_pylist()):
+        episode_id = columns[EPISODE_ID][i]
+        if episode_id is None and not keep_unnamed:
+            continue
+        found.append(
+            StoredUpload(
+                episode_id=episode_id or "",
+                episode_index=int(index),
+                fingerprint=columns[UPLOAD_FINGERPRINT][i] or "",
+                source_uri=columns[UPLOAD_URI][i] or "",
+            )
+        )
+    return found
+
+
+def label_columns(schema: pa.Schema) -> list[str]:
+    """The annotation (label) columns of a frames.lance schema: every column that is neither
+    recorded from the upload, nor its provenance, nor a pointer at camera frames.
+
+    >>> label_columns(ds.lance_dataset.schema)  # doctest: +SKIP
+    ['success']
+    """
+    recorded = set(frames_schema(read_metadata(schema)).names) | set(UPLOAD_COLUMNS)
+    return [name for name in schema.names if name not in recorded]

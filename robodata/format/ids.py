@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import operator
 import re
 
 import numpy as np
@@ -39,6 +40,20 @@ def episode_filter(episode_indices: list[int] | int) -> str:
     if not values:
         raise ValueError("no episodes given")
     return f"episode_index IN ({', '.join(str(v) for v in values)})"
+
+
+def ref_id_filters(ref_ids, chunk: int = 1000) -> list[str]:
+    """Lance filters selecting GOPs by ``ref_ids``, at most ``chunk`` ids each (a filter with
+    tens of thousands of literals is slow to plan), built only from integers.
+
+    >>> ref_id_filters([7, -3, 12], chunk=2)
+    ['ref_id IN (7, -3)', 'ref_id IN (12)']
+    """
+    values = [operator.index(r) for r in ref_ids]  # ints only: a float or a string is refused
+    return [
+        f"ref_id IN ({', '.join(str(v) for v in values[start : start + chunk])})"
+        for start in range(0, len(values), chunk)
+    ]
 
 
 def sql_string(value: str) -> str:

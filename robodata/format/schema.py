@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 
 import lance
@@ -34,11 +35,21 @@ GOPS_SCHEMA = pa.schema(
 )
 
 REF_SUFFIXES = ("ref_id", "gop_index", "frame_index_in_gop")
+IMAGE_COLUMN_PREFIX = "observation_images_"
+# Columns every episode has, written from EpisodeData's own fields; an imported or exported
+# extra column may not take one of these names.
+CORE_COLUMNS = frozenset(
+    {"episode_index", "frame_index", "timestamp_ns", "task", "split", "observation_state", "action"}
+)
 
 
 def image_column(camera: str) -> str:
-    """The user-facing name of a camera's decoded frames, e.g. ``observation_images_wrist``."""
-    return f"observation_images_{camera}"
+    """The user-facing name of a camera's decoded frames.
+
+    >>> image_column("wrist")
+    'observation_images_wrist'
+    """
+    return f"{IMAGE_COLUMN_PREFIX}{camera}"
 
 
 def ref_columns(camera: str) -> tuple[str, str, str]:
@@ -108,6 +119,8 @@ class DatasetMetadata:
                 )
         if self.gop_size != other.gop_size:
             problems.append(f"gop_size {other.gop_size} != dataset's {self.gop_size}")
+        if not math.isclose(self.control_hz, other.control_hz, rel_tol=1e-9):
+            problems.append(f"control_hz {other.control_hz:g} != dataset's {self.control_hz:g}")
         return problems
 
 

@@ -8,6 +8,7 @@ from lance.fragment import write_fragments
 
 from robodata.format.schema import FRAMES_TABLE, GOPS_TABLE
 from robodata.storage import join_uri
+from robodata.storage.dataset_root import check_dataset_location
 
 
 def gops_uri(root: str) -> str:
@@ -28,34 +29,74 @@ def open_table(uri: str, storage_options: dict | None = None, version: int | str
         raise
 
 
+def open_frames(
+    dataset_uri: str, *, storage_options: dict | None = None, version: int | str | None = None
+) -> lance.LanceDataset:
+    """frames.lance of the dataset at ``dataset_uri``, or a FileNotFoundError saying there is no
+    robodata dataset there.
+
+    >>> open_frames("data/nowhere")
+    Traceback (most recent call last):
+    FileNotFoundError: no robodata dataset at data/nowhere (frames.lance does not exist)
+    """
+    frames = open_table(frames_uri(dataset_uri), storage_options, version)
+    if frames is None:
+        raise FileNotFoundError(f"no robodata dataset at {dataset_uri} (frames.lance does not exist)")
+    return frames
+
+
 def append_or_create(
     uri: str, table: pa.Table, schema: pa.Schema, storage_options: dict | None = None
 ) -> lance.LanceDataset:
-    """Append ``table``; the first writer creates the dataset.
+    """Append ``table``; the first writer creates the dataset (see ``create_once``).
 
-    Writers may race to create it (eight ingest processes on an empty s3:// dataset). Lance
-    retries a losing ``mode="create"`` commit as an Overwrite, which would silently replace the
-    winner's rows; so the data files are written first and the create is committed once, with
-    no retries: exactly one writer creates the dataset, the others commit the same files as an
-    ordinary append.
+    A plain append cannot tell whether another writer already added the same rows: tables
+    keyed by robodata (frames.lance, gops.lance) are written with ``create_once`` and then
+    ``merge_insert`` on their declared key instead.
     """
+    check_dataset_location(uri.rsplit("/", 1)[0], storage_options)
+    created = create_once(uri, table, schema, storage_options)
+    if created is not None:
+        return created
     fragments = write_fragments(
         table, uri, schema=schema, storage_options=storage_options, enable_stable_row_ids=True
     )
-    if open_table(uri, storage_options) is None:
-        try:
-            return lance.LanceDataset.commit(
-                uri,
-                lance.LanceOperation.Overwrite(schema, fragments),
-                read_version=0,
-                max_retries=0,
-                storage_options=storage_options,
-                enable_stable_row_ids=True,
-            )
-        except (OSError, ValueError):
-            if open_table(uri, storage_options) is None:
-                raise  # nobody else created it: a real failure
     latest = open_table(uri, storage_options)
     return lance.LanceDataset.commit(
         uri, lance.LanceOperation.Append(fragments), read_version=latest.version, storage_options=storage_options
     )
+
+
+def create_once(
+    uri: str, table: pa.Table, schema: pa.Schema, storage_options: dict | None = None
+) -> lance.LanceDataset | None:
+    """Create the dataset at ``uri`` holding ``table``; None if it exists or another writer
+    created it first.
+
+    Writers may race to create it (eight ingest processes on an empty s3:// dataset). Lance
+    retries a losing ``mode="create"`` commit as an Overwrite, which would silently replace the
+    winner's rows; so the data files are written first and the create is committed once, with
+    no retries: exactly one writer creates the dataset, the others get None and add their rows
+    to the winner's table.
+
+    >>> create_once("data/demo/frames.lance", rows, schema).version  # doctest: +SKIP
+    1
+    """
+    if open_table(uri, storage_options) is not None:
+        return None
+    fragments = write_fragments(
+        table, uri, schema=schema, storage_options=storage_options, enable_stable_row_ids=True
+    )
+    try:
+        return lance.LanceDataset.commit(
+            uri,
+            lance.LanceOperation.Overwrite(schema, fragments),
+            read_version=0,
+            max_retries=0,
+            storage_options=storage_options,
+            enable_stable_row_ids=True,
+        )
+    except (OSError, ValueError):
+        if open_table(uri, storage_options) is None:
+            raise  # nobody else created it: a real failure
+        return None

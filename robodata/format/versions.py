@@ -13,10 +13,10 @@ class TableVersions:
     gops: int | None
 
 
-def current_versions(dataset_uri: str, storage_options: dict | None = None) -> TableVersions:
+def current_versions(dataset_uri: str, *, storage_options: dict | None = None) -> TableVersions:
     """The latest versions of frames.lance (the dataset's version) and gops.lance.
 
-    >>> current_versions("data/demo")
+    >>> current_versions("data/demo")  # doctest: +SKIP
     TableVersions(frames=5, gops=4)
     """
     frames = open_table(frames_uri(dataset_uri), storage_options)

@@ -22,6 +22,9 @@ class CameraStream:
     fps: float
     frames: Callable[[], Frames]
     source: str
+    # How frames were changed on the way in (rotated upright, cropped to even sizes), for the
+    # user and the run's metadata: "top.mp4: cropped 641x481 to 640x480 ...".
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -45,6 +48,12 @@ class EpisodeData:
     extra_columns: dict[str, pa.Array] = field(default_factory=dict)
     extra_metadata: dict[str, object] = field(default_factory=dict)
     origin: str = ""  # where the episode came from, for error messages
+    fingerprint: str = ""  # of the source (upload folder), stored with the rows: see format/episodes.py
 
     def __len__(self) -> int:
         return len(self.timestamps_ns)
+
+    @property
+    def notes(self) -> list[str]:
+        """What ingest changed in this episode's camera frames (empty when nothing)."""
+        return [note for camera in self.cameras for note in camera.notes]

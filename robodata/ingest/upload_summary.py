@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 from robodata.errors import BadUploadError
 from robodata.ingest.upload import EPISODE_JSON, STATES_FILE, _read_episode_json, read_upload
 from robodata.storage import fsspec_filesystem
+from robodata.storage.arrow_input import arrow_input
 
 
 @dataclass
@@ -22,8 +23,9 @@ class UploadSummary:
     state_samples: int
     duration_s: float
     control_hz: float
-    cameras: dict[str, str]  # name -> "WxH@fps"
+    cameras: dict[str, str]  # name -> "WxH@fps", as stored (upright, even sizes)
     task: str
+    notes: list[str]  # what ingest changes in the frames: rotated upright, cropped to even sizes
 
 
 def describe_upload(
@@ -32,7 +34,7 @@ def describe_upload(
     """Validate ``upload`` as ``ingest_episode`` would (BadUploadError naming the file and the
     problem otherwise) and summarise it.
 
-    >>> describe_upload("uploads/episode_000000").state_samples
+    >>> describe_upload("uploads/episode_000000").state_samples  # doctest: +SKIP
     397
     """
     episode = read_upload(upload, storage_options, uploads_root)
@@ -45,13 +47,14 @@ def describe_upload(
         control_hz=episode.control_hz,
         cameras={c.name: f"{c.width}x{c.height}@{c.fps:g}" for c in episode.cameras},
         task=episode.task,
+        notes=episode.notes,
     )
 
 
 def upload_episode_index(upload: str, storage_options: dict | None = None) -> int:
     """The episode_index ``upload``'s episode.json declares.
 
-    >>> upload_episode_index("uploads/episode_000003")
+    >>> upload_episode_index("uploads/episode_000003")  # doctest: +SKIP
     3
     """
     fs = fsspec_filesystem(upload, storage_options)
@@ -61,12 +64,11 @@ def upload_episode_index(upload: str, storage_options: dict | None = None) -> in
 def upload_state_samples(upload: str, storage_options: dict | None = None) -> int:
     """How many control-rate samples ``upload``'s states.parquet holds (read from its footer).
 
-    >>> upload_state_samples("uploads/episode_000000")
+    >>> upload_state_samples("uploads/episode_000000")  # doctest: +SKIP
     397
     """
     path = posixpath.join(str(upload).rstrip("/"), STATES_FILE)
     try:
-        with fsspec_filesystem(path, storage_options).open(path, "rb") as handle:
-            return pq.ParquetFile(handle).metadata.num_rows
+        return pq.ParquetFile(arrow_input(fsspec_filesystem(path, storage_options), path)).metadata.num_rows
     except FileNotFoundError:
         raise BadUploadError(path, "is missing") from None

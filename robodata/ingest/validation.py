@@ -43,3 +43,27 @@ def check_signals(
         unknown = sorted(set(source) - set(SOURCES))
         if unknown:
             raise BadUploadError(path, f"source has unknown values {unknown}; allowed {SOURCES}")
+
+
+# How far the claimed control rate may be from the rate the timestamps show: jitter and a few
+# dropped samples move the median step little; a wrong unit or a wrong field moves it 10x.
+RATE_TOLERANCE = 0.25
+
+
+def check_control_rate(meta_path: str, control_hz: float, states_path: str, timestamps_ns: np.ndarray) -> None:
+    """The ``control_hz`` an episode claims agrees with its states' timestamps (within 25%).
+
+    >>> check_control_rate("ep/episode.json", 10.0, "ep/states.parquet", np.arange(5) * 10_000_000)  # doctest: +SKIP
+    Traceback (most recent call last):
+    BadUploadError: ep/episode.json: 'control_hz' is 10 Hz but ep/states.parquet's timestamps are 100 Hz ...
+    """
+    if len(timestamps_ns) < 2:
+        return
+    step_ns = float(np.median(np.diff(timestamps_ns)))
+    real_hz = 1e9 / step_ns
+    if abs(real_hz / control_hz - 1.0) > RATE_TOLERANCE:
+        raise BadUploadError(
+            meta_path,
+            f"'control_hz' is {control_hz:g} Hz but {states_path}'s timestamps are {real_hz:.4g} Hz "
+            f"(median step {step_ns / 1e6:.4g} ms)",
+        )

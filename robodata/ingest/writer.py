@@ -15,8 +15,10 @@ import numpy as np
 import pyarrow as pa
 
 from robodata.codec import EncoderSettings, GopEncoder
-from robodata.errors import BadUploadError, IncompatibleEpisodeError
+from robodata.errors import BadUploadError, EpisodeIndexTakenError, IncompatibleEpisodeError
+from robodata.format.episodes import UPLOAD_COLUMNS, stored_upload_of, upload_columns, with_upload_fields
 from robodata.format.ids import episode_filter, gop_ref_id
+from robodata.format.keys import FRAMES_KEY, GOPS_KEY, declare_primary_key, with_primary_key
 from robodata.format.schema import (
     GOPS_SCHEMA,
     CameraInfo,
@@ -25,9 +27,11 @@ from robodata.format.schema import (
     read_metadata,
     ref_columns,
 )
-from robodata.format.tables import append_or_create, frames_uri, gops_uri, open_table
+from robodata.format.staging import hold_gops, release
+from robodata.format.tables import create_once, frames_uri, gops_uri, open_table
 from robodata.ingest.alignment import nearest_frames
 from robodata.ingest.episode import CameraStream, EpisodeData
+from robodata.ingest.stats import record_episode_stats
 from robodata.storage.failures import storage_step
 
 
@@ -44,6 +48,10 @@ class IngestResult:
     gops_written: int
     video_bytes: int
     rows_bytes: int = 0  # in-memory Arrow size of the rows written to frames.lance
+    # Re-ingest keeps label (annotation) values of rows that still exist: rows of the earlier copy
+    # that carried a label, kept and dropped (their frame_index is past the new copy's end).
+    labels_kept_rows: int = 0
+    labels_dropped_rows: int = 0
 
 
 @dataclass
@@ -69,6 +77,8 @@ class StagedGops:
     gops_version: int
     gops_written: int  # GOP rows appended now (identical GOPs already stored are reused)
     bytes_written: int  # video bytes appended now
+    replace: bool = False  # may replace a different episode holding episode_index
+    lease: str = ""  # the record keeping garbage collection off these GOPs until the frames commit
 
     @property
     def gops(self) -> int:
@@ -103,8 +113,7 @@ def dataset_metadata(episode: EpisodeData, settings: EncoderSettings) -> Dataset
         joint_names=list(episode.joint_names),
         cameras={c.name: CameraInfo(c.width, c.height, c.fps) for c in episode.cameras},
         gop_size=settings.gop_size,
-        codec={"name": settings.codec, "crf": settings.crf, "preset": settings.preset,
-               "pix_fmt": "yuv420p", "bframes": 0, "closed_gop": True, "fast_decode": settings.fast_decode},
+        codec=settings.describe(),
         robot_type=episode.robot_type,
         extra=dict(episode.extra_metadata),
     )
@@ -204,17 +213,25 @@ def write_episode(
     episode: EpisodeData,
     dataset_uri: str,
     settings: EncoderSettings | None = None,
+    *,
     storage_options: dict | None = None,
+    replace: bool = False,
 ) -> IngestResult:
     """Encode and write ``episode``; nothing becomes visible unless every part succeeded.
 
     GOP rows are appended first (unreferenced until the frames commit, so a failure leaves
     nothing a reader sees); the frames commit then swaps the episode's rows in one version.
 
-    >>> write_episode(episode, "data/demo").frames_version
+    ``replace=True`` lets the episode replace a different episode (another upload) that holds
+    its ``episode_index``; without it that is an EpisodeIndexTakenError and nothing is written.
+
+    >>> write_episode(episode, "data/demo").frames_version  # doctest: +SKIP
     """
-    staged = write_gops(episode, dataset_uri, settings, storage_options)
-    return write_frames(episode, dataset_uri, staged, storage_options)
+    staged = write_gops(episode, dataset_uri, settings, storage_options, replace=replace)
+    try:
+        return write_frames(episode, dataset_uri, staged, storage_options)
+    finally:
+        release(staged.lease, storage_options)  # committed (now referenced) or failed (orphans)
 
 
 def write_gops(
@@ -222,15 +239,19 @@ def write_gops(
     dataset_uri: str,
     settings: EncoderSettings | None = None,
     storage_options: dict | None = None,
+    *,
+    replace: bool = False,
 ) -> StagedGops:
     """Encode ``episode``'s cameras and append its new GOP rows to gops.lance. Readers see
     nothing yet: no row of frames.lance points at them until ``write_frames``.
 
-    >>> staged = write_gops(episode, "data/demo", EncoderSettings(gop_size=8))
+    >>> staged = write_gops(episode, "data/demo", EncoderSettings(gop_size=8))  # doctest: +SKIP
     """
     settings = settings or EncoderSettings()
     meta = dataset_metadata(episode, settings)
     schema = _frames_schema(episode, meta, dataset_uri, storage_options)
+    if not replace:
+        _check_episode_index_free(episode, dataset_uri, storage_options)  # before anything is written
     with ThreadPoolExecutor(max_workers=max(1, len(episode.cameras))) as pool:
         futures = {
             c.name: pool.submit(encode_camera, episode.episode_index, c, settings) for c in episode.cameras
@@ -241,8 +262,15 @@ def write_gops(
     layouts = {name: _layout(enc) for name, enc in encoded.items()}
     _conform(build_rows(episode, layouts, _with_extra_fields(frames_schema(meta), episode)), schema)
     index = episode.episode_index
+    ref_ids = [r for layout in layouts.values() for r in layout.ref_ids]
     with storage_step(f"writing episode {index}'s GOPs", gops_uri(dataset_uri), storage_options):
-        written, written_bytes, gops_version = _append_new_gops(dataset_uri, encoded, index, storage_options)
+        # The lease comes first: garbage collection must see it, or see the GOP commit (below).
+        lease = hold_gops(dataset_uri, index, ref_ids, storage_options, f"writing episode {index}'s GOPs")
+        try:
+            written, written_bytes, gops_version = _append_new_gops(dataset_uri, encoded, index, storage_options)
+        except BaseException:
+            release(lease, storage_options)
+            raise
     return StagedGops(
         episode_id=episode.episode_id,
         episode_index=episode.episode_index,
@@ -251,6 +279,8 @@ def write_gops(
         gops_version=gops_version,
         gops_written=written,
         bytes_written=written_bytes,
+        replace=replace,
+        lease=lease,
     )
 
 
@@ -263,7 +293,7 @@ def write_frames(
     """Write ``episode``'s control-rate rows, pointing at the GOPs ``staged`` describes, and
     replace any earlier copy of the episode in frames.lance in one commit.
 
-    >>> write_frames(episode, "data/demo", staged).frames_version
+    >>> write_frames(episode, "data/demo", staged).frames_version  # doctest: +SKIP
     """
     if staged.episode_index != episode.episode_index or sorted(staged.cameras) != sorted(
         c.name for c in episode.cameras
@@ -276,10 +306,20 @@ def write_frames(
     meta = dataset_metadata(episode, staged.settings)
     schema = _frames_schema(episode, meta, dataset_uri, storage_options)
     built = build_rows(episode, staged.cameras, _with_extra_fields(frames_schema(meta), episode))
+    reserved = sorted(set(UPLOAD_COLUMNS) & set(built.column_names))
+    if reserved:
+        raise IncompatibleEpisodeError(f"{episode.origin or episode.episode_id}: columns {reserved} are reserved "
+                                       "for the episode's upload (robodata.format.episodes)")
+    recorded = [*built.column_names, *UPLOAD_COLUMNS]  # every other column is an annotation
+    for name, values in upload_columns(built.num_rows, episode.episode_id, episode.fingerprint, episode.origin).items():
+        built = built.append_column(name, values)
     rows = _conform(built, schema)
     index = episode.episode_index
     with storage_step(f"committing episode {index}'s rows", frames_uri(dataset_uri), storage_options):
-        frames_version = _replace_episode_rows(dataset_uri, rows, schema, index, storage_options)
+        frames_version, labels = _replace_episode_rows(
+            dataset_uri, rows, schema, recorded, episode.episode_id, staged.replace, storage_options
+        )
+    record_episode_stats(dataset_uri, episode, staged, frames_version, storage_options)
     return IngestResult(
         episode_id=episode.episode_id,
         episode_index=episode.episode_index,
@@ -290,6 +330,8 @@ def write_frames(
         gops_written=staged.gops_written,
         video_bytes=staged.video_bytes,
         rows_bytes=rows.nbytes,
+        labels_kept_rows=labels.kept,
+        labels_dropped_rows=labels.dropped,
     )
 
 
@@ -301,11 +343,11 @@ def _frames_schema(
     with storage_step("reading the dataset's schema", frames_uri(dataset_uri), storage_options):
         frames = open_table(frames_uri(dataset_uri), storage_options)
     if frames is None:
-        return _with_extra_fields(frames_schema(meta), episode)
+        return with_upload_fields(_with_extra_fields(frames_schema(meta), episode))
     problems = read_metadata(frames.schema).compatible_with(meta)
     if problems:
         raise IncompatibleEpisodeError(f"{episode.origin or episode.episode_id}: " + "; ".join(problems))
-    return frames.schema
+    return with_upload_fields(frames.schema)  # a dataset from before upload columns gets them on commit
 
 
 def _with_extra_fields(schema: pa.Schema, episode: EpisodeData) -> pa.Schema:
@@ -331,32 +373,119 @@ def _conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
 def _append_new_gops(
     root: str, encoded: dict[str, EncodedCamera], episode_index: int, storage_options
 ) -> tuple[int, int, int]:
-    """Append the GOPs not already stored; returns (rows appended, video bytes appended, version)."""
+    """Store the episode's GOPs; returns (rows appended, video bytes appended, version).
+
+    One ``merge_insert`` on ``ref_id`` (the declared key): a GOP not stored yet is inserted,
+    one already stored is rewritten in place with its identical bytes. The insert half is what
+    makes two writers of the same new episode leave one copy (Lance re-plans the later commit
+    as an update). The rewrite half is what makes reuse safe from garbage collection: a delete
+    planned on an older gops.lance version conflicts with it and starts over (see robodata.format.staging).
+    """
     table = pa.concat_tables([e.gops for e in encoded.values()])
-    gops = open_table(gops_uri(root), storage_options)
-    if gops is not None:
-        stored = gops.to_table(columns=["ref_id"], filter=episode_filter(episode_index))["ref_id"]
-        table = table.filter(pa.compute.invert(pa.compute.is_in(table["ref_id"], stored)))
-        if table.num_rows == 0:
-            return 0, 0, gops.version
-    written = append_or_create(gops_uri(root), table, GOPS_SCHEMA, storage_options)
-    appended_bytes = int(pa.compute.sum(pa.compute.list_flatten(table["packet_sizes"])).as_py() or 0)
-    return table.num_rows, appended_bytes, written.version
+    created = create_once(gops_uri(root), table, with_primary_key(table.schema, GOPS_KEY), storage_options)
+    if created is not None:
+        return table.num_rows, _video_bytes(table), created.version
+    gops = declare_primary_key(open_table(gops_uri(root), storage_options), GOPS_KEY, storage_options)
+    stored = gops.to_table(columns=["ref_id"], filter=episode_filter(episode_index))["ref_id"]
+    new = pa.compute.invert(pa.compute.is_in(table["ref_id"], stored))
+    stats = gops.merge_insert(list(GOPS_KEY)).when_matched_update_all().when_not_matched_insert_all().execute(table)
+    return int(stats["num_inserted_rows"]), _video_bytes(table.filter(new)), gops.version
 
 
-def _replace_episode_rows(root: str, rows: pa.Table, schema: pa.Schema, episode_index: int, storage_options) -> int:
+def _video_bytes(gops: pa.Table) -> int:
+    return int(pa.compute.sum(pa.compute.list_flatten(gops["packet_sizes"])).as_py() or 0)
+
+
+@dataclass(frozen=True)
+class _Labels:
+    kept: int
+    dropped: int
+
+
+def _check_episode_index_free(episode: EpisodeData, root: str, storage_options) -> None:
+    """EpisodeIndexTakenError if ``episode.episode_index`` holds a different episode (upload)."""
+    frames = open_table(frames_uri(root), storage_options)
+    stored = stored_upload_of(frames, episode.episode_index) if frames is not None else None
+    _refuse_if_taken(stored, episode.episode_id, episode.episode_index, root)
+
+
+def _refuse_if_taken(stored, episode_id: str, episode_index: int, root: str) -> None:
+    # An episode stored before upload ids were kept has an empty id: a re-ingest adopts it.
+    if stored is not None and stored.episode_id and stored.episode_id != episode_id:
+        raise EpisodeIndexTakenError(episode_index, episode_id, stored.episode_id, root)
+
+
+def _replace_episode_rows(
+    root: str,
+    rows: pa.Table,
+    schema: pa.Schema,
+    recorded: list[str],
+    episode_id: str,
+    replace: bool,
+    storage_options,
+) -> tuple[int, _Labels]:
+    """Make ``rows`` the episode's only rows in frames.lance, in one commit; returns the version
+    and how many labelled rows of the earlier copy were kept and dropped.
+
+    A ``merge_insert`` on (episode_index, frame_index), the declared key, with only the recorded
+    columns as its source: rows that still exist keep their annotation columns (a partial-schema
+    update leaves the columns it is not given untouched), new rows get nulls, and rows past the
+    new end are deleted. A new episode is committed with ``when_matched_fail``: if another
+    writer's copy lands first, Lance re-plans this commit, finds that copy and fails instead of
+    adding a second one; the episode is then re-committed as a re-ingest (same upload) or refused
+    (a different upload claiming the same episode_index). The first writer of a new dataset
+    creates frames.lance holding its rows (``create_once``); racing creators merge into it.
+    """
     uri = frames_uri(root)
-    frames = open_table(uri, storage_options)
-    if frames is None:
-        created = append_or_create(uri, rows, schema, storage_options)
-        if created.count_rows(episode_filter(episode_index)) == rows.num_rows:
-            return created.version
-        frames = created
-    (
-        frames.merge_insert(["episode_index", "frame_index"])
-        .when_matched_update_all()
-        .when_not_matched_insert_all()
-        .when_not_matched_by_source_delete(episode_filter(episode_index))
-        .execute(rows)
-    )
-    return frames.version
+    index = int(rows["episode_index"][0].as_py())
+    created = create_once(uri, rows, with_primary_key(schema, FRAMES_KEY), storage_options)
+    if created is not None:
+        return created.version, _Labels(0, 0)
+    frames = declare_primary_key(open_table(uri, storage_options), FRAMES_KEY, storage_options)
+    frames = _with_upload_columns(frames, storage_options)
+    for _ in range(3):
+        stored = stored_upload_of(frames, index)
+        if not replace:
+            _refuse_if_taken(stored, episode_id, index, root)
+        source = _conform(rows, frames.schema).select([c for c in frames.schema.names if c in recorded])
+        labels = _count_labels(frames, index, [c for c in frames.schema.names if c not in recorded], source.num_rows)
+        builder = frames.merge_insert(list(FRAMES_KEY))
+        builder = builder.when_matched_fail() if stored is None else builder.when_matched_update_all()
+        try:
+            builder.when_not_matched_insert_all().when_not_matched_by_source_delete(episode_filter(index)).execute(source)
+            return frames.version, labels
+        except (OSError, ValueError):
+            latest = open_table(uri, storage_options)
+            if stored is not None or stored_upload_of(latest, index) is None:
+                raise  # not the race this handles
+            frames = latest  # a racing writer stored the episode first: go again as a re-ingest
+    raise RuntimeError(f"{uri}: episode {index} kept changing under this commit; try again")
+
+
+def _with_upload_columns(frames: lance.LanceDataset, storage_options) -> lance.LanceDataset:
+    """``frames`` with the upload columns (added, all null, to a dataset written before them)."""
+    missing = [f for f in with_upload_fields(frames.schema) if f.name not in frames.schema.names]
+    if not missing:
+        return frames
+    try:
+        frames.add_columns(missing)
+    except (OSError, ValueError):
+        pass  # another writer added them first
+    frames = open_table(frames.uri, storage_options)
+    if any(f.name not in frames.schema.names for f in missing):
+        raise IncompatibleEpisodeError(f"{frames.uri}: could not add the upload columns {[f.name for f in missing]}")
+    return frames
+
+
+def _count_labels(frames: lance.LanceDataset, episode_index: int, annotations: list[str], n_rows: int) -> _Labels:
+    """Rows of the stored copy with at least one label value: kept (frame_index < n_rows) or dropped."""
+    if not annotations:
+        return _Labels(0, 0)
+    stored = frames.to_table(columns=["frame_index", *annotations], filter=episode_filter(episode_index))
+    if stored.num_rows == 0:
+        return _Labels(0, 0)
+    labelled = np.zeros(stored.num_rows, dtype=bool)
+    for name in annotations:
+        labelled |= stored[name].is_valid().to_numpy(zero_copy_only=False)
+    kept = labelled & (stored["frame_index"].to_numpy() < n_rows)
+    return _Labels(int(kept.sum()), int(labelled.sum() - kept.sum()))

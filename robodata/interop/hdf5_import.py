@@ -19,7 +19,7 @@ every camera has one frame per step. ALOHA compresses with OpenCV, which treats 
 so JPEG bytes decode to the array ALOHA stored only after swapping channels back
 (``jpeg_channel_order="bgr"``, the default; use "rgb" for files written by an RGB encoder).
 
->>> import_hdf5("recordings/episode_*.hdf5", "data/aloha", task="insertion")
+>>> import_hdf5("recordings/episode_*.hdf5", "data/aloha", task="insertion")  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ import h5py
 import numpy as np
 import pyarrow as pa
 from PIL import Image
-from tqdm import tqdm
 
 from robodata.codec import EncoderSettings
 from robodata.errors import BadUploadError
-from robodata.ingest import CameraStream, EpisodeData, write_episode
-from robodata.interop.import_result import ImportResult, existing_episodes
-from robodata.sample_data import ALOHA_JOINTS
+from robodata.ingest import CameraStream, EpisodeData
+from robodata.interop.aloha_layout import ALOHA_JOINTS
+from robodata.interop.episode_source import import_episodes
+from robodata.interop.import_result import ImportResult
 from robodata.storage import fsspec_filesystem, is_remote
 
 DEFAULT_CONTROL_HZ = 50.0
@@ -59,7 +59,7 @@ class _Camera:
     jpeg: bool
 
 
-def find_hdf5_files(path_or_glob: str, storage_options: dict | None = None) -> list[str]:
+def find_hdf5_files(path_or_glob: str, *, storage_options: dict | None = None) -> list[str]:
     """The files ``path_or_glob`` names, sorted; a FileNotFoundError when it matches none."""
     if is_remote(path_or_glob):
         fs = fsspec_filesystem(path_or_glob, storage_options)
@@ -77,14 +77,14 @@ def _natural_key(path: str) -> tuple:
     return (0, int(match.group(1)), path) if match else (1, 0, path)
 
 
-def hdf5_episodes(path_or_glob: str, storage_options: dict | None = None) -> dict[int, str]:
+def hdf5_episodes(path_or_glob: str, *, storage_options: dict | None = None) -> dict[int, str]:
     """Source episode number -> file: ``n`` for ``episode_<n>.hdf5``, else the file's position
     in sorted order.
 
-    >>> hdf5_episodes("recordings/episode_*.hdf5")
+    >>> hdf5_episodes("recordings/episode_*.hdf5")  # doctest: +SKIP
     {0: 'recordings/episode_0.hdf5', 1: 'recordings/episode_1.hdf5'}
     """
-    paths = find_hdf5_files(path_or_glob, storage_options)
+    paths = find_hdf5_files(path_or_glob, storage_options=storage_options)
     numbers = {}
     for position, path in enumerate(paths):
         match = _EPISODE_NUMBER.search(path)
@@ -105,9 +105,7 @@ def import_hdf5(
     task: str = "",
     jpeg_channel_order: str = "bgr",
     start_index: int = 0,
-    gop_size: int = 8,
-    crf: int = 23,
-    preset: str = "veryfast",
+    settings: EncoderSettings | None = None,
     storage_options: dict | None = None,
     progress: bool = True,
 ) -> ImportResult:
@@ -117,27 +115,63 @@ def import_hdf5(
     Source episode ``n`` (see hdf5_episodes) becomes robodata episode ``start_index + n``. Every
     file is checked before the first episode is written.
 
-    >>> import_hdf5("s3://bucket/aloha/episode_*.hdf5", "s3://bucket/robodata/aloha").imported
+    >>> import_hdf5("s3://bucket/aloha/episode_*.hdf5", "s3://bucket/robodata/aloha").imported  # doctest: +SKIP
     [0, 1]
     """
-    if jpeg_channel_order not in ("bgr", "rgb"):
-        raise ValueError(f"jpeg_channel_order must be 'bgr' or 'rgb', got {jpeg_channel_order!r}")
-    if control_hz <= 0:
-        raise ValueError(f"control_hz must be positive, got {control_hz}")
-    files = hdf5_episodes(path_or_glob, storage_options)
-    if episodes is not None:
-        unknown = sorted(set(episodes) - set(files))
-        if unknown:
-            raise FileNotFoundError(f"{path_or_glob}: has no files for episodes {unknown}")
-        files = {n: path for n, path in files.items() if n in set(episodes)}
-    present = existing_episodes(dataset_uri, storage_options)
-    result = ImportResult(dataset_uri, skipped=sorted(start_index + n for n in files if start_index + n in present))
-    reader = _Hdf5Reader(control_hz, joint_names, task, jpeg_channel_order, storage_options)
-    todo = [reader.episode(path, start_index + n) for n, path in files.items() if start_index + n not in present]
-    settings = EncoderSettings(gop_size=gop_size, crf=crf, preset=preset)
-    for episode in tqdm(todo, desc="import-hdf5", unit="episode", disable=not progress):
-        result.add(write_episode(episode, dataset_uri, settings, storage_options))
-    return result
+    source = Hdf5Episodes(
+        path_or_glob,
+        storage_options=storage_options,
+        control_hz=control_hz,
+        joint_names=joint_names,
+        task=task,
+        jpeg_channel_order=jpeg_channel_order,
+        start_index=start_index,
+    )
+    return import_episodes(
+        source, dataset_uri, episodes=episodes, settings=settings, storage_options=storage_options, progress=progress
+    )
+
+
+class Hdf5Episodes:
+    """ALOHA / ACT HDF5 files as an ``EpisodeSource``: source number ``n`` is episode_<n>.hdf5."""
+
+    format = "aloha_hdf5"
+
+    def __init__(
+        self,
+        path_or_glob: str,
+        *,
+        storage_options: dict | None = None,
+        control_hz: float = DEFAULT_CONTROL_HZ,
+        joint_names: list[str] | None = None,
+        task: str = "",
+        jpeg_channel_order: str = "bgr",
+        start_index: int = 0,
+    ) -> None:
+        if jpeg_channel_order not in ("bgr", "rgb"):
+            raise ValueError(f"jpeg_channel_order must be 'bgr' or 'rgb', got {jpeg_channel_order!r}")
+        if control_hz <= 0:
+            raise ValueError(f"control_hz must be positive, got {control_hz}")
+        self.location = path_or_glob
+        self.start_index = start_index
+        self._files = hdf5_episodes(path_or_glob, storage_options=storage_options)
+        self._reader = _Hdf5Reader(control_hz, joint_names, task, jpeg_channel_order, storage_options)
+        self._checked: dict[int, EpisodeData] = {}
+
+    def episode_numbers(self) -> list[int]:
+        return list(self._files)
+
+    def robodata_index(self, number: int) -> int:
+        return self.start_index + number
+
+    def check(self, numbers: list[int]) -> None:
+        # Reading a file's signals is its check; keep them (small) so the write does not reread.
+        for number in numbers:
+            self._checked[number] = self._reader.episode(self._files[number], self.robodata_index(number))
+
+    def read_episode(self, number: int) -> EpisodeData:
+        episode = self._checked.pop(number, None)
+        return episode or self._reader.episode(self._files[number], self.robodata_index(number))
 
 
 class _Hdf5Reader:
@@ -270,4 +304,4 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-__all__ = ["find_hdf5_files", "hdf5_episodes", "import_hdf5"]
+__all__ = ["Hdf5Episodes", "find_hdf5_files", "hdf5_episodes", "import_hdf5"]

@@ -29,7 +29,7 @@ class ImportResult:
         self.frames_version, self.gops_version = written.frames_version, written.gops_version
 
 
-def existing_episodes(dataset_uri: str, storage_options: dict | None = None) -> set[int]:
+def existing_episodes(dataset_uri: str, *, storage_options: dict | None = None) -> set[int]:
     """Episode indices already in the robodata dataset (empty when it does not exist yet)."""
     frames = open_table(frames_uri(dataset_uri), storage_options)
     if frames is None:

@@ -14,7 +14,7 @@ in the MP4, and its state, action and other per-frame features come from the rob
 in time to that frame (``lerobot_rate.camera_rate_rows``). The other rows' samples are dropped.
 Both rates share one writer: the camera rate only selects which rows become frames.
 
->>> export_lerobot("data/demo", "exports/demo_lerobot")
+>>> export_lerobot("data/demo", "exports/demo_lerobot")  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from robodata.format.episodes import UPLOAD_COLUMNS
 from robodata.format.ids import episode_filter
-from robodata.format.schema import image_column, ref_columns
+from robodata.format.schema import CORE_COLUMNS, image_column, ref_columns
 from robodata.format.tables import gops_uri, open_table
 from robodata.interop import lerobot_stats
 from robodata.interop.lerobot_format import (
@@ -65,15 +66,6 @@ from robodata.interop.lerobot_rate import Rate, camera_rate_rows, export_fps
 from robodata.interop.lerobot_video import LIBSVTAV1_DEFAULT_PRESET, SharedVideoWriter, probe_video_info
 from robodata.reader import open_dataset
 
-_CORE_COLUMNS = {
-    "episode_index",
-    "frame_index",
-    "timestamp_ns",
-    "task",
-    "split",
-    "observation_state",
-    "action",
-}
 _DECODE_BATCH = 64  # rows decoded per take: bounds memory for long episodes
 _STAT_FRAMES = 20  # camera frames sampled per episode for image statistics
 
@@ -122,7 +114,7 @@ def export_lerobot(
     Everything is written into a staging folder next to ``root`` and renamed into place at the
     end, so a failed export leaves nothing behind.
 
-    >>> export_lerobot("s3://bucket/demo", "exports/demo", version="run-42").frames
+    >>> export_lerobot("s3://bucket/demo", "exports/demo", version="run-42").frames  # doctest: +SKIP
     1582
     """
     if episodes_per_file < 1:
@@ -133,7 +125,10 @@ def export_lerobot(
     ds = open_dataset(dataset_uri, version=version, storage_options=storage_options)
     fps = export_fps(ds.metadata, rate, dataset_uri)
     episodes, tasks, table = _plan(ds)
-    extras = [c for c in table.column_names if c not in _CORE_COLUMNS and not c.startswith("__")]
+    # The upload columns say where this dataset's episodes came from: not data to export.
+    extras = [
+        c for c in table.column_names if c not in CORE_COLUMNS and c not in UPLOAD_COLUMNS and not c.startswith("__")
+    ]
     features = _features(ds, table, extras, fps, rate)
     staging = target.parent / f".{target.name}.partial-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
@@ -294,7 +289,7 @@ class _Writer:
                 keep = set(np.linspace(0, len(offsets) - 1, min(_STAT_FRAMES, len(offsets))).astype(int).tolist())
                 sampled = samples[episode.lerobot_index].setdefault(key, [])
                 for batch in range(0, len(offsets), _DECODE_BATCH):
-                    frames = self.ds.take_blobs_decoded(column, offsets[batch : batch + _DECODE_BATCH])[column]
+                    frames = self.ds.take_blobs_decoded(offsets[batch : batch + _DECODE_BATCH], column)[column]
                     for j, rgb in enumerate(frames):
                         video.add(rgb)
                         if batch + j in keep:

@@ -12,7 +12,7 @@ comes back at the camera fps, one row per camera frame, with the sampled rows' s
 
 The import is resumable: episodes already in the dataset are skipped.
 
->>> import_lerobot("exports/demo_lerobot", "data/demo_again")
+>>> import_lerobot("exports/demo_lerobot", "data/demo_again")  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from tqdm import tqdm
 
 from robodata.codec import EncoderSettings
 from robodata.errors import BadUploadError
-from robodata.ingest import CameraStream, EpisodeData, write_episode
-from robodata.interop.import_result import ImportResult, existing_episodes
+from robodata.format.schema import CORE_COLUMNS, IMAGE_COLUMN_PREFIX
+from robodata.ingest import CameraStream, EpisodeData
+from robodata.interop.episode_source import import_episodes
+from robodata.interop.import_result import ImportResult
 from robodata.interop.lerobot_format import (
     ACTION,
     CAMERA_TIME_PREFIX,
@@ -43,7 +44,6 @@ from robodata.interop.lerobot_video import decode_span
 
 # LeRobot features that land in robodata's own columns rather than as extra columns.
 _NATIVE = {"language_instruction": pa.string(), "source": pa.string(), "is_intervention": pa.bool_()}
-_RESERVED = {"episode_index", "frame_index", "timestamp_ns", "task", "split", "observation_state", "action"}
 
 
 def import_lerobot(
@@ -52,9 +52,7 @@ def import_lerobot(
     *,
     repo_id: str | None = None,
     episodes: list[int] | None = None,
-    gop_size: int = 8,
-    crf: int = 23,
-    preset: str = "veryfast",
+    settings: EncoderSettings | None = None,
     source_storage_options: dict | None = None,
     storage_options: dict | None = None,
     progress: bool = True,
@@ -64,37 +62,47 @@ def import_lerobot(
     The whole source is checked before the first episode is written; each episode is then one
     commit, so an interrupted import resumes with the episodes not yet in the dataset.
 
-    >>> import_lerobot("s3://bucket/lerobot/aloha_sim", "s3://bucket/robodata/aloha_sim").imported
+    >>> import_lerobot("s3://bucket/lerobot/aloha_sim", "s3://bucket/robodata/aloha_sim").imported  # doctest: +SKIP
     [0, 1, 2]
     """
-    source = LeRobotSource(root, source_storage_options if source_storage_options is not None else storage_options)
-    selected = source.episodes
-    if episodes is not None:
-        wanted = set(episodes)
-        unknown = sorted(wanted - {e.index for e in selected})
-        if unknown:
-            raise LeRobotFormatError(f"{source.root}: has no episodes {unknown}")
-        selected = [e for e in selected if e.index in wanted]
-    present = existing_episodes(dataset_uri, storage_options)
-    result = ImportResult(dataset_uri)
-    todo = []
-    for episode in selected:
-        (result.skipped if robodata_index(episode) in present else todo).append(episode)
-    result.skipped = [robodata_index(e) for e in result.skipped]
-    source.check(todo)
-    settings = EncoderSettings(gop_size=gop_size, crf=crf, preset=preset)
-    tables: dict[str, pa.Table] = {}
-    for episode in tqdm(todo, desc="import-lerobot", unit="episode", disable=not progress):
-        path = source.data_path(episode)
-        if path not in tables:
-            tables.clear()  # one data file in memory at a time; episodes come in file order
-            tables[path] = source.read_data(path)
-        data = episode_data(source, episode, tables[path], repo_id)
-        result.add(write_episode(data, dataset_uri, settings, storage_options))
-    return result
+    options = source_storage_options if source_storage_options is not None else storage_options
+    source = LeRobotEpisodes(root, storage_options=options, repo_id=repo_id)
+    return import_episodes(
+        source, dataset_uri, episodes=episodes, settings=settings, storage_options=storage_options, progress=progress
+    )
+
+
+class LeRobotEpisodes:
+    """A LeRobot v3 dataset as an ``EpisodeSource``: source numbers are its episode indices."""
+
+    format = "lerobot"
+
+    def __init__(self, root: str, *, storage_options: dict | None = None, repo_id: str | None = None) -> None:
+        self.source = LeRobotSource(root, storage_options=storage_options)
+        self.location = self.source.root
+        self.repo_id = repo_id
+        self._episodes = {e.index: e for e in self.source.episodes}
+        self._table: tuple[str, pa.Table] | None = None  # one data file in memory at a time
+
+    def episode_numbers(self) -> list[int]:
+        return list(self._episodes)
+
+    def robodata_index(self, number: int) -> int:
+        return robodata_index(self._episodes[number])
+
+    def check(self, numbers: list[int]) -> None:
+        self.source.check([self._episodes[n] for n in numbers])
+
+    def read_episode(self, number: int) -> EpisodeData:
+        episode = self._episodes[number]
+        path = self.source.data_path(episode)
+        if self._table is None or self._table[0] != path:  # episodes come in file order
+            self._table = (path, self.source.read_data(path))
+        return episode_data(self.source, episode, self._table[1], self.repo_id)
 
 
 def robodata_index(episode: SourceEpisode) -> int:
+    """The episode_index a source episode becomes: robodata's own when it exported it."""
     return int(episode.row.get(ROBODATA_EPISODE_INDEX, episode.index))
 
 
@@ -180,7 +188,7 @@ def _extra_columns(source: LeRobotSource, rows: pa.Table, path: str) -> dict[str
         if key in _NATIVE and _is(rows[key], _NATIVE[key]):
             continue
         name = key.replace(".", "_")  # Lance reads dots in column names as nested fields
-        if name in _RESERVED or name in _NATIVE or name.startswith("observation_images_"):
+        if name in CORE_COLUMNS or name in _NATIVE or name.startswith(IMAGE_COLUMN_PREFIX):
             raise LeRobotFormatError(f"{path}: feature {key!r} would overwrite robodata's column {name!r}")
         extras[name] = rows[key].combine_chunks().cast(arrow_of_feature(key, feature))
     return extras

@@ -12,7 +12,6 @@ from functools import cached_property
 
 import av
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -27,6 +26,7 @@ from robodata.interop.lerobot_format import (
     arrow_of_feature,
 )
 from robodata.storage import fsspec_filesystem, is_remote
+from robodata.storage.arrow_input import arrow_input
 
 
 @dataclass
@@ -65,12 +65,12 @@ class SourceEpisode:
 class LeRobotSource:
     """A LeRobot v3 dataset at ``root``.
 
-    >>> source = LeRobotSource("s3://bucket/aloha_sim_insertion")
-    >>> source.fps, [v.camera for v in source.videos]
+    >>> source = LeRobotSource("s3://bucket/aloha_sim_insertion")  # doctest: +SKIP
+    >>> source.fps, [v.camera for v in source.videos]  # doctest: +SKIP
     (50, ['top'])
     """
 
-    def __init__(self, root: str, storage_options: dict | None = None) -> None:
+    def __init__(self, root: str, *, storage_options: dict | None = None) -> None:
         self.root = str(root).rstrip("/")
         self.fs = fsspec_filesystem(self.root, storage_options)
         self.info = self._read_info()
@@ -175,8 +175,7 @@ class LeRobotSource:
     def tasks(self) -> dict[int, str]:
         path = self.path(TASKS_PATH)
         try:
-            with self.fs.open(path, "rb") as handle:
-                table = pd.read_parquet(handle)
+            table = pq.read_table(arrow_input(self.fs, path)).to_pandas()
         except FileNotFoundError:
             raise LeRobotFormatError(f"{path}: is missing") from None
         if "task" in table.columns:  # written without the pandas index
@@ -190,8 +189,7 @@ class LeRobotSource:
             raise LeRobotFormatError(f"{self.path('meta/episodes')}: holds no episodes Parquet files")
         tables = []
         for file in files:
-            with self.fs.open(file, "rb") as handle:
-                table = pq.read_table(handle)
+            table = pq.read_table(arrow_input(self.fs, file))
             tables.append(table.select([c for c in table.column_names if not c.startswith("stats/")]))
         rows = pa.concat_tables(tables, promote_options="default").sort_by("episode_index").to_pylist()
         return [SourceEpisode(int(r["episode_index"]), int(r["length"]), r, list(r.get("tasks") or [])) for r in rows]
@@ -240,8 +238,7 @@ class LeRobotSource:
 
     def _check_data_file(self, path: str) -> pa.Table:
         try:
-            with self.fs.open(path, "rb") as handle:
-                schema = pq.read_schema(handle)
+            schema = pq.read_schema(arrow_input(self.fs, path))
         except FileNotFoundError:
             raise LeRobotFormatError(f"{path}: data file is missing") from None
         declared = {k: f for k, f in self.features.items() if f.get("dtype") != "video"}
@@ -254,8 +251,7 @@ class LeRobotSource:
         return table
 
     def read_data(self, path: str) -> pa.Table:
-        with self.fs.open(path, "rb") as handle:
-            return pq.read_table(handle)
+        return pq.read_table(arrow_input(self.fs, path))
 
 
 def check_shape(path: str, key: str, feature: dict, column: pa.ChunkedArray) -> None:

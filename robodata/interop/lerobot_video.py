@@ -29,7 +29,7 @@ class SharedVideoWriter:
     """One camera's MP4: frames are appended episode after episode with continuous timestamps
     (frame k sits at k / fps), so an episode's span is [first / fps, end / fps).
 
-    >>> with SharedVideoWriter("file-000.mp4", 640, 480, 30) as video:
+    >>> with SharedVideoWriter("file-000.mp4", 640, 480, 30) as video:  # doctest: +SKIP
     ...     video.add(rgb)
     """
 

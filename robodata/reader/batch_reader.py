@@ -42,8 +42,11 @@ def offsets_from_delta_timestamps(delta_timestamps: Mapping[str, Sequence[float]
 class BatchReader:
     """Reads batches of rows as numpy arrays, through ``take_blobs_decoded`` / ``take_windows``.
 
-    >>> reader = BatchReader("s3://bucket/ds", version="run-42", cameras=["top"], offsets={"action": range(16)})
-    >>> batch = reader.read([5, 900, 17])   # {"observation_images_top": [3,480,640,3] uint8, ...}
+    >>> reader = BatchReader(  # doctest: +SKIP
+    ...     "s3://bucket/ds", version="run-42", cameras=["top"], offsets={"action": range(16)}
+    ... )
+    >>> reader.read([5, 900, 17])["observation_images_top"].shape  # doctest: +SKIP
+    (3, 480, 640, 3)
     """
 
     def __init__(
@@ -74,7 +77,7 @@ class BatchReader:
         known = self._dataset.cameras
         chosen = known if cameras is None else [_camera(c, known) for c in cameras]
         self.image_columns = [image_column(c) for c in chosen]
-        self.columns = list(columns)
+        self.columns = _known_columns(columns, self._dataset, uri)
         windows = dict(offsets or {})
         if delta_timestamps:
             windows.update(offsets_from_delta_timestamps(delta_timestamps, self._dataset.metadata.control_hz))
@@ -130,18 +133,18 @@ class BatchReader:
     def needed_gops(self, indices: np.ndarray) -> np.ndarray:
         """The GOP ref_ids a batch decodes from, windows included."""
         plain = [c for c in self.image_columns if c not in self.offsets]
-        refs = [self.dataset.gop_refs(plain, indices)] if plain else []
+        refs = [self.dataset.gops.refs(indices, plain)] if plain else []
         for column, offs in self.offsets.items():
             if column in self.image_columns:
-                rows, _ = self.dataset.window_rows(indices, offs)
-                refs.append(self.dataset.gop_refs(column, rows.reshape(-1)))
+                rows, _ = self.dataset.gops.window_rows(indices, offs)
+                refs.append(self.dataset.gops.refs(rows.reshape(-1), column))
         return np.unique(np.concatenate(refs)) if refs else np.zeros(0, np.int64)
 
     def read(self, indices) -> dict[str, np.ndarray]:
         """Batch of rows ``indices`` (dataset row offsets): ``index``, each image column
         ``[N, H, W, 3]`` (or ``[N, T, ...]`` with offsets, plus ``<column>_is_pad``), each
         per-row column; then ``transform`` if one was given."""
-        indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+        indices = checked_indices(indices, self.num_rows, self.uri, self.dataset_version)
         cache = self.cache
         gop_bytes = cache.acquire(indices) if cache is not None else None
         try:
@@ -157,7 +160,7 @@ class BatchReader:
         plain_images = [c for c in self.image_columns if c not in self.offsets]
         plain_columns = [c for c in self.columns if c not in self.offsets]
         if plain_images:
-            batch.update(ds.take_blobs_decoded(plain_images, indices, gop_bytes=gop_bytes))
+            batch.update(ds.take_blobs_decoded(indices, plain_images, gop_bytes=gop_bytes))
         if plain_columns:
             table = ds.lance_dataset.take(indices.tolist(), columns=plain_columns)
             batch.update({name: _to_numpy(table[name]) for name in plain_columns})
@@ -179,6 +182,42 @@ class BatchReader:
             f"BatchReader({self.uri!r}, version={self.dataset_version}, images={self.image_columns}, "
             f"columns={self.columns}, offsets={self.offsets})"
         )
+
+
+def checked_indices(indices, num_rows: int, uri: str, version: int) -> np.ndarray:
+    """``indices`` as int64 row offsets, or an IndexError / TypeError naming the bad one (before
+    Lance sees it: it answers -1 with an OverflowError and a row past the end with an OSError).
+
+    >>> checked_indices([3, 0], 10, "data/demo", 4)
+    array([3, 0])
+    """
+    array = np.asarray(indices).reshape(-1)
+    if array.size == 0:
+        return array.astype(np.int64)
+    if not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(f"{uri}: row indices must be integers, got {array.dtype} ({array[:3].tolist()})")
+    array = array.astype(np.int64)
+    bad = (array < 0) | (array >= num_rows)
+    if bad.any():
+        raise IndexError(
+            f"{uri}: row {int(array[bad][0])} is out of range: version {version} has {num_rows} rows "
+            f"(0..{num_rows - 1})"
+        )
+    return array
+
+
+def _known_columns(columns: Sequence[str], dataset: RoboDataset, uri: str) -> list[str]:
+    """The per-row columns to read, checked now rather than failing inside Lance at the first batch."""
+    columns = [columns] if isinstance(columns, str) else list(columns)
+    available = dataset.columns
+    for name in columns:
+        if name in dataset.image_columns:
+            raise ValueError(f"{uri}: {name!r} is a camera; choose cameras with cameras=[...], not columns")
+        if name not in available:
+            raise ValueError(
+                f"{uri}: no column {name!r} at version {dataset.version}; its columns are {sorted(available)}"
+            )
+    return columns
 
 
 def _camera(name: str, cameras: list[str]) -> str:

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
+from typing import TypeAlias
 
 import lance
 import numpy as np
 import pyarrow as pa
 
-from robodata.format.schema import camera_of, image_column, read_metadata
-from robodata.format.tables import frames_uri, gops_uri, open_table
+from robodata.format.episodes import label_columns
+from robodata.format.schema import camera_of, image_column, read_metadata, ref_columns
+from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
 from robodata.reader.decode_pool import GopTask, run_tasks
 from robodata.reader.gop_index import GopIndex
 from robodata.reader.row_index import RowIndex
 from robodata.storage.failures import storage_step
+
+_ITEM_FRAMES = ThreadPoolExecutor(4, thread_name_prefix="robodata-item")  # ds[i]: frames beside the row read
+
+# Dataset row offsets (0..len(ds)-1): a list, a range or an integer numpy array.
+RowIndices: TypeAlias = Sequence[int] | np.ndarray
 
 
 def open_dataset(
@@ -22,18 +30,17 @@ def open_dataset(
 ) -> RoboDataset:
     """Open the dataset at ``uri`` (a directory or s3://) at ``version`` (a number or a tag).
 
-    >>> ds = robodata.open("data/demo", version="run-42")
+    >>> ds = robodata.open("data/demo", version="run-42")  # doctest: +SKIP
     """
     with storage_step("opening the dataset", frames_uri(uri), storage_options):
-        frames = open_table(frames_uri(uri), storage_options, version)
-    if frames is None:
-        raise FileNotFoundError(f"no robodata dataset at {uri} (frames.lance does not exist)")
-    return RoboDataset(uri, frames, storage_options)
+        frames = open_frames(uri, storage_options=storage_options, version=version)
+    return RoboDataset(uri, frames, storage_options=storage_options)
+
 
 class RoboDataset:
     """Rows of frames.lance at one version; camera frames decode from gops.lance on demand."""
 
-    def __init__(self, uri: str, frames: lance.LanceDataset, storage_options: dict | None = None) -> None:
+    def __init__(self, uri: str, frames: lance.LanceDataset, *, storage_options: dict | None = None) -> None:
         self.uri = uri
         self._frames = frames
         self._storage_options = storage_options
@@ -56,8 +63,15 @@ class RoboDataset:
 
     @property
     def columns(self) -> list[str]:
-        """The per-row (non-video) columns, annotation columns included."""
-        return self._frames.schema.names
+        """The per-row (non-video) columns, annotation columns included; not the internal
+        columns that point each row at its camera frames."""
+        internal = {c for camera in self.cameras for c in ref_columns(camera)}
+        return [name for name in self._frames.schema.names if name not in internal]
+
+    @property
+    def label_columns(self) -> list[str]:
+        """The annotation columns (``robodata.add_annotations`` adds them), e.g. ``['success']``."""
+        return label_columns(self._frames.schema)
 
     @property
     def lance_dataset(self) -> lance.LanceDataset:
@@ -79,9 +93,13 @@ class RoboDataset:
     def _gop_index(self) -> GopIndex:
         return GopIndex(self._gops)
 
-    @property
+    @cached_property
+    def gops(self) -> GopStore:
+        """The GOPs behind this version's frames, for loaders that prefetch them (see GopStore)."""
+        return GopStore(self)
+
     def episodes(self) -> pa.Table:
-        """One row per episode: episode_index, rows, task, split."""
+        """One row per episode: episode_index, rows, task, split (a scan of three columns)."""
         table = self._frames.to_table(columns=["episode_index", "task", "split"])
         grouped = table.group_by("episode_index", use_threads=False).aggregate(
             [("episode_index", "count"), ("task", "first"), ("split", "first")]
@@ -94,22 +112,27 @@ class RoboDataset:
         return self._frames.to_table(columns=columns, filter=filter, **kwargs)
 
     def __getitem__(self, index: int) -> dict[str, np.ndarray | object]:
-        """Row ``index`` as a dict of numpy values, each camera's frame decoded (H x W x 3 uint8)."""
-        index = self._check_indices([index])[0]
-        row = self._frames.take([int(index)]).to_pydict()
+        """Row ``index``: each of ``columns`` (lists as numpy arrays of their own dtype, scalars as
+        Python values) and each camera's frame under its image column (H x W x 3 uint8)."""
+        index = int(self._check_indices([index])[0])
+        # The GOP references are in memory already: fetch and decode the frames while the row is read.
+        frames = _ITEM_FRAMES.submit(self.take_blobs_decoded, [index], self.image_columns)
+        row = self._frames.take([index], columns=self.columns)
         item: dict[str, np.ndarray | object] = {}
-        for name, values in row.items():
-            value = values[0]
-            item[name] = np.asarray(value, dtype=np.float32) if isinstance(value, list) else value
-        frames = self.take_blobs_decoded(self.image_columns, [index])
-        item.update({name: array[0] for name, array in frames.items()})
+        for name in row.column_names:
+            column = row[name]
+            if pa.types.is_list(column.type) or pa.types.is_fixed_size_list(column.type):
+                item[name] = column.combine_chunks().values.to_numpy(zero_copy_only=False)
+            else:
+                item[name] = column[0].as_py()
+        item.update({name: array[0] for name, array in frames.result().items()})
         return item
 
     # --- decoded frames ---------------------------------------------------------------------
     def take_blobs_decoded(
         self,
+        indices: RowIndices,
         columns: str | list[str],
-        indices,
         *,
         concurrency: int | None = None,
         zero_copy: bool = False,
@@ -124,10 +147,10 @@ class RoboDataset:
         (ref_id -> GOP bytes, e.g. prefetched by a training loader) supplies GOPs already in
         memory; only the others are read from Lance.
 
-        >>> ds.take_blobs_decoded("observation_images_top", [5, 900, 17])["observation_images_top"].shape
+        >>> ds.take_blobs_decoded([5, 90, 17], "observation_images_top")["observation_images_top"].shape
         (3, 480, 640, 3)
         """
-        names = [columns] if isinstance(columns, str) else list(columns)
+        names = _column_names(columns)
         indices = self._check_indices(indices)
         outputs = {name: self._output(name, len(indices), zero_copy) for name in names}
         requests = []  # (ref_id, frame in GOP, output array, position)
@@ -160,7 +183,7 @@ class RoboDataset:
             for slot, data in zip(missing, self._read_gop_rows(positions[missing]), strict=True):
                 blobs[slot] = data
         tasks = [
-            GopTask(data, self._gop_index.packet_sizes(int(pos)))
+            GopTask(data, self._gop_index.packet_sizes(int(pos)), self._gop_index.codec(int(pos)))
             for data, pos in zip(blobs, positions, strict=True)
         ]
         cursor = 0
@@ -176,39 +199,13 @@ class RoboDataset:
         blobs = self._gops.read_blobs("gop", ids=self._gop_index.row_ids(positions).tolist(), preserve_order=True)
         return [data for _, data in blobs]
 
-    def gop_refs(self, columns: str | list[str], indices) -> np.ndarray:
-        """The distinct GOP ref_ids that the frames of rows ``indices`` in ``columns`` decode from.
-
-        >>> ds.gop_refs("observation_images_top", [0, 1, 2])
-        array([123456789])
-        """
-        names = [columns] if isinstance(columns, str) else list(columns)
-        indices = self._check_indices(indices)
-        refs = [self._rows.ref_id[camera_of(name, self.cameras)][indices] for name in names]
-        return np.unique(np.concatenate(refs)) if refs else np.zeros(0, np.int64)
-
-    def gop_byte_sizes(self, ref_ids) -> np.ndarray:
-        """Stored size in bytes of each GOP in ``ref_ids``, known without reading it."""
-        return self._gop_index.byte_sizes(self._gop_index.positions(np.asarray(ref_ids)))
-
-    def read_gops(self, ref_ids) -> dict[int, bytes]:
-        """GOP bytes by ref_id, in one coalesced Lance read (what ``gop_bytes`` accepts).
-
-        >>> ds.take_blobs_decoded(cols, rows, gop_bytes=ds.read_gops(ds.gop_refs(cols, rows)))
-        """
-        refs = np.asarray(ref_ids)
-        if refs.size == 0:
-            return {}
-        data = self._read_gop_rows(self._gop_index.positions(refs))
-        return {int(ref): blob for ref, blob in zip(refs, data, strict=True)}
-
-    def window_rows(self, indices, offsets) -> tuple[np.ndarray, np.ndarray]:
-        """The rows ``take_windows`` reads: ``([N, T] row offsets, [N, T] pad mask)``."""
-        offsets = np.asarray(list(offsets), dtype=np.int64)
-        return self._rows.window_rows(self._check_indices(indices), offsets)
-
     def take_windows(
-        self, indices, offsets, columns: str | list[str], *, gop_bytes: Mapping[int, bytes] | None = None
+        self,
+        indices: RowIndices,
+        offsets: Sequence[int],
+        columns: str | list[str],
+        *,
+        gop_bytes: Mapping[int, bytes] | None = None,
     ) -> dict[str, np.ndarray]:
         """Temporal windows around rows ``indices`` at row ``offsets`` (e.g. ``range(-7, 1)``).
 
@@ -216,8 +213,11 @@ class RoboDataset:
         row and are flagged in ``<column>_is_pad`` ([N, T] bool), as LeRobot's delta_timestamps
         does. An offset of k rows is k / control_hz seconds. ``gop_bytes`` is passed on to
         ``take_blobs_decoded``.
+
+        >>> ds.take_windows([10], range(-2, 1), "action")["action"].shape
+        (1, 3, 14)
         """
-        names = [columns] if isinstance(columns, str) else list(columns)
+        names = _column_names(columns)
         indices = self._check_indices(indices)
         offsets = np.asarray(list(offsets), dtype=np.int64)
         rows, pad = self._rows.window_rows(indices, offsets)
@@ -226,7 +226,7 @@ class RoboDataset:
         scalars = [n for n in names if n not in self.image_columns]
         result: dict[str, np.ndarray] = {}
         if images:
-            decoded = self.take_blobs_decoded(images, flat, gop_bytes=gop_bytes)
+            decoded = self.take_blobs_decoded(flat, images, gop_bytes=gop_bytes)
             for name, array in decoded.items():
                 result[name] = array.reshape(rows.shape + array.shape[1:])
         if scalars:
@@ -239,7 +239,9 @@ class RoboDataset:
             result[f"{name}_is_pad"] = pad
         return result
 
-    def _check_indices(self, indices) -> np.ndarray:
+    def _check_indices(self, indices: RowIndices) -> np.ndarray:
+        if isinstance(indices, str):  # the columns given where the rows belong (the old order)
+            raise TypeError(f"row indices expected, got the column name {indices!r}; pass (indices, columns)")
         array = np.asarray(indices, dtype=np.int64).reshape(-1)
         n = len(self)
         if array.size and (array.min() < 0 or array.max() >= n):
@@ -272,6 +274,53 @@ class RoboDataset:
 
     def __repr__(self) -> str:
         return f"RoboDataset({self.uri!r}, version={self.version}, rows={len(self)}, cameras={self.cameras})"
+
+
+class GopStore:
+    """What a prefetching loader needs besides ``take_blobs_decoded``: which GOPs rows decode
+    from, how big they are, their bytes (what ``gop_bytes`` accepts), and which rows a window
+    reads. Reached as ``ds.gops``.
+
+    >>> cols, rows = ds.image_columns, [0, 1, 2]
+    >>> frames = ds.take_blobs_decoded(rows, cols, gop_bytes=ds.gops.read(ds.gops.refs(rows, cols)))
+    """
+
+    def __init__(self, dataset: RoboDataset) -> None:
+        self._ds = dataset
+
+    def refs(self, indices: RowIndices, columns: str | list[str]) -> np.ndarray:
+        """The distinct GOP ref_ids that the frames of rows ``indices`` in ``columns`` decode from.
+
+        >>> ds.gops.refs([0, 1, 2], "observation_images_top").shape
+        (1,)
+        """
+        ds = self._ds
+        indices = ds._check_indices(indices)
+        refs = [ds._rows.ref_id[camera_of(name, ds.cameras)][indices] for name in _column_names(columns)]
+        return np.unique(np.concatenate(refs)) if refs else np.zeros(0, np.int64)
+
+    def byte_sizes(self, ref_ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Stored size in bytes of each GOP in ``ref_ids``, known without reading it."""
+        index = self._ds._gop_index
+        return index.byte_sizes(index.positions(np.asarray(ref_ids)))
+
+    def read(self, ref_ids: Sequence[int] | np.ndarray) -> dict[int, bytes]:
+        """GOP bytes by ref_id, in one coalesced Lance read."""
+        refs = np.asarray(ref_ids)
+        if refs.size == 0:
+            return {}
+        data = self._ds._read_gop_rows(self._ds._gop_index.positions(refs))
+        return {int(ref): blob for ref, blob in zip(refs, data, strict=True)}
+
+    def window_rows(self, indices: RowIndices, offsets: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The rows ``take_windows`` reads: ``([N, T] row offsets, [N, T] pad mask)``."""
+        offsets = np.asarray(list(offsets), dtype=np.int64)
+        return self._ds._rows.window_rows(self._ds._check_indices(indices), offsets)
+
+
+def _column_names(columns: str | list[str]) -> list[str]:
+    return [columns] if isinstance(columns, str) else list(columns)
+
 
 def _to_numpy(column: pa.ChunkedArray) -> np.ndarray:
     column = column.combine_chunks()

@@ -31,11 +31,12 @@ class GopTask:
 
     data: bytes
     packet_sizes: np.ndarray
+    codec: str  # the FFmpeg decoder its gops.lance row names
     wanted: list[int] = field(default_factory=list)
     out: list[np.ndarray] = field(default_factory=list)
 
     def run(self) -> None:
-        decode_gop_frames(self.data, self.packet_sizes, self.wanted, out=self.out)
+        decode_gop_frames(self.data, self.packet_sizes, self.wanted, out=self.out, codec=self.codec)
 
 
 def run_tasks(tasks: list[GopTask], concurrency: int | None = None) -> None:

@@ -25,8 +25,8 @@ def batch_key(indices: np.ndarray) -> bytes:
 class GopCache:
     """GOP bytes by ref_id: pinned while a scheduled batch needs them, else an LRU cache.
 
-    >>> cache = GopCache(dataset, needed_refs, budget_bytes=256 << 20, depth=4)
-    >>> cache.schedule(upcoming_batches); gop_bytes = cache.acquire(batch); ...; cache.release(batch)
+    >>> cache = GopCache(dataset, needed_refs, budget_bytes=256 << 20, depth=4)  # doctest: +SKIP
+    >>> cache.schedule(upcoming_batches); gop_bytes = cache.acquire(batch); ...; cache.release(batch)  # doctest: +SKIP
     """
 
     def __init__(
@@ -111,8 +111,8 @@ class GopCache:
             self._pin(refs)
             missing = np.array([r for r in refs.tolist() if r not in self._bytes], dtype=np.int64)
             if missing.size:  # a batch outside the plan: make what room unpinned GOPs allow
-                self._evict(int(self._dataset.gop_byte_sizes(missing).sum()))
-        fetched = self._dataset.read_gops(missing) if missing.size else {}
+                self._evict(int(self._dataset.gops.byte_sizes(missing).sum()))
+        fetched = self._dataset.gops.read(missing) if missing.size else {}
         with self._lock:
             self.on_demand_gops += len(fetched)
             for ref, data in fetched.items():
@@ -183,7 +183,7 @@ class GopCache:
                     return
                 position, refs, missing, generation = job
             try:
-                fetched = self._dataset.read_gops(missing) if missing.size else {}
+                fetched = self._dataset.gops.read(missing) if missing.size else {}
             except Exception:
                 # The consumer reads what is missing itself, and its read reports the error.
                 fetched = {}
@@ -202,7 +202,7 @@ class GopCache:
             return None
         refs = self._needed_refs(self._plan[position])
         missing = np.array([r for r in refs.tolist() if r not in self._bytes], dtype=np.int64)
-        need = int(self._dataset.gop_byte_sizes(missing).sum()) if missing.size else 0
+        need = int(self._dataset.gops.byte_sizes(missing).sum()) if missing.size else 0
         pinned = self._pinned_bytes()
         if pinned and pinned + need > self.budget_bytes:
             return None  # wait until the consumer releases a batch

@@ -11,7 +11,7 @@ import numpy as np
 
 class GopIndex:
     def __init__(self, gops) -> None:
-        table = gops.to_table(columns=["ref_id", "packet_sizes"], with_row_id=True)
+        table = gops.to_table(columns=["ref_id", "packet_sizes", "codec"], with_row_id=True)
         ref_ids = table["ref_id"].to_numpy()
         order = np.argsort(ref_ids, kind="stable")
         self._ref_ids = ref_ids[order]
@@ -22,6 +22,10 @@ class GopIndex:
         self._sizes_start = offsets[:-1][order]
         self._sizes_end = offsets[1:][order]
         self._sizes = values
+        # Few distinct codecs: keep one small code per GOP rather than a string each.
+        codecs = table["codec"].combine_chunks().dictionary_encode()
+        self._codec_names = codecs.dictionary.to_pylist()
+        self._codec_codes = codecs.indices.to_numpy(zero_copy_only=False)[order]
         self._sizes_cumsum = np.concatenate([[0], np.cumsum(values, dtype=np.int64)])
 
     def __len__(self) -> int:
@@ -41,6 +45,10 @@ class GopIndex:
 
     def packet_sizes(self, position: int) -> np.ndarray:
         return self._sizes[self._sizes_start[position] : self._sizes_end[position]]
+
+    def codec(self, position: int) -> str:
+        """The codec (FFmpeg decoder name) the GOP at ``position`` was stored in."""
+        return self._codec_names[self._codec_codes[position]]
 
     def byte_sizes(self, positions: np.ndarray) -> np.ndarray:
         """Total bytes of each GOP at ``positions`` (the sum of its packet sizes)."""

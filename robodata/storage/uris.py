@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import fsspec
 
@@ -44,6 +45,15 @@ def storage_options_from_env(environ: dict[str, str] | None = None) -> dict[str,
     return options
 
 
+def env_storage_options() -> dict[str, str] | None:
+    """``storage_options_from_env()``, or None when the environment sets none: what a command
+    passes to the library when the user gave no options of their own.
+
+    >>> open_dataset("s3://lab/robodata", storage_options=env_storage_options())  # doctest: +SKIP
+    """
+    return storage_options_from_env() or None
+
+
 def fsspec_filesystem(uri: str, storage_options: dict[str, str] | None = None):
     """The fsspec file system for ``uri``, configured from Lance-style ``storage_options``."""
     if not is_remote(uri):
@@ -75,3 +85,15 @@ def redact(text: str, storage_options: dict[str, str] | None = None) -> str:
     for secret in sorted(secrets, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
+
+
+def safe_uri(uri: str, storage_options: dict[str, str] | None = None) -> str:
+    """``uri`` as it may be shown to a person: no user info, no query string, no credential.
+
+    >>> safe_uri("s3://KEY:SECRET@bucket/data?X-Amz-Signature=abc")
+    's3://bucket/data'
+    """
+    parts = urlsplit(uri)
+    if parts.scheme and is_remote(uri):
+        uri = urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, "", ""))
+    return redact(uri, storage_options)

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from robodata.bench.loader import _rss, format_throughput, robodata_throughput, tree_rss
 
 
@@ -20,7 +22,10 @@ def test_tree_rss_counts_child_processes():
         child.communicate(b"")
 
 
+@pytest.mark.torch
+@pytest.mark.slow
 def test_throughput_row_reads_the_asked_samples(ingested):
+    pytest.importorskip("torch")
     row = robodata_throughput(ingested, num_workers=0, batch_size=8, samples=20, cameras=["wrist_left"])
     assert (row["loader"], row["workers"], row["batch_size"], row["samples"]) == ("robodata", 0, 8, 24)
     table = format_throughput([row, {**row, "loader": "lerobot-layout", "samples_per_s": 1.0}])

@@ -71,7 +71,7 @@ def test_episode_assets_write_the_episode_and_record_versions(pipeline):
     assert metadata_of(second, "gop_blobs")["gops_version"] == 2
     ds = robodata.open(store.root)
     assert ds.version == 3  # + the annotations commit
-    assert ds.episodes["rows"].to_pylist() == [97, 97]
+    assert ds.episodes()["rows"].to_pylist() == [97, 97]
 
 
 def test_every_materialization_carries_lineage_and_data_version(pipeline):
@@ -85,14 +85,44 @@ def test_every_materialization_carries_lineage_and_data_version(pipeline):
             metadata = metadata_of(result, asset)
             assert LINEAGE_KEYS <= set(metadata), asset
             assert metadata["dataset_uri"] == store.root
-            assert data_version_of(result, asset) == f"frames.lance@{metadata['frames_version'] or 0}"
             assert SECRET not in repr(metadata)
+            if asset == "raw_episodes":  # the upload itself: no table of the dataset
+                assert "dagster/uri" not in metadata
+                continue
+            table = "gops" if asset == "gop_blobs" else "frames"
+            version = metadata[f"{table}_version"]
+            assert data_version_of(result, asset) == f"{table}.lance@{version}"
+            assert metadata["dagster/uri"] == f"{store.root}/{table}.lance"
+            rows = lance.dataset(metadata["dagster/uri"], version=version).count_rows()
+            assert metadata["dagster/row_count"] == rows > 0
     assert metadata_of(tail, "training_snapshot")["tag"] == "run-a"
     # downstream materializations name the upstream data version they were built from
     [snapshot] = [
         e for e in tail.get_asset_materialization_events() if e.asset_key.to_user_string() == "training_snapshot"
     ]
     assert snapshot.materialization.tags["dagster/input_data_version/annotations"] == "frames.lance@3"
+    assert snapshot.materialization.tags["dagster/code_version"] == "robodata-format-1"
+
+
+def test_frames_materializations_show_the_table_schema(pipeline):
+    store, _, runs, tail = pipeline
+    schema = metadata_of(runs[0], "aligned_frames")["dagster/column_schema"]
+    columns = {c.name: c.type for c in schema.columns}
+    assert columns["observation_state"] == "fixed_size_list<item: float>[14]"
+    assert columns["episode_index"] == "int64" and "observation_images_top_ref_id" in columns
+    pointer = next(c for c in schema.columns if c.name == "observation_images_top_frame_index_in_gop")
+    assert pointer.description == "internal: points each row at its frame of camera top (frame_index_in_gop)"
+    assert "success" in {c.name for c in metadata_of(tail, "annotations")["dagster/column_schema"].columns}
+    assert "dagster/column_schema" not in metadata_of(runs[0], "gop_blobs")  # GOP blobs: not a user table
+
+
+def test_imported_episodes_sit_in_the_lineage_graph():
+    from robodata.definitions import defs
+
+    graph = defs.get_repository_def().asset_graph
+    downstream = {k.to_user_string() for k in graph.get(dg.AssetKey("imported_episodes")).child_keys}
+    assert {"annotations", "training_snapshot"} <= downstream
+    assert all(graph.get(key).code_version == "robodata-format-1" for key in graph.get_all_asset_keys())
 
 
 def test_annotations_add_label_columns_without_touching_video(pipeline):
@@ -127,7 +157,7 @@ def test_training_snapshot_tag_reopens_the_same_version_after_appends_and_delete
     instance = new_instance(store)
     assert materialize_episode(instance, store, EPISODE_KEYS[2], assets=episodes_assets()).success
     robodata.delete_episodes(store.root, [0])
-    assert robodata.open(store.root).episodes["episode_index"].to_pylist() == [1, 2]
+    assert robodata.open(store.root).episodes()["episode_index"].to_pylist() == [1, 2]
 
     again = robodata.open(store.root, version="run-a")
     assert again.version == snapshot_version

@@ -81,7 +81,7 @@ def test_backfill_with_multiprocess_executor_lands_each_episode_once(tmp_path, s
     keys = frames.to_table(columns=["episode_index", "frame_index"])
     pairs = keys["episode_index"].to_numpy() * 10_000 + keys["frame_index"].to_numpy()
     assert len(np.unique(pairs)) == len(pairs) == 3 * 97
-    assert robodata.open(store.root).episodes["rows"].to_pylist() == [97, 97, 97]
+    assert robodata.open(store.root).episodes()["rows"].to_pylist() == [97, 97, 97]
     assert len(frames.versions()) == 3  # one frames commit per episode
     gops = lance.dataset(gops_uri(store.root)).to_table(columns=["ref_id", "episode_index"])
     assert len(set(gops["ref_id"].to_pylist())) == gops.num_rows == 3 * 12  # 3 cameras x 4 GOPs each

@@ -31,7 +31,7 @@ def test_full_run_on_s3_leaks_no_credentials(s3, s3_root, short_uploads, monkeyp
     results = {key: materialize_episode(instance, store, key, raise_on_error=False) for key in keys}
     assert [results[k].success for k in keys] == [True, True, False]
     ds = robodata.open(store.root, storage_options=s3.storage_options)
-    assert ds.episodes["episode_index"].to_pylist() == [0, 1]
+    assert ds.episodes()["episode_index"].to_pylist() == [0, 1]
 
     entries = [entry for run in instance.get_runs() for entry in instance.all_logs(run.run_id)]
     events = [e.dagster_event for e in entries if e.dagster_event is not None]

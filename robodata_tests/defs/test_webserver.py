@@ -141,7 +141,7 @@ def test_webserver_lists_assets_and_runs_partitions_at_once(tmp_path, short_uplo
     ds = robodata.open(store.root)
     keys = ds.to_table(columns=["episode_index", "frame_index"]).to_pylist()
     assert len({(k["episode_index"], k["frame_index"]) for k in keys}) == len(keys) == 3 * 97
-    assert ds.episodes["rows"].to_pylist() == [97, 97, 97]
+    assert ds.episodes()["rows"].to_pylist() == [97, 97, 97]
 
 
 def _loaded(port: int):

@@ -21,7 +21,7 @@ def _gops_data_files(root: str) -> dict[str, str]:
 
 def _frames(root, version=None):
     ds = robodata.open(root, version=version)
-    return ds.take_blobs_decoded(ds.image_columns, [0, 77, len(ds) - 1])
+    return ds.take_blobs_decoded([0, 77, len(ds) - 1], ds.image_columns)
 
 
 def test_delete_leaves_video_untouched_and_old_version_readable(dataset_copy):
@@ -31,7 +31,7 @@ def test_delete_leaves_video_untouched_and_old_version_readable(dataset_copy):
     version = robodata.delete_episodes(dataset_copy, [1])
     assert version == before.version + 1
     after = robodata.open(dataset_copy)
-    assert after.episodes["episode_index"].to_pylist() == [0, 2]
+    assert after.episodes()["episode_index"].to_pylist() == [0, 2]
     assert _gops_data_files(dataset_copy) == files
     old = _frames(dataset_copy, before.version)
     for column in frames:
@@ -50,7 +50,7 @@ def test_append_adds_gop_files_and_changes_none(dataset_copy, sample_uploads, tm
     robodata.ingest_episode(str(upload), dataset_copy)
     now = _gops_data_files(dataset_copy)
     assert {k: now[k] for k in files} == files and len(now) > len(files)  # new files only
-    assert robodata.open(dataset_copy).episodes["episode_index"].to_pylist() == [0, 1, 2, 3]
+    assert robodata.open(dataset_copy).episodes()["episode_index"].to_pylist() == [0, 1, 2, 3]
     old = _frames(dataset_copy, old_version)
     for column in frames:
         np.testing.assert_array_equal(old[column], frames[column])
@@ -93,4 +93,4 @@ def test_garbage_collection_removes_only_unreferenced_gops(dataset_copy):
     assert report.deleted == per_episode
     assert open_table(gops_uri(dataset_copy)).count_rows() == total - per_episode
     frames = robodata.open(dataset_copy)
-    frames.take_blobs_decoded(frames.image_columns, list(range(len(frames))))
+    frames.take_blobs_decoded(list(range(len(frames))), frames.image_columns)

@@ -48,7 +48,7 @@ def test_every_row_points_at_the_nearest_camera_frame(ingested, sample_uploads):
 
 def test_row_count_equals_state_samples(ingested, sample_uploads):
     ds = robodata.open(ingested)
-    episodes = ds.episodes.to_pydict()
+    episodes = ds.episodes().to_pydict()
     for upload, rows in zip(sample_uploads, episodes["rows"], strict=True):
         assert rows == pq.read_metadata(upload / "states.parquet").num_rows
 
@@ -84,19 +84,19 @@ def test_reingest_replaces_the_episode_in_one_commit(uploads, tmp_path):
     for upload in uploads:
         robodata.ingest_episode(str(upload), root)
     before = robodata.open(root)
-    frame = before.take_blobs_decoded("observation_images_top", [10])["observation_images_top"]
+    frame = before.take_blobs_decoded([10], "observation_images_top")["observation_images_top"]
     gop_rows = open_table(gops_uri(root)).count_rows()
 
     result = robodata.ingest_episode(str(uploads[1]), root)
     after = robodata.open(root)
     assert result.frames_version == before.version + 1 == after.version
     assert len(after) == len(before)
-    assert after.episodes.to_pydict()["rows"] == before.episodes.to_pydict()["rows"]
+    assert after.episodes().to_pydict()["rows"] == before.episodes().to_pydict()["rows"]
     assert result.gops_written == 0  # identical video: already stored
     assert open_table(gops_uri(root)).count_rows() == gop_rows
     keys = after.to_table(columns=["episode_index", "frame_index"]).to_pylist()
     assert len({(k["episode_index"], k["frame_index"]) for k in keys}) == len(keys)
-    np.testing.assert_array_equal(after.take_blobs_decoded("observation_images_top", [10])["observation_images_top"],
+    np.testing.assert_array_equal(after.take_blobs_decoded([10], "observation_images_top")["observation_images_top"],
                                   frame)
 
 

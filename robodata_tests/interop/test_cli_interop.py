@@ -21,7 +21,7 @@ def test_import_hdf5_export_and_import_lerobot_commands(tmp_path, capsys):
     assert f"2 episodes, {2 * STEPS} frames at 50 fps" in capsys.readouterr().out
     assert main(["import-lerobot", lerobot, back, "--episodes", "1"]) == 0
     assert "imported episodes [1]" in capsys.readouterr().out
-    assert robodata.open(back).episodes["task"].to_pylist() == ["insertion"]
+    assert robodata.open(back).episodes()["task"].to_pylist() == ["insertion"]
 
     assert main(["import-lerobot", str(tmp_path / "nothing"), str(tmp_path / "never")]) == 2
     assert f"{tmp_path / 'nothing'}/meta/info.json: is missing" in capsys.readouterr().err

@@ -53,7 +53,7 @@ def test_hdf5_partitions_import_one_episode_each_and_resume(tmp_path):
     assert meta["episode_index"] == 1 and meta["already_present"] is False and meta["bytes_written"] > 0
     assert _materialize(instance, store, keys[0], config).success
     ds = robodata.open(store.root)
-    assert ds.episodes["episode_index"].to_pylist() == [0, 1]
+    assert ds.episodes()["episode_index"].to_pylist() == [0, 1]
 
     again = _metadata(_materialize(instance, store, keys[1], config))
     assert again["already_present"] is True and again["rows_written"] == 0

@@ -109,7 +109,7 @@ def test_episodes_tasks_and_data_tables(exported, ingested):
         lengths[2] / 100,
     ]
     ds = robodata.open(ingested)
-    assert lengths == ds.episodes["rows"].to_pylist()
+    assert lengths == ds.episodes()["rows"].to_pylist()
 
     tasks = pd.read_parquet(Path(exported) / "meta/tasks.parquet")  # as LeRobot's load_tasks reads it
     assert tasks.index.name == "task" and list(tasks.columns) == ["task_index"]

@@ -16,6 +16,7 @@ import pytest
 import robodata
 from robodata.bench.quality import psnr
 from robodata.errors import BadUploadError
+from robodata.format.episodes import UPLOAD_COLUMNS
 from robodata.interop import import_lerobot
 from robodata.interop.lerobot_format import LeRobotFormatError
 from robodata.interop.lerobot_source import LeRobotSource
@@ -40,6 +41,7 @@ def _source_frames(root: Path, episode: dict, key: str) -> list[np.ndarray]:
     return frames[start : start + episode["length"]]
 
 
+@pytest.mark.slow
 def test_round_trip_is_exact_and_resumable(ingested, exported, tmp_path):
     target = str(tmp_path / "back")
     first = import_lerobot(exported, target, episodes=[1], progress=False)
@@ -52,7 +54,7 @@ def test_round_trip_is_exact_and_resumable(ingested, exported, tmp_path):
     a, b = _sorted(original), _sorted(back)
     assert b.num_rows == a.num_rows
     for column in a.column_names:  # GOP bytes differ after re-encoding; which frame a row shows does not
-        if not column.endswith("_ref_id"):
+        if not column.endswith("_ref_id") and column not in UPLOAD_COLUMNS:  # provenance differs too
             assert b[column].equals(a[column]), column
     assert back.metadata.cameras == original.metadata.cameras  # the 30 fps streams come back
     assert back.metadata.joint_names == original.metadata.joint_names
@@ -67,7 +69,7 @@ def test_round_trip_is_exact_and_resumable(ingested, exported, tmp_path):
         index = index[np.argsort(rows["frame_index"].to_numpy()[index])]
         for camera in back.cameras:
             column = f"observation_images_{camera}"
-            got = back.take_blobs_decoded(column, index)[column]
+            got = back.take_blobs_decoded(index, column)[column]
             want = _source_frames(Path(exported), episode, f"observation.images.{camera}")
             worst = min(psnr(w, g) for w, g in zip(want, got, strict=True))
             assert worst > IMPORT_PSNR_DB, (episode["episode_index"], camera, worst)
@@ -111,7 +113,7 @@ def test_a_foreign_dataset_imports_every_frame_at_the_dataset_rate(lerobot_copy,
         assert table[column].equals(original[column]), column
     assert table["task"][0].as_py() == "stack the blue cup on the green cup"  # the LeRobot task text
     episode = pq.read_table(lerobot_copy / "meta/episodes/chunk-000/file-000.parquet").to_pylist()[2]
-    got = ds.take_blobs_decoded("observation_images_wrist_left", np.arange(len(ds)))["observation_images_wrist_left"]
+    got = ds.take_blobs_decoded(np.arange(len(ds)), "observation_images_wrist_left")["observation_images_wrist_left"]
     want = _source_frames(lerobot_copy, episode, "observation.images.wrist_left")
     assert min(psnr(w, g) for w, g in zip(want, got, strict=True)) > IMPORT_PSNR_DB
 

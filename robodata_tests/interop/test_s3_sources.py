@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 import robodata
+from robodata.format.episodes import UPLOAD_COLUMNS
 from robodata.interop import export_lerobot, import_hdf5, import_lerobot
 
 from .test_hdf5_import import STEPS, _write_episode
@@ -23,13 +24,13 @@ def test_lerobot_dataset_on_s3_imports_like_a_local_one(exported, s3, s3_root, t
     a, b = robodata.open(from_s3), robodata.open(from_disk)
     assert (
         a.to_table()
-        .drop_columns(["observation_images_top_ref_id"])
-        .equals(b.to_table().drop_columns(["observation_images_top_ref_id"]))
+        .drop_columns(["observation_images_top_ref_id", *UPLOAD_COLUMNS])  # provenance: where it came from
+        .equals(b.to_table().drop_columns(["observation_images_top_ref_id", *UPLOAD_COLUMNS]))
     )
     rows = np.arange(len(a))
     np.testing.assert_array_equal(
-        a.take_blobs_decoded("observation_images_top", rows)["observation_images_top"],
-        b.take_blobs_decoded("observation_images_top", rows)["observation_images_top"],
+        a.take_blobs_decoded(rows, "observation_images_top")["observation_images_top"],
+        b.take_blobs_decoded(rows, "observation_images_top")["observation_images_top"],
     )
     assert a.metadata.extra["imported_from"]["repo_id"] == "sample"
 

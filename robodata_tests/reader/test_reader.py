@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 import robodata
@@ -36,11 +37,30 @@ def test_item_holds_row_values_and_every_camera_frame(ingested):
                                       _reference_frame(ingested, ds, camera, 123))
 
 
+def test_item_holds_the_users_columns_with_their_own_types(dataset_copy):
+    points = pa.array([[3, -2]], pa.list_(pa.int16()))
+    labels = pa.table({"episode_index": [0], "frame_index": [7], "grasp_points": points})
+    robodata.add_annotations(dataset_copy, labels)
+    ds = robodata.open(dataset_copy)
+    item = ds[7]
+    assert set(item) == set(ds.columns) | set(ds.image_columns)
+    assert not [k for k in item if k.endswith(("_ref_id", "_gop_index", "_frame_index_in_gop"))]
+    assert item["grasp_points"].dtype == np.int16 and item["grasp_points"].tolist() == [3, -2]
+    assert item["action"].dtype == np.float32 and isinstance(item["is_intervention"], bool)
+    assert ds[8]["grasp_points"] is None or ds[8]["grasp_points"].size == 0
+
+
+def test_rows_come_before_columns_as_in_lance_take(ingested):
+    ds = robodata.open(ingested)
+    with pytest.raises(TypeError, match="pass \\(indices, columns\\)"):
+        ds.take_blobs_decoded("observation_images_top", [1])
+
+
 def test_batched_take_equals_item_by_item_in_request_order(ingested):
     ds = robodata.open(ingested)
     rng = np.random.default_rng(3)
     indices = np.concatenate([rng.integers(0, len(ds), 40), [5, 5, 0, len(ds) - 1]])
-    batch = ds.take_blobs_decoded(ds.image_columns, indices, concurrency=2)
+    batch = ds.take_blobs_decoded(indices, ds.image_columns, concurrency=2)
     assert batch["observation_images_top"].shape == (len(indices), 480, 640, 3)
     for position, row in enumerate(indices[:12].tolist() + indices[-4:].tolist()):
         item = ds[row]
@@ -51,26 +71,26 @@ def test_batched_take_equals_item_by_item_in_request_order(ingested):
 
 def test_zero_copy_reuses_one_buffer(ingested):
     ds = robodata.open(ingested)
-    first = ds.take_blobs_decoded("observation_images_top", [1, 2], zero_copy=True)["observation_images_top"]
+    first = ds.take_blobs_decoded([1, 2], "observation_images_top", zero_copy=True)["observation_images_top"]
     kept = first.copy()
-    second = ds.take_blobs_decoded("observation_images_top", [300, 400], zero_copy=True)["observation_images_top"]
+    second = ds.take_blobs_decoded([300, 400], "observation_images_top", zero_copy=True)["observation_images_top"]
     assert second is first
     assert not np.array_equal(second, kept)
-    fresh = ds.take_blobs_decoded("observation_images_top", [300, 400])["observation_images_top"]
+    fresh = ds.take_blobs_decoded([300, 400], "observation_images_top")["observation_images_top"]
     np.testing.assert_array_equal(second, fresh)
 
 
 def test_bad_requests_raise(ingested):
     ds = robodata.open(ingested)
     with pytest.raises(IndexError, match="out of range"):
-        ds.take_blobs_decoded("observation_images_top", [len(ds)])
+        ds.take_blobs_decoded([len(ds)], "observation_images_top")
     with pytest.raises(KeyError, match="observation_images_top"):
-        ds.take_blobs_decoded("observation_images_nope", [0])
+        ds.take_blobs_decoded([0], "observation_images_nope")
 
 
 def test_windows_pad_at_episode_edges(ingested):
     ds = robodata.open(ingested)
-    episodes = ds.episodes.to_pydict()
+    episodes = ds.episodes().to_pydict()
     first_of_second = episodes["rows"][0]
     last_of_first = first_of_second - 1
     offsets = range(-2, 3)
@@ -101,7 +121,7 @@ def test_versions_tags_and_time_travel(dataset_copy):
     assert now.version == 4 and now.tags == {"run-a": 3}
     tagged = robodata.open(dataset_copy, version="run-a")
     assert tagged.version == 3 and len(tagged) == len(ds)
-    assert len(robodata.open(dataset_copy, version=1)) == ds.episodes.to_pydict()["rows"][0]
+    assert len(robodata.open(dataset_copy, version=1)) == ds.episodes().to_pydict()["rows"][0]
     with pytest.raises(ValueError, match="already names version 3"):
         now.tag("run-a")
     with pytest.raises(FileNotFoundError, match="no robodata dataset"):

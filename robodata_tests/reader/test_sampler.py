@@ -19,10 +19,16 @@ def rank_samplers(world_size: int, **options) -> list[RowSampler]:
 
 
 def all_worker_batches(samplers: list[RowSampler], num_workers: int) -> list[list[np.ndarray]]:
-    """Per (rank, worker), the batches it reads."""
+    """Per (rank, worker), the rows it reads that are not padding."""
     return [
-        s.batches(WorkerShard(w, num_workers)) for s in samplers for w in range(num_workers)
+        [rows[~pad] for rows, pad in s.padded_batches(WorkerShard(w, num_workers))]
+        for s in samplers
+        for w in range(num_workers)
     ]
+
+
+def real_rows(sampler: RowSampler) -> list[np.ndarray]:
+    return [rows[~pad] for rows, pad in sampler.padded_batches()]
 
 
 @pytest.mark.parametrize("shuffle", ["global", "episode"])
@@ -36,17 +42,38 @@ def test_every_row_exactly_once_across_ranks_and_four_workers(world_size, shuffl
     # Workers of one rank together read exactly that rank's batches.
     for rank, sampler in enumerate(samplers):
         mine = np.concatenate([b for shard in shards[rank * 4 : rank * 4 + 4] for b in shard])
-        assert np.array_equal(np.sort(mine), np.sort(np.concatenate(sampler.batches())))
+        assert np.array_equal(np.sort(mine), np.sort(np.concatenate(real_rows(sampler))))
 
 
-@pytest.mark.parametrize("world_size", [1, 2, 3])
-def test_ranks_are_balanced_within_one_batch(world_size):
-    samplers = rank_samplers(world_size, batch_size=16)
-    counts = [len(s) for s in samplers]
-    rows = [sum(len(b) for b in s.batches()) for s in samplers]
-    assert max(counts) - min(counts) <= 1
-    assert max(rows) - min(rows) <= 1  # the short last step is shared row by row
-    assert all(len(b) == 16 for s in samplers for b in s.batches()[:-1])
+@pytest.mark.parametrize(
+    ("rows", "world_size", "batch_size"), [(591, 2, 59), (1027, 8, 64), (1003, 3, 16), (10, 3, 4), (2, 3, 5)]
+)
+@pytest.mark.parametrize("num_workers", [1, 2])
+def test_every_rank_takes_the_same_steps_and_padding_is_flagged(rows, world_size, batch_size, num_workers):
+    samplers = [RowSampler(rows, batch_size=batch_size, rank=r, world_size=world_size, seed=4)
+                for r in range(world_size)]
+    steps = [sum(len(s.padded_batches(WorkerShard(w, num_workers))) for w in range(num_workers)) for s in samplers]
+    assert steps == [-(-rows // (world_size * batch_size))] * world_size
+    # Within a step every rank's batch has the same size; only the last step carries padding.
+    per_rank = [s.padded_batches() for s in samplers]
+    for step in zip(*per_rank, strict=True):
+        assert len({len(r) for r, _ in step}) == 1
+    real = np.concatenate([r[~p] for s in per_rank for r, p in s])
+    padded = np.concatenate([r[p] for s in per_rank for r, p in s])
+    assert np.array_equal(np.sort(real), np.arange(rows))  # exactly once without the flagged rows
+    assert len(padded) < world_size
+    assert np.array_equal(padded, samplers[0].order()[: len(padded)])  # repeats from the epoch's start
+    # The planned batches carry the flags to the worker.
+    planned = list(samplers[-1])
+    assert [b.padding for b in planned] == [p.tolist() for _, p in per_rank[-1]]
+
+
+@pytest.mark.parametrize("batches", [0, 3, 5, 6, 9])
+def test_state_dict_is_the_same_on_every_rank(batches):
+    samplers = [RowSampler(591, batch_size=59, rank=r, world_size=2, seed=1) for r in range(2)]
+    states = [s.state_dict(batches_consumed=batches) for s in samplers]
+    assert states[0] == states[1]
+    assert states[0]["consumed"] == min(batches * 118, 591)
 
 
 def test_drop_last_gives_every_rank_the_same_full_batches():
@@ -71,7 +98,7 @@ def test_same_seed_same_order_and_new_epoch_new_order():
     # The order does not depend on how the rows are split: one rank of 1 == ranks of 2 interleaved.
     two = rank_samplers(2, batch_size=4, seed=1)
     interleaved = np.concatenate([b for pair in zip(*(s.batches() for s in two), strict=False) for b in pair])
-    assert np.array_equal(interleaved, RowSampler(ROWS, batch_size=8, seed=1).order()[: len(interleaved)])
+    assert np.array_equal(interleaved[: ROWS - 1], RowSampler(ROWS, batch_size=8, seed=1).order()[: ROWS - 1])
 
 
 def test_episode_shuffle_keeps_pools_of_whole_episodes_together():
@@ -88,13 +115,13 @@ def test_episode_shuffle_keeps_pools_of_whole_episodes_together():
 def test_resume_with_another_world_size_and_batch_size_loses_and_repeats_nothing():
     # Two ranks take 7 steps of 2 x 16 rows, then the job restarts on three ranks with batch 10.
     before = rank_samplers(2, batch_size=16, seed=9, epoch=4)
-    consumed = np.concatenate([b for s in before for b in s.batches()[:7]])
+    consumed = np.concatenate([b for s in before for b in real_rows(s)[:7]])
     state = before[0].state_dict(batches_consumed=7)
     assert state["consumed"] == 7 * 2 * 16 and state["epoch"] == 4
     after = rank_samplers(3, batch_size=10, seed=9)
     for sampler in after:
         sampler.load_state_dict(state)
-    rest = np.concatenate([b for s in after for b in s.batches()])
+    rest = np.concatenate([b for s in after for b in real_rows(s)])
     everything = np.concatenate([consumed, rest])
     assert len(everything) == ROWS
     assert np.array_equal(np.sort(everything), np.arange(ROWS))
@@ -107,7 +134,7 @@ def test_resume_with_more_workers_than_before():
     consumed = np.concatenate(sampler.batches()[:5])
     resumed = RowSampler(ROWS, batch_size=16, seed=2)
     resumed.load_state_dict(sampler.state_dict(batches_consumed=5))
-    rest = np.concatenate([b for w in range(4) for b in resumed.batches(WorkerShard(w, 4))])
+    rest = np.concatenate([r[~p] for w in range(4) for r, p in resumed.padded_batches(WorkerShard(w, 4))])
     assert np.array_equal(np.sort(np.concatenate([consumed, rest])), np.arange(ROWS))
 
 
@@ -144,3 +171,25 @@ def test_outside_a_dataloader_worker_the_sampler_yields_all_rank_batches():
     assert (planned[0].epoch, planned[0].start) == (0, 0)
     restored = pickle.loads(pickle.dumps(planned[0]))
     assert (list(restored), restored.epoch, restored.start) == (list(planned[0]), 0, 0)
+
+
+def test_a_worker_maps_the_order_its_training_process_shared():
+    sampler = RowSampler(ROWS, batch_size=32, seed=3)
+    order = sampler.order()
+    in_worker = pickle.loads(pickle.dumps(sampler))
+    in_worker._shared.owner_pid = -1  # as in a spawned worker: it must not compute or write
+    in_worker._make_order = None  # would raise if the worker built its own permutation
+    mapped = in_worker.order()
+    assert isinstance(mapped, np.memmap)
+    assert np.array_equal(mapped, order)
+
+
+@pytest.mark.parametrize("num_workers", [1, 3])
+def test_a_window_of_a_workers_batches_equals_the_same_slice_of_all_of_them(num_workers):
+    sampler = RowSampler(ROWS, batch_size=16, rank=1, world_size=2, seed=6)
+    sampler.load_state_dict(sampler.state_dict(batches_consumed=4))
+    for w in range(num_workers):
+        everything = [rows for rows, _ in sampler.padded_batches(WorkerShard(w, num_workers))]
+        for first in (0, 5, len(everything) - 2):
+            window = sampler.worker_batches(WorkerShard(w, num_workers), first, 4)
+            assert [b.tolist() for b in window] == [b.tolist() for b in everything[first : first + 4]]

@@ -1,0 +1,58 @@
+"""The key columns of the two tables, declared to Lance as (unenforced) primary keys.
+
+Lance checks a ``merge_insert`` on a table's declared primary key against concurrent commits:
+two writers inserting the same new key both plan an insert, and the later commit is detected
+and re-planned against the winner's rows (an update, not a second copy). Without the declaration
+both inserts commit and the table holds the key twice. Both tables are written only through
+``merge_insert`` on these keys for that reason.
+"""
+
+from __future__ import annotations
+
+import lance
+import pyarrow as pa
+
+PRIMARY_KEY_METADATA = {"lance-schema:unenforced-primary-key": "true"}
+FRAMES_KEY = ("episode_index", "frame_index")
+GOPS_KEY = ("ref_id",)
+
+
+def with_primary_key(schema: pa.Schema, columns: tuple[str, ...]) -> pa.Schema:
+    """``schema`` with ``columns`` marked as its primary key (schema metadata kept).
+
+    >>> with_primary_key(GOPS_SCHEMA, GOPS_KEY).field("ref_id").metadata  # doctest: +SKIP
+    {b'lance-schema:unenforced-primary-key': b'true'}
+    """
+    for name in columns:
+        index = schema.get_field_index(name)
+        field = schema.field(index)
+        schema = schema.set(index, field.with_metadata({**(field.metadata or {}), **PRIMARY_KEY_METADATA}))
+    return schema
+
+
+def has_primary_key(schema: pa.Schema, columns: tuple[str, ...]) -> bool:
+    key = PRIMARY_KEY_METADATA.items()
+    return all(
+        {(k.decode(), v.decode()) for k, v in (schema.field(c).metadata or {}).items()} >= set(key)
+        for c in columns
+    )
+
+
+def declare_primary_key(
+    dataset: lance.LanceDataset, columns: tuple[str, ...], storage_options: dict | None = None
+) -> lance.LanceDataset:
+    """``dataset`` (at its latest version) with ``columns`` declared as its primary key: a one-off
+    metadata-only commit for tables written before robodata declared keys, else a no-op.
+
+    >>> declare_primary_key(lance.dataset("data/demo/gops.lance"), GOPS_KEY).version  # doctest: +SKIP
+    """
+    if has_primary_key(dataset.schema, columns):
+        return dataset
+    try:
+        dataset.update_field_metadata({c: dict(PRIMARY_KEY_METADATA) for c in columns})
+    except (OSError, ValueError):
+        pass  # another writer declared it first: a key cannot be changed once set
+    dataset = lance.dataset(dataset.uri, storage_options=storage_options)
+    if not has_primary_key(dataset.schema, columns):
+        raise ValueError(f"{dataset.uri}: could not declare {list(columns)} as the table's primary key")
+    return dataset

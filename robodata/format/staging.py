@@ -1,0 +1,138 @@
+"""Records under ``<root>/_staging/`` that keep garbage collection away from GOPs an ingest is
+about to reference, and the staged layouts of the two-step (Dagster) ingest.
+
+Between an ingest's GOP commit and its frames commit, no version of frames.lance points at the
+episode's GOPs yet. The ingest writes a lease listing their ref_ids *before* its GOP commit and
+removes it after its frames commit; the two-step path keeps its layout record,
+``_staging/episode_<index>.json``, in between instead. ``collect_garbage`` opens gops.lance,
+then reads every record here, then the frames versions, so a GOP is either listed in a record,
+referenced by a frames version, or touched by a GOP commit later than the one garbage collection
+read (which makes its delete conflict): see docs/reliability.md. Ingest writes these records and
+edits read them, so they live here, below both.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from robodata.errors import StorageError, StorageUnreachableError
+from robodata.format.ids import validate_episode_index
+from robodata.storage import fsspec_filesystem, is_remote, join_uri
+from robodata.storage.uris import redact
+
+STAGING_DIR = "_staging"
+
+
+def staged_gops_uri(dataset_uri: str, episode_index: int) -> str:
+    """Where the staged layout of ``episode_index`` is kept.
+
+    >>> staged_gops_uri("s3://lab/ds", 3)
+    's3://lab/ds/_staging/episode_3.json'
+    """
+    return join_uri(dataset_uri, STAGING_DIR, f"episode_{validate_episode_index(episode_index)}.json")
+
+
+LEASE_PREFIX = "lease-"
+
+
+def hold_gops(
+    dataset_uri: str,
+    episode_index: int,
+    ref_ids: list[int],
+    storage_options: dict | None = None,
+    action: str = "taking a lease on GOPs",
+) -> str:
+    """Write a lease on ``ref_ids`` (one PUT, so it is whole or absent); returns its URI. A store
+    that fails the PUT raises StorageError / StorageUnreachableError naming ``action``.
+
+    >>> lease = hold_gops("data/demo", 0, [123, 456])  # doctest: +SKIP
+    """
+    uri = join_uri(dataset_uri, STAGING_DIR, f"{LEASE_PREFIX}{int(episode_index)}-{uuid.uuid4().hex}.json")
+    body = {"episode_index": int(episode_index), "ref_ids": sorted(ref_ids), "taken_at": time.time()}
+    try:
+        write_record(uri, json.dumps(body), storage_options)
+    except Exception as exc:  # s3fs/botocore raise their own types for a missing bucket or a dead store
+        raise _storage_error(uri, action, exc, storage_options) from None
+    return uri
+
+
+def release(lease_uri: str, storage_options: dict | None = None) -> None:
+    """Remove a lease, best effort: one that cannot be removed (the store is gone) is treated as
+    abandoned by garbage collection once it is older than gc's ``min_age``."""
+    if not lease_uri:
+        return
+    try:
+        fsspec_filesystem(lease_uri, storage_options).rm_file(lease_uri)
+    except Exception:  # noqa: BLE001 - never hide the error that made the ingest release early
+        pass
+
+
+def write_record(uri: str, text: str, storage_options: dict | None = None) -> None:
+    fs = fsspec_filesystem(uri, storage_options)
+    if not is_remote(uri):
+        fs.makedirs(uri.rsplit("/", 1)[0], exist_ok=True)
+    fs.pipe_file(uri, text.encode())  # one put: a reader never sees half a record
+
+
+@dataclass(frozen=True)
+class Records:
+    """What ``_staging/`` holds: GOPs of staged layouts (waiting for their frames step) and of
+    leases, with each lease's age."""
+
+    staged: set[int]
+    leases: list[tuple[timedelta, set[int]]]
+
+    def protected(self, max_lease_age: timedelta | None = None) -> set[int]:
+        """Staged GOPs and GOPs of leases younger than ``max_lease_age`` (all leases if None)."""
+        refs = set(self.staged)
+        for age, ids in self.leases:
+            if max_lease_age is None or age < max_lease_age:
+                refs |= ids
+        return refs
+
+
+def read_records(dataset_uri: str, storage_options: dict | None = None) -> Records:
+    """Every staged layout and lease under ``<dataset_uri>/_staging/``.
+
+    >>> read_records("data/nowhere").protected()
+    set()
+    """
+    folder = join_uri(dataset_uri, STAGING_DIR)
+    fs = fsspec_filesystem(folder, storage_options)
+    try:
+        paths = [p for p in fs.ls(folder, detail=False) if p.endswith(".json")]
+    except FileNotFoundError:
+        return Records(set(), [])
+    records = Records(set(), [])
+    for path in paths:
+        try:
+            body = json.loads(fs.cat_file(path))
+        except FileNotFoundError:
+            continue  # released while we listed: its GOPs are referenced by frames.lance now
+        if posixpath.basename(path).startswith(LEASE_PREFIX):
+            age = timedelta(seconds=max(0.0, time.time() - float(body.get("taken_at", 0))))
+            records.leases.append((age, set(body["ref_ids"])))
+        else:
+            records.staged.update(r for camera in body.get("cameras", {}).values() for r in camera["ref_ids"])
+    return records
+
+
+def staged_ref_ids(dataset_uri: str, *, storage_options: dict | None = None) -> set[int]:
+    """The ref_ids of every GOP listed in a staged layout or a lease.
+
+    >>> staged_ref_ids("data/nowhere")
+    set()
+    """
+    return read_records(dataset_uri, storage_options).protected()
+
+
+def _storage_error(uri: str, action: str, exc: Exception, storage_options: dict | None) -> StorageError:
+    where = (storage_options or {}).get("aws_endpoint") or ("object storage" if is_remote(uri) else "the file system")
+    if isinstance(exc, FileNotFoundError | PermissionError):  # the store answered: no bucket, denied
+        return StorageError(redact(f"{uri}: {where} refused a request while {action}: {exc}", storage_options))
+    return StorageUnreachableError(redact(f"{uri}: could not reach {where} while {action}: {exc}", storage_options))

@@ -1,0 +1,62 @@
+"""Feature statistics of one episode, computed while it is ingested (``robodata.format.stats``).
+
+State and action come from the episode in memory. Camera pixels come from the GOPs just written:
+the first frame (an IDR frame: one frame decoded per GOP) of ``stats.SAMPLED_GOPS`` GOPs spread
+over the episode, exactly the pixels training will read back, at a bounded read cost.
+
+>>> record_episode_stats("data/demo", episode, staged, frames_version=7)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from robodata.codec import decode_gop_frames
+from robodata.format import stats
+from robodata.format.schema import image_column
+from robodata.format.tables import gops_uri, open_table
+
+log = logging.getLogger(__name__)
+
+
+def episode_moments(episode, staged, dataset_uri: str, storage_options: dict | None = None) -> dict[str, dict]:
+    """Moments per feature (``observation_state``, ``action``, ``observation_images_<cam>``)."""
+    moments = {
+        "observation_state": stats.vector_moments(episode.observation_state),
+        "action": stats.vector_moments(episode.action),
+    }
+    gops = open_table(gops_uri(dataset_uri), storage_options)
+    for camera, layout in sorted(staged.cameras.items()):
+        sampled = [layout.ref_ids[i] for i in stats.sampled_gops(len(layout.ref_ids))]
+        moments[image_column(camera)] = stats.pixel_moments(_first_frames(gops, sampled))
+    return moments
+
+
+def _first_frames(gops, ref_ids: list[int]) -> list[np.ndarray]:
+    if not ref_ids:
+        return []
+    listed = ", ".join(str(int(r)) for r in ref_ids)
+    table = gops.to_table(columns=["ref_id", "packet_sizes", "codec"], filter=f"ref_id IN ({listed})", with_row_id=True)
+    blobs = gops.read_blobs("gop", ids=table["_rowid"].to_pylist(), preserve_order=True)
+    sizes, codecs = table["packet_sizes"].to_pylist(), table["codec"].to_pylist()
+    return [
+        decode_gop_frames(data, size, [0], codec=codec)[0]
+        for (_, data), size, codec in zip(blobs, sizes, codecs, strict=True)
+    ]
+
+
+def record_episode_stats(
+    dataset_uri: str, episode, staged, frames_version: int, storage_options: dict | None = None
+) -> None:
+    """Store ``episode``'s statistics as written at ``frames_version``. The rows are already
+    committed: a failure here is logged, not raised, and readers compute the missing episode's
+    statistics themselves (``LeRobotCompatDataset.meta.stats``)."""
+    try:
+        moments = episode_moments(episode, staged, dataset_uri, storage_options)
+        stats.record_episode_moments(
+            dataset_uri, episode.episode_index, frames_version, len(episode), moments, storage_options
+        )
+    except Exception as exc:  # noqa: BLE001 - the episode is committed; its stats can be recomputed
+        log.warning("episode %s: statistics not stored (%s); readers will compute them", episode.episode_index, exc)

@@ -1,0 +1,44 @@
+"""What the ``robodata`` command does to the Dagster instance in $DAGSTER_HOME: add partitions
+for uploads and import sources, so a person (or a script) need not open the UI."""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+import dagster as dg
+
+from robodata.defs.episodes import register_uploads
+from robodata.defs.interop import register_import_partitions
+from robodata.defs.resources import DatasetStore
+from robodata.storage import env_storage_options
+
+
+@contextmanager
+def home_instance():
+    """The Dagster instance in $DAGSTER_HOME, or a ValueError saying how to point at one."""
+    if not os.environ.get("DAGSTER_HOME"):
+        raise ValueError("DAGSTER_HOME is not set: point it at the Dagster instance folder (holding dagster.yaml)")
+    with dg.DagsterInstance.get() as instance:
+        yield instance
+
+
+def register_uploads_from_cli(root: str | None = None, uploads_root: str | None = None) -> list[str]:
+    """``register_uploads`` for ``robodata register-uploads``; unset folders take the store's defaults.
+
+    >>> register_uploads_from_cli("demo/dataset")  # doctest: +SKIP
+    ['episode_000000', 'episode_000001']
+    """
+    store = DatasetStore(**{k: v for k, v in {"root": root, "uploads_root": uploads_root}.items() if v})
+    with home_instance() as instance:
+        return register_uploads(instance, store)
+
+
+def register_import_partitions_from_cli(source: str, format: str = "lerobot") -> list[str]:
+    """``register_import_partitions`` for ``robodata register-imports``.
+
+    >>> register_import_partitions_from_cli("exports/demo_lerobot")  # doctest: +SKIP
+    ['source_episode_000000', 'source_episode_000001']
+    """
+    with home_instance() as instance:
+        return register_import_partitions(instance, source, format, env_storage_options())

@@ -1,0 +1,25 @@
+"""Hand pyarrow files from fsspec (local or s3://) as in-memory buffers, never as Python file
+objects.
+
+Given a Python file object, pyarrow reads it from its own I/O thread pool, each read calling
+back into Python. When a read fails (a corrupt or truncated file, a dropped connection), the
+error reaches the caller while other reads are still in flight; if the process then exits,
+those threads try to take the GIL of an interpreter that is shutting down, Python ends them
+with ``pthread_exit``, and unwinding through pyarrow's C++ frames aborts the whole process:
+"terminate called without an active exception", exit code 134, a random few runs in ten.
+Reading the bytes on the caller's thread first leaves pyarrow nothing to call back into.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+
+def arrow_input(fs, path: str) -> pa.BufferReader:
+    """The whole file at ``path`` (through the fsspec file system ``fs``), ready for
+    ``pq.read_table``, ``pq.ParquetFile``, ``pyarrow.csv.read_csv`` and the like.
+
+    >>> pq.read_table(arrow_input(fsspec_filesystem(uri, options), uri))  # doctest: +SKIP
+    """
+    with fs.open(path, "rb") as handle:
+        return pa.BufferReader(handle.read())

@@ -1,0 +1,54 @@
+"""Before a dataset is created: is its root somewhere a dataset can live?
+
+Reading treats "nothing there" as an empty dataset, so a typo in a bucket name or an endpoint
+that answers 404 to everything (not an S3 server at all) would otherwise look like a fresh,
+empty dataset and fail later, deep in a write, with the store's raw answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from robodata.errors import DatasetLocationError
+from robodata.storage.uris import fsspec_filesystem, is_remote, redact
+
+_checked: set[tuple[str, str]] = set()  # (endpoint, bucket) pairs known to exist
+
+
+def check_dataset_location(uri: str, storage_options: dict | None = None) -> None:
+    """Raise DatasetLocationError if ``uri`` cannot hold a dataset: a local path that is (or
+    lies under) a file, or an s3:// bucket the endpoint does not have.
+
+    >>> check_dataset_location("s3://no-such-bucket/ds", {"aws_endpoint": "http://127.0.0.1:9000"})  # doctest: +SKIP
+    Traceback (most recent call last):
+    DatasetLocationError: s3://no-such-bucket/ds: bucket 'no-such-bucket' does not exist at http://127.0.0.1:9000 ...
+    """
+    uri = str(uri)
+    if not is_remote(uri):
+        path = Path(uri.removeprefix("file://"))
+        for folder in [path, *path.parents]:
+            if folder.exists():
+                if not folder.is_dir():
+                    raise DatasetLocationError(f"{uri}: {folder} is a file; a dataset root must be a folder")
+                return
+        return
+    protocol, rest = uri.split("://", 1)
+    if protocol not in ("s3", "s3a"):
+        return
+    bucket = rest.split("/", 1)[0]
+    endpoint = (storage_options or {}).get("aws_endpoint") or "AWS S3"
+    if (endpoint, bucket) in _checked:
+        return
+    fs = fsspec_filesystem(uri, storage_options)
+    try:
+        fs.info(bucket)
+    except FileNotFoundError:
+        raise DatasetLocationError(
+            f"{uri}: bucket {bucket!r} does not exist at {endpoint} (or the endpoint is not an S3 "
+            "server); check the bucket name and AWS_ENDPOINT_URL. Nothing was written"
+        ) from None
+    except PermissionError as exc:
+        message = f"{uri}: access to bucket {bucket!r} at {endpoint} was denied ({exc}). Nothing was written"
+        raise DatasetLocationError(redact(" ".join(message.split()), storage_options)) from None
+    except Exception:  # unreachable or slow: the write itself reports that, with its deadline
+        return
+    _checked.add((endpoint, bucket))

@@ -1,0 +1,42 @@
+"""Serve one page on 127.0.0.1 (never another interface) until the caller stops it."""
+
+from __future__ import annotations
+
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class PageServer(ThreadingHTTPServer):
+    """An HTTP server on 127.0.0.1 that answers ``/`` with one page (``port=0``: a free port).
+
+    >>> with PageServer(html) as server:  # doctest: +SKIP
+    ...     print(server.url); server.serve_forever()
+    """
+
+    daemon_threads = True
+
+    def __init__(self, page: str, port: int = 0) -> None:
+        self.page = page.encode()
+        super().__init__(("127.0.0.1", port), _PageHandler)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}/"
+
+
+class _PageHandler(BaseHTTPRequestHandler):
+    server: PageServer
+
+    def do_GET(self) -> None:  # noqa: N802 - the name http.server dispatches to
+        if self.path.split("?", 1)[0] not in ("/", "/index.html"):
+            self.send_error(404, "only / is served")
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(self.server.page)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(self.server.page)
+
+    def log_message(self, format: str, *args) -> None:  # noqa: A002 - http.server's signature
+        pass  # one line per request would bury the address the user needs

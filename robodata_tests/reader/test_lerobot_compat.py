@@ -1,0 +1,120 @@
+"""robodata.torch.LeRobotCompatDataset against the LeRobot export of the same version, read by a
+reference reader written from LeRobot's documented format; camera-rate offsets; stats."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from robodata.interop.lerobot_export import export_lerobot
+from robodata.torch import LeRobotCompatDataset
+from robodata_tests.reader.lerobot_reference import LeRobotReference
+
+DELTAS = {
+    "observation.images.top": [-0.02, 0.0],
+    "observation.state": [-0.01, 0.0],
+    "action": [0.0, 0.01, 0.02, 0.03],
+}
+
+
+
+
+@pytest.fixture(scope="module")
+def lossless_export(short_dataset, tmp_path_factory) -> str:
+    """The LeRobot export with lossless RGB video, so pixels compare exactly."""
+    root = tmp_path_factory.mktemp("export") / "lerobot"
+    export_lerobot(short_dataset, root, vcodec="libx264rgb", pix_fmt="rgb24", crf=0, g=2, preset="ultrafast",
+                   progress=False)
+    return str(root)
+
+
+def assert_items_equal(mine: dict, theirs: dict) -> None:
+    theirs = {k: v for k, v in theirs.items() if not k.startswith("robodata.")}  # the export's own columns
+    assert sorted(mine) == sorted(theirs)
+    for key, expected in theirs.items():
+        got = mine[key]
+        if isinstance(expected, str):
+            assert got == expected, key
+            continue
+        assert isinstance(got, torch.Tensor), key
+        assert (got.dtype, got.shape) == (expected.dtype, expected.shape), key
+        assert torch.equal(got, expected), key
+
+
+def test_items_equal_the_lerobot_export_read_by_a_reference_reader(short_dataset, lossless_export):
+    ours = LeRobotCompatDataset(short_dataset, delta_timestamps=DELTAS)
+    reference = LeRobotReference(lossless_export, delta_timestamps=DELTAS)
+    n = len(reference)
+    assert len(ours) == n and n > 100
+    edges = {i for e in reference.episodes for f in (e["dataset_from_index"], e["dataset_to_index"])
+             for i in (f - 2, f - 1, f, f + 1)}
+    picked = sorted({i for i in edges if 0 <= i < n} | set(range(5, n, 17)) | {0, 1, 2, 3})
+    reference.prepare_videos(picked)
+    for idx in picked:
+        assert_items_equal(ours[idx], reference[idx])
+    # Batched reads and PyTorch's default collate give the same values.
+    batch = next(iter(DataLoader(ours, batch_size=4)))
+    for j in range(4):
+        assert_items_equal({k: v[j] for k, v in batch.items()}, reference[j])
+    assert ours.meta.fps == reference.fps == 100
+    assert ours.meta.camera_keys == reference.video_keys
+    assert ours.meta.total_frames == n
+    assert ours.meta.tasks == [reference.tasks[i] for i in sorted(reference.tasks)]
+    assert [e["length"] for e in ours.meta.episodes] == [e["length"] for e in reference.episodes]
+    for key in ("observation.state", "action", "observation.images.top"):
+        assert ours.meta.features[key]["shape"] == reference.info["features"][key]["shape"]
+
+
+def test_uint8_output_and_transforms_on_tensors(short_dataset):
+    plain = LeRobotCompatDataset(short_dataset)
+    raw = LeRobotCompatDataset(short_dataset, return_uint8=True)
+    flipped = LeRobotCompatDataset(short_dataset, image_transforms=lambda frame: frame.flip(-1))
+    key = "observation.images.wrist_left"
+    assert raw[7][key].dtype == torch.uint8 and raw[7][key].shape == (3, 240, 320)
+    assert torch.equal(raw[7][key].float() / 255, plain[7][key])
+    assert torch.equal(flipped[7][key], plain[7][key].flip(-1))
+
+
+def test_camera_rate_offsets_read_the_previous_camera_frame(short_dataset, lossless_export):
+    ds = LeRobotCompatDataset(short_dataset, delta_timestamps={"observation.images.top": [-1 / 30, 0]},
+                              return_uint8=True)
+    reference = LeRobotReference(lossless_export)
+    times = reference._columns["robodata.frame_timestamp_ns.top"]
+    episode = reference.episodes[1]
+    first, end = episode["dataset_from_index"], episode["dataset_to_index"]
+    for idx in (0, 3, 4, 20, first, first + 1, first + 4, end - 1):
+        item = ds[idx]
+        episode_start = max(e["dataset_from_index"] for e in reference.episodes if e["dataset_from_index"] <= idx)
+        episode_end = next(e["dataset_to_index"] for e in reference.episodes
+                           if e["dataset_from_index"] == episode_start)
+        previous = times[idx] - round(1e9 / 30)
+        # The first row of the episode showing the previous camera frame (by its timestamp).
+        rows = [r for r in range(episode_start, episode_end) if abs(times[r] - previous) < 1e5]
+        if not rows:
+            assert item["observation.images.top_is_pad"].tolist() == [True, False]
+            assert torch.equal(item["observation.images.top"][0], ds[episode_start]["observation.images.top"][1])
+            continue
+        assert item["observation.images.top_is_pad"].tolist() == [False, False]
+        assert torch.equal(item["observation.images.top"][0], ds[rows[0]]["observation.images.top"][1])
+        assert not torch.equal(item["observation.images.top"][0], item["observation.images.top"][1])
+
+
+def test_offsets_off_both_rates_and_unknown_keys_are_refused(short_dataset):
+    with pytest.raises(ValueError, match=r"delta_timestamps\['action'\] = 0.015 is not a multiple of 1/100 s"):
+        LeRobotCompatDataset(short_dataset, delta_timestamps={"action": [0.015]})
+    with pytest.raises(ValueError, match="not a multiple of 1/100 s \\(control\\) or 1/30 s \\(camera\\)"):
+        LeRobotCompatDataset(short_dataset, delta_timestamps={"observation.images.top": [-0.015]})
+    with pytest.raises(ValueError, match="names 'observation.images.side', which is not a feature"):
+        LeRobotCompatDataset(short_dataset, delta_timestamps={"observation.images.side": [0]})
+    with pytest.raises(ValueError, match="has no episode \\[9\\]"):
+        LeRobotCompatDataset(short_dataset, episodes=[0, 9])
+
+
+def test_episodes_select_items_and_keep_the_global_index(short_dataset):
+    everything = LeRobotCompatDataset(short_dataset)
+    ds = LeRobotCompatDataset(short_dataset, episodes=[2])
+    lengths = [e["length"] for e in everything.meta.episodes]
+    assert len(ds) == lengths[2] == ds.meta.total_frames
+    assert int(ds[0]["episode_index"]) == 2 and int(ds[0]["frame_index"]) == 0
+    assert int(ds[0]["index"]) == lengths[0] + lengths[1]

@@ -1,0 +1,152 @@
+"""Headless Debian Chromium, driven over its DevTools pipe (JSON over file descriptors 3 and 4,
+no extra package): open a page, wait until its scripts say it is ready, read the DOM, take a
+screenshot. scripts/install_system.sh installs the `chromium` package.
+
+Waiting on the page itself, not on a fixed time, matters: video decoding runs outside
+Chromium's virtual time, so ``--dump-dom --virtual-time-budget`` may read the page too early
+on a busy machine.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+from PIL import Image
+
+WINDOW = (1280, 1500)
+FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--hide-scrollbars", "--mute-audio", "--autoplay-policy=no-user-gesture-required",
+]
+
+# Chromium reads DevTools commands on fd 3 and answers on fd 4.
+_ONTO_3_AND_4 = (
+    "import os, sys; r, w = (os.dup(int(fd)) for fd in sys.argv[1:3]); "
+    "os.dup2(r, 3); os.dup2(w, 4); os.set_inheritable(3, True); os.set_inheritable(4, True); "
+    "os.execv(sys.argv[3], sys.argv[3:])"
+)
+
+
+class Chromium:
+    """One headless Chromium; ``open(url)`` gives a tab sized ``WINDOW`` at device scale 1.
+
+    >>> with Chromium() as browser:
+    ...     tab = browser.open("file:///tmp/page.html"); tab.wait_until("document.title !== ''")
+    """
+
+    def __init__(self) -> None:
+        path = shutil.which("chromium")
+        assert path, "Debian's chromium is not installed: run scripts/install_system.sh"
+        self._profile = tempfile.TemporaryDirectory(prefix="robodata-chromium-")
+        to_browser_r, self._to_browser = os.pipe()
+        self._from_browser, from_browser_w = os.pipe()
+        # A small trampoline moves the pipe ends onto fds 3 and 4, then becomes chromium (a
+        # preexec_fn would fork this process, which Lance warns about).
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _ONTO_3_AND_4, str(to_browser_r), str(from_browser_w), path, *FLAGS,
+             f"--user-data-dir={self._profile.name}", "--remote-debugging-pipe", "about:blank"],
+            pass_fds=(to_browser_r, from_browser_w), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+        self._buffer, self._next_id = b"", 0
+
+    def call(self, method: str, session: str | None = None, timeout: float = 60, **params) -> dict:
+        self._next_id += 1
+        message = {"id": self._next_id, "method": method, "params": params}
+        if session:
+            message["sessionId"] = session
+        os.write(self._to_browser, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = self._read(deadline)
+            if answer.get("id") == self._next_id:
+                assert "error" not in answer, f"{method}: {answer['error']}"
+                return answer["result"]
+
+    def _read(self, deadline: float) -> dict:
+        while b"\0" not in self._buffer:
+            left = deadline - time.monotonic()
+            assert left > 0 and select.select([self._from_browser], [], [], left)[0], "chromium did not answer"
+            chunk = os.read(self._from_browser, 1 << 20)
+            assert chunk, "chromium exited"
+            self._buffer += chunk
+        message, self._buffer = self._buffer.split(b"\0", 1)
+        return json.loads(message)
+
+    def open(self, url: str) -> Tab:
+        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        tab = Tab(self, session)
+        tab.call("Emulation.setDeviceMetricsOverride", width=WINDOW[0], height=WINDOW[1], deviceScaleFactor=1,
+                 mobile=False)
+        tab.call("Page.enable")
+        tab.call("Page.navigate", url=url)
+        return tab
+
+    def __enter__(self) -> Chromium:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._process.kill()
+        self._process.wait()
+        os.close(self._to_browser)
+        os.close(self._from_browser)
+        self._profile.cleanup()
+
+
+class Tab:
+    def __init__(self, browser: Chromium, session: str) -> None:
+        self._browser, self._session = browser, session
+
+    def call(self, method: str, **params) -> dict:
+        return self._browser.call(method, self._session, **params)
+
+    def evaluate(self, expression: str):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        assert "exceptionDetails" not in result, result["exceptionDetails"]
+        return result["result"].get("value")
+
+    def wait_until(self, expression: str, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.evaluate(expression):
+            assert time.monotonic() < deadline, f"the page never satisfied {expression}"
+            time.sleep(0.2)
+
+    def dom(self) -> str:
+        """The page's DOM as it is now (after its scripts ran)."""
+        return self.evaluate("document.documentElement.outerHTML")
+
+    def screenshot(self) -> np.ndarray:
+        """The viewport as RGB pixels, ``WINDOW`` CSS pixels at scale 1."""
+        data = self.call("Page.captureScreenshot", format="png")["data"]
+        return np.asarray(Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB"))
+
+
+def attributes(dom: str, tag: str, **match: str) -> list[dict[str, str]]:
+    """The attributes of every ``<tag>`` in ``dom`` whose attributes include ``match``
+    (``class_`` stands for ``class``)."""
+    found = []
+    for opening in re.findall(rf"<{tag}\b([^>]*)>", dom):
+        attrs = dict(re.findall(r'([\w-]+)="([^"]*)"', opening))
+        if all(attrs.get(k.rstrip("_").replace("_", "-")) == v for k, v in match.items()):
+            found.append(attrs)
+    return found
+
+
+def box(attrs: dict[str, str]) -> tuple[int, int, int, int]:
+    """``data-box`` (x, y, width, height in CSS pixels) that the page's player records."""
+    x, y, w, h = (int(v) for v in attrs["data-box"].split(","))
+    return x, y, w, h
