@@ -49,12 +49,20 @@ def _write_new_episodes(root: str, episodes: int) -> None:
     per episode and only slow the setup down)."""
     from unittest import mock
 
+    import lance
+
     from robodata.bench.tiny_episodes import tiny_episode
-    from robodata.format.tables import append_or_create, frames_uri
+    from robodata.format.tables import frames_uri, open_table
     from robodata.ingest import writer
 
-    def append_rows(dataset_root, rows, schema, episode_index, storage_options):
-        return append_or_create(frames_uri(dataset_root), rows, schema, storage_options).version
+    replace_rows = writer._replace_episode_rows
+
+    def append_rows(dataset_root, rows, *args):
+        frames = open_table(frames_uri(dataset_root))
+        if frames is None:
+            return replace_rows(dataset_root, rows, *args)
+        appended = lance.write_dataset(rows.select(frames.schema.names).cast(frames.schema), frames.uri, mode="append")
+        return appended.version, writer._Labels(0, 0)
 
     with mock.patch.object(writer, "_replace_episode_rows", append_rows):
         for index in range(episodes):
@@ -81,7 +89,7 @@ def _report(where: str, state: str, uri: str, episodes: int, options, upkeep_s: 
     open_s = time.perf_counter() - start
     ds[int(rng.integers(rows))]  # loads the GOP index once
     single = [_timed(lambda: ds[int(rng.integers(rows))]) for _ in range(10)]
-    batch = [_timed(lambda: ds.take_blobs_decoded(ds.image_columns, rng.choice(rows, 64, replace=False).tolist()))
+    batch = [_timed(lambda: ds.take_blobs_decoded(rng.choice(rows, 64, replace=False).tolist(), ds.image_columns))
              for _ in range(3)]
     filtered = [_timed(lambda: ds.to_table(filter=episode_filter(int(rng.integers(episodes))))) for _ in range(5)]
     frames = ds.lance_dataset

@@ -35,8 +35,8 @@ class MaintenanceConfig(dg.Config):
 )
 def dataset_maintenance(config: MaintenanceConfig, store: DatasetStore) -> dg.MaterializeResult:
     options = store.storage_options()
-    if current_versions(store.root, options).frames is None:
-        return lineage_result(store, rows_written=0, bytes_written=0, extra={"skipped": "no dataset yet"})
+    if current_versions(store.root, storage_options=options).frames is None:
+        return lineage_result(store, rows_written=0, bytes_written=0, table=None, extra={"skipped": "no dataset yet"})
     try:
         report = upkeep_dataset(
             store.root,
@@ -53,6 +53,7 @@ def dataset_maintenance(config: MaintenanceConfig, store: DatasetStore) -> dg.Ma
         bytes_written=0,
         frames_version=report.frames.version,
         gops_version=report.gops.version,
+        table=None,  # same rows and frames, rewritten: nothing downstream is stale
         extra={
             "summary": dg.MetadataValue.md("\n".join(f"- {line}" for line in report.summary().splitlines())),
             "frames_fragments": report.frames.fragments_after,

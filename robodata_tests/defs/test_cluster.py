@@ -42,7 +42,7 @@ def test_a_backfill_of_six_episodes_lands_each_once_across_two_celery_workers(s3
     pairs = list(zip(rows["episode_index"].to_pylist(), rows["frame_index"].to_pylist(), strict=True))
     assert len(pairs) == len(set(pairs))  # no row twice
     expected = {i: pq.read_metadata(u / "states.parquet").num_rows for i, u in enumerate(uploads)}
-    assert dict(zip(*[ds.episodes[c].to_pylist() for c in ("episode_index", "rows")], strict=True)) == expected
+    assert dict(zip(*[ds.episodes()[c].to_pylist() for c in ("episode_index", "rows")], strict=True)) == expected
 
     done = {name: len(re.findall(r"Task execute_job\[[^\]]+\] succeeded", log.read_text()))
             for name, log in cluster.worker_logs.items()}

@@ -45,4 +45,4 @@ def test_ingest_episode_runs_every_step_and_check_in_one_process(tmp_path, short
         assert {"raw_episodes", "gop_blobs", "aligned_frames"} <= steps
         assert len(steps) > 3  # the episode checks run in the same job
         assert {event.dagster_event.pid for event in starts} == {os.getpid()}  # no process per step
-    assert robodata.open(store.root).episodes["rows"].to_pylist() == [97]
+    assert robodata.open(store.root).episodes()["rows"].to_pylist() == [97]
