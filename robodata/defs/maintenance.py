@@ -7,7 +7,7 @@ import dagster as dg
 from pydantic import Field
 
 from robodata.defs.episodes import aligned_frames
-from robodata.defs.lineage import failure, lineage_result
+from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.defs.resources import DatasetStore
 from robodata.edits.upkeep import upkeep_dataset
 from robodata.errors import RoboDataError
@@ -29,6 +29,7 @@ class MaintenanceConfig(dg.Config):
 @dg.asset(
     deps=[aligned_frames],
     group_name="upkeep",
+    code_version=CODE_VERSION,
     kinds={"lance"},
     description="Compacts frames.lance and gops.lance, removes old versions no tag protects, collects "
     "unreferenced GOPs and refreshes the scalar indexes (episode_index, ref_id). Reads stay exact.",
