@@ -444,7 +444,7 @@ def _annotate(args: argparse.Namespace) -> int:
 
 
 def _bench_sensor_args(p: argparse.ArgumentParser) -> None:
-    from robodata.bench.sensor_scale import configure
+    from robodata.orchestration_bench.sensor_scale import configure
 
     configure(p)
 
@@ -452,13 +452,13 @@ def _bench_sensor_args(p: argparse.ArgumentParser) -> None:
 @command("bench-sensor", _bench_sensor_args)
 def _bench_sensor(args: argparse.Namespace) -> int:
     """Upload sensor tick time and cursor size at thousands of uploads on a local moto S3 server."""
-    from robodata.bench.sensor_scale import main as sensor_main
+    from robodata.orchestration_bench.sensor_scale import main as sensor_main
 
     return sensor_main(args)
 
 
 def _bench_landing_args(p: argparse.ArgumentParser) -> None:
-    from robodata.bench.landing import configure
+    from robodata.orchestration_bench.landing import configure
 
     configure(p)
 
@@ -466,7 +466,7 @@ def _bench_landing_args(p: argparse.ArgumentParser) -> None:
 @command("bench-landing", _bench_landing_args)
 def _bench_landing(args: argparse.Namespace) -> int:
     """Upload-to-visible time of one episode through the ingest job, per executor."""
-    from robodata.bench.landing import main as landing_main
+    from robodata.orchestration_bench.landing import main as landing_main
 
     return landing_main(args)
 

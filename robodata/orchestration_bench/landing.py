@@ -61,7 +61,7 @@ def _run_job(executor: str, key: str, root: Path, uploads: Path, home: Path) -> 
     env = dict(os.environ, ROBODATA_ROOT=str(root), ROBODATA_UPLOADS=str(uploads), DAGSTER_HOME=str(home))
     command = [
         os.path.join(os.path.dirname(sys.executable), "dagster"), "job", "execute",
-        "-m", "robodata.bench.landing_defs", "-j", job, "--tags", json.dumps({"dagster/partition": key}),
+        "-m", "robodata.orchestration_bench.landing_defs", "-j", job, "--tags", json.dumps({"dagster/partition": key}),
     ]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
