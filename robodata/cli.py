@@ -476,6 +476,87 @@ def _annotate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_sensor_args(p: argparse.ArgumentParser) -> None:
+    from robodata.orchestration_bench.sensor_scale import configure
+
+    configure(p)
+
+
+@command("bench-sensor", _bench_sensor_args)
+def _bench_sensor(args: argparse.Namespace) -> int:
+    """Upload sensor tick time and cursor size at thousands of uploads on a local moto S3 server."""
+    from robodata.orchestration_bench.sensor_scale import main as sensor_main
+
+    return sensor_main(args)
+
+
+def _bench_landing_args(p: argparse.ArgumentParser) -> None:
+    from robodata.orchestration_bench.landing import configure
+
+    configure(p)
+
+
+@command("bench-landing", _bench_landing_args)
+def _bench_landing(args: argparse.Namespace) -> int:
+    """Upload-to-visible time of one episode through the ingest job, per executor."""
+    from robodata.orchestration_bench.landing import main as landing_main
+
+    return landing_main(args)
+
+
+def _duration(text: str):
+    """'7d', '12h', '30m', '45s' or '0' as a timedelta."""
+    from datetime import timedelta
+
+    units = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+    try:
+        if text.strip() == "0":
+            return timedelta(0)
+        return timedelta(**{units[text.strip()[-1]]: float(text.strip()[:-1])})
+    except (KeyError, ValueError, IndexError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 7d, 12h, 30m or 0") from None
+
+
+def _compact_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("uri", help="dataset root (a directory or s3://)")
+    p.add_argument("--older-than", type=_duration, default="7d",
+                   help="remove untagged versions older than this (default 7d; tagged versions are kept)")
+    p.add_argument("--retain-versions", type=int, default=None, help="keep at least this many newest versions")
+    p.add_argument("--gc-min-age", type=_duration, default="1h",
+                   help="keep unreferenced GOPs younger than this: an ingest may be about to commit (default 1h)")
+
+
+@command("compact", _compact_args)
+def _compact(args: argparse.Namespace) -> int:
+    """Compact both tables, remove old untagged versions, collect unreferenced GOPs, refresh indexes."""
+    from robodata.edits.upkeep import upkeep_dataset
+    from robodata.storage import storage_options_from_env
+
+    report = upkeep_dataset(
+        args.uri,
+        older_than=args.older_than,
+        retain_versions=args.retain_versions,
+        gc_min_age=args.gc_min_age,
+        storage_options=storage_options_from_env() or None,
+    )
+    print(report.summary())
+    return 0
+
+
+def _bench_upkeep_args(p: argparse.ArgumentParser) -> None:
+    from robodata.bench.upkeep_scale import configure
+
+    configure(p)
+
+
+@command("bench-upkeep", _bench_upkeep_args)
+def _bench_upkeep(args: argparse.Namespace) -> int:
+    """Open, ds[i], a 64-row batch and an episode filter before and after upkeep, local and s3://."""
+    from robodata.bench.upkeep_scale import main as upkeep_main
+
+    return upkeep_main(args)
+
+
 def _version(value: str | None) -> int | str | None:
     if value is None:
         return None

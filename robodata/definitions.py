@@ -5,7 +5,18 @@ Each ``robodata/defs/<domain>.py`` exposes its own ``defs``; add a domain with o
 
 import dagster as dg
 
-from robodata.defs import annotations, benchmark, checks, episodes, interop, jobs, resources, sensors, snapshots
+from robodata.defs import (
+    annotations,
+    benchmark,
+    checks,
+    episodes,
+    interop,
+    jobs,
+    maintenance,
+    resources,
+    sensors,
+    snapshots,
+)
 
 defs = dg.Definitions.merge(
     resources.defs,
@@ -17,4 +28,5 @@ defs = dg.Definitions.merge(
     snapshots.defs,
     benchmark.defs,
     interop.defs,
+    maintenance.defs,
 )

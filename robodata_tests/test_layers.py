@@ -32,7 +32,8 @@ ALLOWED = {
     "definitions": {"defs"},
     "instance_commands": {"defs", "storage", "errors"},
     "demo": LIBRARY | {"bench", "defs"},
-    "cli": LIBRARY | {"bench", "demo", "instance_commands"},
+    "orchestration_bench": LIBRARY | {"bench", "defs", "definitions"},
+    "cli": LIBRARY | {"bench", "demo", "instance_commands", "orchestration_bench"},
 }
 # third-party packages a layer must not import
 FORBIDDEN = {layer: {"dagster"} for layer in LIBRARY | {"bench", "__init__"}}

@@ -4,10 +4,16 @@ import dagster as dg
 
 from robodata.defs.episodes import aligned_frames, gop_blobs, raw_episodes
 
+INGEST_SELECTION = dg.AssetSelection.assets(raw_episodes, gop_blobs, aligned_frames)
+
+# One process per run: its steps and checks run one after another in the run's own process.
+# The multiprocess default starts a Python process per step (3 assets and their checks), which
+# costs more than a short episode's whole ingest; runs still go side by side, one per episode.
 ingest_episode_job = dg.define_asset_job(
     "ingest_episode",
-    selection=dg.AssetSelection.assets(raw_episodes, gop_blobs, aligned_frames),
-    description="Validate one upload, write its GOPs and its aligned rows, run the episode checks.",
+    selection=INGEST_SELECTION,
+    executor_def=dg.in_process_executor,
+    description="Validate one upload, write its GOPs and its aligned rows, run the episode checks (one process).",
 )
 
 defs = dg.Definitions(jobs=[ingest_episode_job])

@@ -1,53 +1,128 @@
-"""upload_sensor: every complete upload becomes a partition and a run, once per version of it."""
+"""upload_sensor: every complete upload becomes a partition and a run, once per version of it.
 
-import json
+One listing of the uploads root per tick; what is already ingested comes from the dataset (the
+upload fingerprint stored with each episode), whichever path ingested it (CLI, demo, backfill,
+sensor). The cursor stays small (see ``robodata.defs.upload_cursor``).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
 
 import dagster as dg
+from pydantic import Field
 
 from robodata.defs.episodes import FINGERPRINT_TAG, episode_partitions
 from robodata.defs.jobs import ingest_episode_job
 from robodata.defs.resources import DatasetStore
+from robodata.defs.upload_cursor import RunOutcome, TickSettings, UploadCursor, plan_tick
+from robodata.format.episodes import stored_uploads
 from robodata.format.ids import validate_episode_id
-from robodata.storage.uploads import list_complete_uploads
+from robodata.storage.uploads import UploadListing, scan_uploads
+
+ATTEMPT_TAG = "robodata/upload_attempt"
+_FINISHED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
+
+
+class UploadSensorSettings(dg.ConfigurableResource):
+    """How much the upload sensor does per tick, and when it retries or warns."""
+
+    max_requests_per_tick: int = Field(default=100, description="Runs requested per tick at most; the rest next tick.")
+    max_in_flight: int = Field(default=400, description="Uploads requested and not yet finished, at most.")
+    max_attempts: int = Field(default=3, description="Runs per upload version before the sensor gives up on it.")
+    retry_after_s: float = Field(default=6 * 3600.0, description="A run not finished after this is requested again.")
+    slack_s: float = Field(default=900.0, description="Uploads written this long before the high-water mark count.")
+    stalled_after_s: float = Field(default=3600.0, description="Warn about a folder without episode.json this long.")
+
+    def tick_settings(self) -> TickSettings:
+        return TickSettings(
+            max_requests_per_tick=self.max_requests_per_tick,
+            max_in_flight=self.max_in_flight,
+            max_attempts=self.max_attempts,
+            retry_after_s=self.retry_after_s,
+            slack_s=self.slack_s,
+            stalled_after_s=self.stalled_after_s,
+        )
 
 
 @dg.sensor(
     job=ingest_episode_job,
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=30,
-    description="Watches the uploads root (folder or s3:// prefix) for uploads whose episode.json exists; "
-    "adds a partition per new episode and requests a run for each new or changed upload.",
+    description="Lists the uploads root (folder or s3:// prefix) once per tick; requests a run for each "
+    "complete upload (episode.json present) that the dataset does not hold yet, a capped number per "
+    "tick; retries failed runs; warns about folders that stay incomplete.",
 )
-def upload_sensor(context: dg.SensorEvaluationContext, store: DatasetStore) -> dg.SensorResult:
-    # The cursor maps episode id -> fingerprint of the upload last requested; an upload is
-    # requested again only when its files change. Incomplete uploads are not listed at all.
-    seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-    uploads = list_complete_uploads(store.uploads_root, store.storage_options())
-    requests, valid = [], []
-    for upload in uploads:
+def upload_sensor(
+    context: dg.SensorEvaluationContext, store: DatasetStore, upload_sensor_settings: UploadSensorSettings
+) -> dg.SensorResult:
+    cursor = UploadCursor.loads(context.cursor)
+    listing = _valid_uploads(context, store, scan_uploads(store.uploads_root, store.storage_options()))
+    outcomes = _finished_runs(context.instance, cursor) if cursor.pending else []
+
+    def stored_fingerprints() -> dict[str, str]:
+        stored = stored_uploads(store.root, storage_options=store.storage_options())
+        return {key: upload.fingerprint for key, upload in stored.items()}
+
+    settings = upload_sensor_settings.tick_settings()
+    plan = plan_tick(listing, cursor, stored_fingerprints, outcomes, time.time(), settings)
+    for warning in plan.warnings:
+        context.log.warning(store.redact(warning))
+    requests = [
+        dg.RunRequest(
+            partition_key=r.upload.episode_id,
+            run_key=f"{r.upload.episode_id}@{r.upload.fingerprint}#{r.attempt}",
+            tags={FINGERPRINT_TAG: r.upload.fingerprint, ATTEMPT_TAG: str(r.attempt)},
+        )
+        for r in plan.requests
+    ]
+    wanted = [r.upload.episode_id for r in plan.requests] + plan.known
+    new_keys = []
+    if wanted:
+        existing = set(context.instance.get_dynamic_partitions(episode_partitions.name))
+        new_keys = sorted({key for key in wanted if key not in existing})
+    return dg.SensorResult(
+        run_requests=requests,
+        dynamic_partitions_requests=[episode_partitions.build_add_request(new_keys)] if new_keys else [],
+        cursor=plan.cursor.dumps(),
+    )
+
+
+def _valid_uploads(context, store: DatasetStore, listing: UploadListing) -> UploadListing:
+    """The listing without folders whose names cannot be episode ids (each skipped with a warning)."""
+    valid = []
+    for upload in listing.complete:
         try:
             validate_episode_id(upload.episode_id)
         except ValueError as exc:
             context.log.warning(f"skipping {store.safe_uri(upload.uri)}: {exc}")
             continue
-        valid.append(upload.episode_id)
-        if seen.get(upload.episode_id) == upload.fingerprint:
+        valid.append(upload)
+    return UploadListing(valid, listing.incomplete)
+
+
+def _finished_runs(instance: dg.DagsterInstance, cursor: UploadCursor) -> list[RunOutcome]:
+    """Sensor-requested ingest runs that finished since the last tick (a minute of overlap:
+    outcomes are matched to pending uploads by fingerprint and attempt, so repeats are harmless)."""
+    since = datetime.fromtimestamp(max(cursor.checked_at - 60.0, 0.0), tz=UTC)
+    records = instance.get_run_records(
+        filters=dg.RunsFilter(job_name=ingest_episode_job.name, statuses=_FINISHED, updated_after=since)
+    )
+    outcomes = []
+    for record in records:
+        tags = record.dagster_run.tags
+        if FINGERPRINT_TAG not in tags or ATTEMPT_TAG not in tags or "dagster/partition" not in tags:
             continue
-        seen[upload.episode_id] = upload.fingerprint
-        requests.append(
-            dg.RunRequest(
-                partition_key=upload.episode_id,
-                run_key=f"{upload.episode_id}@{upload.fingerprint}",
-                tags={FINGERPRINT_TAG: upload.fingerprint},
+        outcomes.append(
+            RunOutcome(
+                episode_id=tags["dagster/partition"],
+                fingerprint=tags[FINGERPRINT_TAG],
+                attempt=int(tags[ATTEMPT_TAG]),
+                succeeded=record.dagster_run.status == dg.DagsterRunStatus.SUCCESS,
             )
         )
-    existing = set(context.instance.get_dynamic_partitions(episode_partitions.name))
-    new_keys = [key for key in valid if key not in existing]
-    return dg.SensorResult(
-        run_requests=requests,
-        dynamic_partitions_requests=[episode_partitions.build_add_request(new_keys)] if new_keys else [],
-        cursor=json.dumps(seen, sort_keys=True),
-    )
+    return outcomes
 
 
-defs = dg.Definitions(sensors=[upload_sensor])
+defs = dg.Definitions(sensors=[upload_sensor], resources={"upload_sensor_settings": UploadSensorSettings()})

@@ -1,4 +1,5 @@
-"""upload_sensor: new, repeated, incomplete and changed uploads, and its cursor."""
+"""upload_sensor: new, repeated, incomplete, changed, already-ingested and failed uploads, the
+per-tick cap, the bounded cursor, and the single listing behind each tick."""
 
 import json
 import os
@@ -6,19 +7,45 @@ import shutil
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
-from robodata.defs.episodes import FINGERPRINT_TAG, episode_partitions
-from robodata.defs.sensors import upload_sensor
+from robodata.defs import sensors
+from robodata.defs.episodes import FINGERPRINT_TAG, aligned_frames, episode_partitions, gop_blobs, raw_episodes
+from robodata.defs.jobs import ingest_episode_job
+from robodata.defs.resources import DatasetStore
+from robodata.defs.sensors import ATTEMPT_TAG, UploadSensorSettings, upload_sensor
+from robodata.defs.upload_cursor import RunOutcome, TickSettings, UploadCursor, plan_tick
+from robodata.format.episodes import StoredUpload
+from robodata.storage import fsspec_filesystem
+from robodata.storage.uploads import (
+    IncompleteUpload,
+    UploadInfo,
+    UploadListing,
+    _fingerprint,
+    list_complete_uploads,
+    scan_uploads,
+)
 from robodata_tests.defs.conftest import EPISODE_KEYS
 
 
-def evaluate(instance, store, cursor):
+def evaluate(instance, store, cursor, **settings):
     """One sensor tick, applying its partition requests as the daemon would."""
-    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"store": store})
+    resources = {"store": store, "upload_sensor_settings": UploadSensorSettings(**settings)}
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources)
     result = upload_sensor(context)
     for request in result.dynamic_partitions_requests:
         instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
     return result
+
+
+def keys_of(result) -> list[str]:
+    return [r.partition_key for r in result.run_requests]
+
+
+def stored_as(monkeypatch, fingerprints: dict[str, str]) -> None:
+    """Make the dataset report these uploads as ingested (the fingerprint stored with an episode)."""
+    stored = {k: StoredUpload(k, i, fp, f"uploads/{k}") for i, (k, fp) in enumerate(fingerprints.items())}
+    monkeypatch.setattr(sensors, "stored_uploads", lambda root, **kwargs: stored)
 
 
 def test_sensor_requests_each_upload_once_until_it_changes(store):
@@ -29,26 +56,25 @@ def test_sensor_requests_each_upload_once_until_it_changes(store):
     (pending / "episode.json").unlink()  # still uploading: episode.json comes last
 
     first = evaluate(instance, store, None)
-    assert [r.partition_key for r in first.run_requests] == EPISODE_KEYS
+    assert keys_of(first) == EPISODE_KEYS
     assert [list(r.partition_keys) for r in first.dynamic_partitions_requests] == [EPISODE_KEYS]
     assert instance.get_dynamic_partitions(episode_partitions.name) == EPISODE_KEYS
     assert upload_sensor.job_name == "ingest_episode"
-    cursor = json.loads(first.cursor)
-    assert sorted(cursor) == EPISODE_KEYS
-    assert [r.tags[FINGERPRINT_TAG] for r in first.run_requests] == [cursor[k] for k in EPISODE_KEYS]
+    listed = {u.episode_id: u.fingerprint for u in list_complete_uploads(store.uploads_root)}
+    assert [r.tags[FINGERPRINT_TAG] for r in first.run_requests] == [listed[k] for k in EPISODE_KEYS]
+    assert [r.tags[ATTEMPT_TAG] for r in first.run_requests] == ["1"] * 3
 
     repeated = evaluate(instance, store, first.cursor)
     assert repeated.run_requests == [] and repeated.dynamic_partitions_requests == []
-    assert repeated.cursor == first.cursor
 
     shutil.copyfile(uploads / EPISODE_KEYS[0] / "episode.json", pending / "episode.json")
     completed = evaluate(instance, store, repeated.cursor)
-    assert [r.partition_key for r in completed.run_requests] == ["episode_000009"]
+    assert keys_of(completed) == ["episode_000009"]
     assert [list(r.partition_keys) for r in completed.dynamic_partitions_requests] == [["episode_000009"]]
 
     states = uploads / EPISODE_KEYS[1] / "states.parquet"
     states.write_bytes(states.read_bytes() + b"\0")  # a re-upload: new bytes, new size
-    os.utime(states, (1, 1))
+    os.utime(states, (1, 1))  # with an old mtime, as `cp -p` or `rsync -a` leave it
     changed = evaluate(instance, store, completed.cursor)
     [request] = changed.run_requests
     assert request.partition_key == EPISODE_KEYS[1]
@@ -57,13 +83,196 @@ def test_sensor_requests_each_upload_once_until_it_changes(store):
     assert evaluate(instance, store, changed.cursor).run_requests == []
 
 
+def test_sensor_skips_uploads_the_dataset_already_holds(store, monkeypatch):
+    """Ingested by the CLI, the demo or a backfill: the stored fingerprint matches, no run."""
+    instance = dg.DagsterInstance.ephemeral()
+    listed = {u.episode_id: u.fingerprint for u in list_complete_uploads(store.uploads_root)}
+    stored_as(monkeypatch, {EPISODE_KEYS[0]: listed[EPISODE_KEYS[0]], EPISODE_KEYS[1]: "an-older-upload"})
+    result = evaluate(instance, store, None)
+    assert keys_of(result) == EPISODE_KEYS[1:]  # episode 1's stored copy is of another upload version
+    # The already-ingested upload still gets its partition, so the UI shows it.
+    assert instance.get_dynamic_partitions(episode_partitions.name) == EPISODE_KEYS
+
+
+def test_sensor_skips_an_upload_the_cli_ingested(store):
+    import robodata
+
+    robodata.ingest_episode(str(Path(store.uploads_root) / EPISODE_KEYS[0]), store.root)
+    assert keys_of(evaluate(dg.DagsterInstance.ephemeral(), store, None)) == EPISODE_KEYS[1:]
+
+
+def test_sensor_ignores_an_old_format_cursor(store, monkeypatch):
+    listed = {u.episode_id: u.fingerprint for u in list_complete_uploads(store.uploads_root)}
+    stored_as(monkeypatch, listed)
+    old_cursor = json.dumps(dict.fromkeys(EPISODE_KEYS, "0123456789abcdef"))
+    assert evaluate(dg.DagsterInstance.ephemeral(), store, old_cursor).run_requests == []
+
+
+def test_sensor_caps_run_requests_per_tick_and_takes_the_rest_next_tick(store):
+    instance = dg.DagsterInstance.ephemeral()
+    first = evaluate(instance, store, None, max_requests_per_tick=2)
+    second = evaluate(instance, store, first.cursor, max_requests_per_tick=2)
+    third = evaluate(instance, store, second.cursor, max_requests_per_tick=2)
+    assert len(first.run_requests) == 2 and len(second.run_requests) == 1 and third.run_requests == []
+    assert sorted(keys_of(first) + keys_of(second)) == EPISODE_KEYS
+
+
+def run_ingest(instance, store: DatasetStore, request: dg.RunRequest) -> dg.ExecuteInProcessResult:
+    """Run the sensor's request as the daemon would: the ingest job, the request's tags."""
+    job = dg.Definitions(
+        assets=[raw_episodes, gop_blobs, aligned_frames], jobs=[ingest_episode_job], resources={"store": store}
+    ).resolve_job_def(ingest_episode_job.name)
+    return job.execute_in_process(
+        partition_key=request.partition_key, instance=instance, tags=request.tags, raise_on_error=False
+    )
+
+
+def test_sensor_retries_a_failed_run_and_gives_up_after_max_attempts(store, tmp_path):
+    instance = dg.DagsterInstance.ephemeral()
+    broken = DatasetStore(root=store.root, uploads_root=str(tmp_path / "nowhere"))  # the run fails
+    cursor, attempts = None, []
+    for _ in range(3):
+        tick = evaluate(instance, store, cursor, max_attempts=2)
+        cursor = tick.cursor
+        attempts.append(sorted((r.partition_key, r.tags[ATTEMPT_TAG]) for r in tick.run_requests))
+        for request in tick.run_requests:
+            if request.partition_key == EPISODE_KEYS[0]:
+                assert not run_ingest(instance, broken, request).success
+    assert attempts == [[(k, "1") for k in EPISODE_KEYS], [(EPISODE_KEYS[0], "2")], []]
+    assert EPISODE_KEYS[0] in json.loads(cursor)["failed"]  # given up until the upload changes
+    assert set(json.loads(cursor)["pending"]) == set(EPISODE_KEYS[1:])  # not finished: not done
+
+
+def test_sensor_marks_an_upload_done_only_when_its_run_succeeded(store):
+    instance = dg.DagsterInstance.ephemeral()
+    first = evaluate(instance, store, None, max_in_flight=1)
+    [request] = first.run_requests
+    assert json.loads(first.cursor)["pending"][request.partition_key][:2] == [request.tags[FINGERPRINT_TAG], 1]
+    assert evaluate(instance, store, first.cursor, max_in_flight=1).run_requests == []  # still running: no room
+    assert run_ingest(instance, store, request).success  # stores the upload's fingerprint with the episode
+    second = evaluate(instance, store, first.cursor, max_in_flight=1)
+    assert request.partition_key not in json.loads(second.cursor)["pending"]
+    assert keys_of(second) == [EPISODE_KEYS[1]]
+
+
+def upload(episode_id: str, fingerprint: str = "f", last_write: float = 1000.0) -> UploadInfo:
+    return UploadInfo(episode_id, f"s3://b/uploads/{episode_id}", fingerprint, last_write)
+
+
+def test_a_run_never_heard_of_is_requested_again_after_retry_after():
+    listing = UploadListing([upload("a")], [])
+    settings = TickSettings(retry_after_s=600)
+    first = plan_tick(listing, UploadCursor(), dict, [], now=2000, settings=settings)
+    quiet = plan_tick(listing, first.cursor, dict, [], now=2500, settings=settings)
+    late = plan_tick(listing, quiet.cursor, dict, [], now=2700, settings=settings)
+    assert [(r.upload.episode_id, r.attempt) for r in first.requests] == [("a", 1)]
+    assert quiet.requests == [] and [(r.upload.episode_id, r.attempt) for r in late.requests] == [("a", 2)]
+    # An outcome of the earlier attempt does not count against the new one.
+    stale = plan_tick(listing, late.cursor, dict, [RunOutcome("a", "f", 1, True)], now=2800, settings=settings)
+    assert stale.cursor.pending["a"].attempt == 2
+
+
+def test_an_idle_tick_reads_nothing_but_the_listing():
+    listing = UploadListing([upload(f"e{i}") for i in range(5)], [])
+    reads = []
+
+    def stored():
+        reads.append(1)
+        return {f"e{i}": "f" for i in range(5)}
+
+    first = plan_tick(listing, UploadCursor(), stored, [], now=5000, settings=TickSettings())
+    idle = plan_tick(listing, first.cursor, stored, [], now=5030, settings=TickSettings())
+    assert first.requests == [] and first.known == [f"e{i}" for i in range(5)]
+    assert idle.requests == [] and not idle.read_dataset and len(reads) == 1
+
+
+def test_the_cursor_stays_small_at_ten_thousand_uploads():
+    listing = UploadListing([upload(f"episode_{i:06d}", f"{i:016x}", 1000.0 + i) for i in range(10_000)], [])
+    settings = TickSettings()
+    stored: dict[str, str] = {}
+    tick = plan_tick(listing, UploadCursor(), lambda: stored, [], now=20_000, settings=settings)
+    sizes = [len(tick.cursor.dumps())]
+    while tick.requests:  # every requested run succeeds before the next tick
+        outcomes = [RunOutcome(r.upload.episode_id, r.upload.fingerprint, r.attempt, True) for r in tick.requests]
+        stored.update({r.upload.episode_id: r.upload.fingerprint for r in tick.requests})
+        tick = plan_tick(listing, tick.cursor, lambda: stored, outcomes, now=20_030, settings=settings)
+        sizes.append(len(tick.cursor.dumps()))
+    assert stored == {u.episode_id: u.fingerprint for u in listing.complete}
+    assert len(sizes) == 101 and max(sizes) < 64 * 1024
+    assert tick.cursor.pending == {} and tick.cursor.hwm == 1000.0 + 9_999
+
+
+def test_uploads_written_before_the_high_water_mark_are_not_looked_at_again():
+    """An episode deleted from the dataset does not come back because another upload arrived."""
+    settings = TickSettings(slack_s=60)
+    both = {"a": "f", "b": "f"}
+    listing = [upload("a", last_write=1000), upload("b", last_write=2000)]
+    old = plan_tick(UploadListing(listing, []), UploadCursor(), lambda: both, [], now=2100, settings=settings)
+    newer = UploadListing([*listing, upload("c", last_write=3000)], [])
+    tick = plan_tick(newer, old.cursor, lambda: {"b": "f"}, [], now=3100, settings=settings)  # "a" deleted
+    assert old.requests == [] and [r.upload.episode_id for r in tick.requests] == ["c"]
+
+
+def test_a_folder_without_episode_json_for_too_long_is_warned_about():
+    listing = UploadListing([], [IncompleteUpload("late", "s3://b/uploads/late", 1000.0),
+                                 IncompleteUpload("busy", "s3://b/uploads/busy", 4000.0)])
+    settings = TickSettings(stalled_after_s=3600)
+    assert plan_tick(listing, UploadCursor(), dict, [], now=4500, settings=settings).warnings == []
+    [warning] = plan_tick(listing, UploadCursor(), dict, [], now=5000, settings=settings).warnings
+    assert warning == "1 upload folder(s) without episode.json for over 1 h: late"
+
+
+def test_sensor_warns_on_the_tick_about_a_stalled_upload(store, capfd):
+    stalled = Path(store.uploads_root) / "episode_000042"
+    stalled.mkdir()
+    (stalled / "states.parquet").write_bytes(b"half")
+    evaluate(dg.DagsterInstance.ephemeral(), store, None, stalled_after_s=0)
+    assert "WARNING - 1 upload folder(s) without episode.json for over 0 h: episode_000042" in capfd.readouterr().err
+
+
 def test_sensor_skips_folders_that_are_not_episode_ids(store):
     instance = dg.DagsterInstance.ephemeral()
     bad = Path(store.uploads_root) / ".hidden upload"
     shutil.copytree(Path(store.uploads_root) / EPISODE_KEYS[0], bad)
     result = evaluate(instance, store, None)
-    assert [r.partition_key for r in result.run_requests] == EPISODE_KEYS
+    assert keys_of(result) == EPISODE_KEYS
 
 
 def test_sensor_is_running_by_default():
     assert upload_sensor.default_status == dg.DefaultSensorStatus.RUNNING
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_one_listing_fingerprints_an_upload_as_listing_its_folder_does(where, request, short_uploads, tmp_path):
+    if where == "s3":
+        s3 = request.getfixturevalue("s3")
+        root, options = s3.fresh_uri("fingerprint") + "/uploads", s3.storage_options
+        for upload_dir in short_uploads:
+            s3.put_tree(upload_dir, f"{root}/{upload_dir.name}")
+    else:
+        root, options = str(tmp_path / "uploads"), None
+        for upload_dir in short_uploads:
+            shutil.copytree(upload_dir, tmp_path / "uploads" / upload_dir.name)
+    fs = fsspec_filesystem(root, options)
+    fs.makedirs(f"{root}/{EPISODE_KEYS[0]}/extra", exist_ok=True)
+    fs.pipe_file(f"{root}/{EPISODE_KEYS[0]}/extra/notes.txt", b"not part of the upload")
+    listed = scan_uploads(root, options).complete
+    assert [u.episode_id for u in listed] == EPISODE_KEYS
+    for u in listed:
+        assert u.fingerprint == _fingerprint(fs.ls(u.uri, detail=True))
+
+
+def test_a_tick_lists_an_s3_root_with_one_paginated_listing(s3):
+    """1,100 objects: two pages of one ListObjectsV2 without a delimiter, not one per folder."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = s3.fresh_uri("one-listing") + "/uploads"
+    fs = fsspec_filesystem(root, s3.storage_options)
+    names = [f"{root}/episode_{i:06d}/{name}" for i in range(550) for name in ("states.parquet", "episode.json")]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda n: fs.pipe_file(n, b"x"), names))
+    mark = s3.mark()
+    listing = scan_uploads(root, s3.storage_options)
+    lists = [r for r in s3.requests(mark) if r.is_list]
+    assert len(listing.complete) == 550 and len(s3.requests(mark)) == 2 == len(lists)
+    assert all("delimiter=&" in r.query or r.query.endswith("delimiter=") for r in lists)

@@ -4,12 +4,15 @@ reference reader written from LeRobot's documented format; camera-rate offsets; 
 from __future__ import annotations
 
 import pytest
-import torch
-from torch.utils.data import DataLoader
 
 from robodata.interop.lerobot_export import export_lerobot
-from robodata.torch import LeRobotCompatDataset
-from robodata_tests.reader.lerobot_reference import LeRobotReference
+
+# Without torch the module is skipped, not an error: the imports below need it.
+torch = pytest.importorskip("torch")
+from torch.utils.data import DataLoader  # noqa: E402
+
+from robodata.torch import LeRobotCompatDataset  # noqa: E402
+from robodata_tests.reader.lerobot_reference import LeRobotReference  # noqa: E402
 
 DELTAS = {
     "observation.images.top": [-0.02, 0.0],

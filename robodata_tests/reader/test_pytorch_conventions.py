@@ -7,13 +7,16 @@ import pickle
 
 import numpy as np
 import pytest
-import torch
-from torch.utils.data import DataLoader, DistributedSampler
 
 import robodata
 from robodata.reader.batch_reader import BatchReader
 from robodata.reader.row_index import RowIndex
-from robodata.reader.torch_dataset import RoboTorchDataset, make_dataloader
+
+# Without torch the module is skipped, not an error: the imports below need it.
+torch = pytest.importorskip("torch")
+from torch.utils.data import DataLoader, DistributedSampler  # noqa: E402
+
+from robodata.reader.torch_dataset import RoboTorchDataset, make_dataloader  # noqa: E402
 
 WRIST = "observation_images_wrist_left"
 

@@ -9,7 +9,10 @@ import robodata
 from robodata.format import stats
 from robodata.format.schema import image_column
 from robodata.sample_data import write_sample_uploads
-from robodata.torch import LeRobotCompatDataset, lerobot_compat
+
+# Without torch the module is skipped, not an error: the imports below need it.
+torch = pytest.importorskip("torch")
+from robodata.torch import LeRobotCompatDataset, lerobot_compat  # noqa: E402
 
 
 def expected_stats(uri: str, version: int) -> dict:
