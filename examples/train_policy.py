@@ -39,10 +39,14 @@ class ConvPolicy(nn.Module):
     def __init__(self, state_dim: int, action_dim: int) -> None:
         super().__init__()
         self.conv = nn.Sequential(
-            nn.Conv2d(3, 16, 5, stride=4), nn.ReLU(),
-            nn.Conv2d(16, 32, 3, stride=2), nn.ReLU(),
-            nn.Conv2d(32, 32, 3, stride=2), nn.ReLU(),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+            nn.Conv2d(3, 16, 5, stride=4),
+            nn.ReLU(),
+            nn.Conv2d(16, 32, 3, stride=2),
+            nn.ReLU(),
+            nn.Conv2d(32, 32, 3, stride=2),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
         )
         self.head = nn.Sequential(nn.Linear(32 + state_dim, 64), nn.ReLU(), nn.Linear(64, action_dim))
 
@@ -90,14 +94,21 @@ def main(argv: list[str] | None = None) -> int:
     dataset = LeRobotCompatDataset(args.dataset, version=version)
     sampler = dataset.sampler(batch_size=args.batch_size, rank=rank, world_size=world, seed=args.seed)
     loader = DataLoader(
-        dataset, batch_sampler=sampler, collate_fn=collate_batch, num_workers=args.workers,
+        dataset,
+        batch_sampler=sampler,
+        collate_fn=collate_batch,
+        num_workers=args.workers,
         multiprocessing_context=worker_context() if args.workers else None,  # spawn: Lance is not fork-safe
         persistent_workers=args.workers > 0,
     )
     stats = dataset.meta.stats
-    norm = {k: (torch.as_tensor(stats[k]["mean"], dtype=torch.float32),
-                torch.as_tensor(stats[k]["std"], dtype=torch.float32).clamp_min(1e-6))
-            for k in ("observation.state", "action", CAMERA)}
+    norm = {
+        k: (
+            torch.as_tensor(stats[k]["mean"], dtype=torch.float32),
+            torch.as_tensor(stats[k]["std"], dtype=torch.float32).clamp_min(1e-6),
+        )
+        for k in ("observation.state", "action", CAMERA)
+    }
     state_dim = dataset.meta.features["observation.state"]["shape"][0]
     action_dim = dataset.meta.features["action"]["shape"][0]
     model = ConvPolicy(state_dim, action_dim)
@@ -109,21 +120,38 @@ def main(argv: list[str] | None = None) -> int:
     if args.checkpoint and os.path.exists(args.checkpoint):
         checkpoint = torch.load(args.checkpoint, weights_only=False)
         if checkpoint["dataset_version"] != version:
-            raise SystemExit(f"{args.checkpoint} was trained on version {checkpoint['dataset_version']}, "
-                             f"tag {args.tag!r} names version {version}")
+            raise SystemExit(
+                f"{args.checkpoint} was trained on version {checkpoint['dataset_version']}, "
+                f"tag {args.tag!r} names version {version}"
+            )
         model.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         sampler.load_state_dict(checkpoint["sampler"])  # any world size: continues at the next sample
         step, epoch = checkpoint["step"], checkpoint["sampler"]["epoch"]
         log(rank, event="resumed", step=step, epoch=epoch, consumed=checkpoint["sampler"]["consumed"])
-    log(rank, event="start", dataset=args.dataset, tag=args.tag, version=version, world_size=world,
-        workers=args.workers, frames=len(dataset), step=step)
+    log(
+        rank,
+        event="start",
+        dataset=args.dataset,
+        tag=args.tag,
+        version=version,
+        world_size=world,
+        workers=args.workers,
+        frames=len(dataset),
+        step=step,
+    )
 
     def save() -> None:
         if args.checkpoint and rank == 0:
-            state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
-                     "sampler": sampler.state_dict(batches_consumed=batches_in_epoch),
-                     "dataset": args.dataset, "tag": args.tag, "dataset_version": version}
+            state = {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "step": step,
+                "sampler": sampler.state_dict(batches_consumed=batches_in_epoch),
+                "dataset": args.dataset,
+                "tag": args.tag,
+                "dataset_version": version,
+            }
             torch.save(state, args.checkpoint + ".partial")
             os.replace(args.checkpoint + ".partial", args.checkpoint)  # never a half-written checkpoint
 
@@ -151,8 +179,15 @@ def main(argv: list[str] | None = None) -> int:
             sampler.set_epoch(sampler.epoch + 1)
             batches_in_epoch = 0
     save()
-    log(rank, event="done", step=step, epoch=sampler.epoch, version=version, tag=args.tag,
-        seconds=round(time.perf_counter() - started, 1))
+    log(
+        rank,
+        event="done",
+        step=step,
+        epoch=sampler.epoch,
+        version=version,
+        tag=args.tag,
+        seconds=round(time.perf_counter() - started, 1),
+    )
     if distributed:
         dist.destroy_process_group()
     return 0

@@ -44,10 +44,12 @@ def _encoding_args(p: argparse.ArgumentParser) -> None:
     from robodata.codec import CODECS, EncoderSettings
 
     defaults = EncoderSettings()
-    p.add_argument("--gop-size", type=int, default=defaults.gop_size,
-                   help="frames per closed GOP: the most a random read decodes")
-    p.add_argument("--crf", type=int, default=defaults.crf,
-                   help="constant rate factor: lower is better quality, more bytes")
+    p.add_argument(
+        "--gop-size", type=int, default=defaults.gop_size, help="frames per closed GOP: the most a random read decodes"
+    )
+    p.add_argument(
+        "--crf", type=int, default=defaults.crf, help="constant rate factor: lower is better quality, more bytes"
+    )
     p.add_argument("--preset", default=defaults.preset, help="encoder preset: slower presets make smaller files")
     p.add_argument("--codec", choices=sorted(CODECS), default=defaults.codec, help="video codec of the GOPs")
 
@@ -93,8 +95,9 @@ def _sample_data(args: argparse.Namespace) -> int:
 def _ingest_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("uploads", nargs="+", help="upload folders (each holds episode.json)")
     p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
-    p.add_argument("--replace", action="store_true",
-                   help="let an upload replace a different episode that holds its episode_index")
+    p.add_argument(
+        "--replace", action="store_true", help="let an upload replace a different episode that holds its episode_index"
+    )
     _encoding_args(p)
 
 
@@ -107,13 +110,18 @@ def _ingest(args: argparse.Namespace) -> int:
     options = env_storage_options()
     for upload in tqdm(args.uploads, desc="ingest", unit="episode"):
         result = ingest_episode(
-            upload, args.dataset, settings=_encoder_settings(args), storage_options=options,
+            upload,
+            args.dataset,
+            settings=_encoder_settings(args),
+            storage_options=options,
             replace=args.replace,
         )
         labels = ""
         if result.labels_kept_rows or result.labels_dropped_rows:
-            labels = (f", labelled rows: {result.labels_kept_rows} kept, "
-                      f"{result.labels_dropped_rows} dropped (their frame_index no longer exists)")
+            labels = (
+                f", labelled rows: {result.labels_kept_rows} kept, "
+                f"{result.labels_dropped_rows} dropped (their frame_index no longer exists)"
+            )
         summary = f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}"
         tqdm.write(summary + labels)
     return 0
@@ -171,8 +179,12 @@ def _tag(args: argparse.Namespace) -> int:
 def _gc_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
     p.add_argument("--dry-run", action="store_true", help="count what would be deleted, delete nothing")
-    p.add_argument("--min-age-minutes", type=float, default=60.0,
-                   help="keep unreferenced GOPs younger than this: an ingest may still be running")
+    p.add_argument(
+        "--min-age-minutes",
+        type=float,
+        default=60.0,
+        help="keep unreferenced GOPs younger than this: an ingest may still be running",
+    )
 
 
 @command("gc", _gc_args)
@@ -184,13 +196,17 @@ def _gc(args: argparse.Namespace) -> int:
     from robodata.storage import env_storage_options
 
     report = collect_garbage(
-        args.dataset, dry_run=args.dry_run, storage_options=env_storage_options(),
+        args.dataset,
+        dry_run=args.dry_run,
+        storage_options=env_storage_options(),
         min_age=timedelta(minutes=args.min_age_minutes),
     )
     verb = "would delete" if args.dry_run else "deleted"
     removable = report.unreferenced - report.too_recent
-    print(f"{report.unreferenced} unreferenced GOP rows; {verb} {removable}, kept {report.too_recent} younger "
-          f"than {args.min_age_minutes:g} min (gops.lance version {report.gops_version})")
+    print(
+        f"{report.unreferenced} unreferenced GOP rows; {verb} {removable}, kept {report.too_recent} younger "
+        f"than {args.min_age_minutes:g} min (gops.lance version {report.gops_version})"
+    )
     return 0
 
 
@@ -313,8 +329,12 @@ def _import_hdf5_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--control-hz", type=float, default=50.0, help="the recording's control rate")
     p.add_argument("--joint-names", nargs="+", default=None, help="default: ALOHA's 14 joints")
     p.add_argument("--task", default="", help="task name stored on every imported row")
-    p.add_argument("--jpeg-channel-order", choices=["bgr", "rgb"], default="bgr",
-                   help="channel order of JPEG-compressed frames; bgr when OpenCV wrote them")
+    p.add_argument(
+        "--jpeg-channel-order",
+        choices=["bgr", "rgb"],
+        default="bgr",
+        help="channel order of JPEG-compressed frames; bgr when OpenCV wrote them",
+    )
     p.add_argument("--start-index", type=int, default=0, help="added to N of episode_N.hdf5")
     _encoding_args(p)
 
@@ -437,8 +457,9 @@ def _view(args: argparse.Namespace) -> int:
     if args.out:
         from robodata.view import write_episode_page
 
-        out = write_episode_page(args.dataset, args.episode, args.out, version=_version(args.version),
-                                 storage_options=options)
+        out = write_episode_page(
+            args.dataset, args.episode, args.out, version=_version(args.version), storage_options=options
+        )
         print(f"wrote episode {args.episode} to {out}")
         return 0
     from robodata.view import PageServer, episode_page
@@ -519,11 +540,19 @@ def _duration(text: str):
 
 def _compact_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("uri", help="dataset root (a directory or s3://)")
-    p.add_argument("--older-than", type=_duration, default="7d",
-                   help="remove untagged versions older than this (default 7d; tagged versions are kept)")
+    p.add_argument(
+        "--older-than",
+        type=_duration,
+        default="7d",
+        help="remove untagged versions older than this (default 7d; tagged versions are kept)",
+    )
     p.add_argument("--retain-versions", type=int, default=None, help="keep at least this many newest versions")
-    p.add_argument("--gc-min-age", type=_duration, default="1h",
-                   help="keep unreferenced GOPs younger than this: an ingest may be about to commit (default 1h)")
+    p.add_argument(
+        "--gc-min-age",
+        type=_duration,
+        default="1h",
+        help="keep unreferenced GOPs younger than this: an ingest may be about to commit (default 1h)",
+    )
 
 
 @command("compact", _compact_args)

@@ -41,8 +41,10 @@ def run_demo(workdir: str, episodes: int = 4, seconds: float = 4.0) -> dict:
         reports = materialize_all(instance, store, partitions, labels, run_name)
     summary = report(store.root, root)
     print(f"Dagster instance: DAGSTER_HOME={home}; see the runs with `DAGSTER_HOME={home} dagster dev`")
-    print(f"Lance versions: frames.lance {summary['version']}, gops.lance {summary['gops_version']}, "
-          f"tag {run_name!r} -> version {summary['tags'].get(run_name)}")
+    print(
+        f"Lance versions: frames.lance {summary['version']}, gops.lance {summary['gops_version']}, "
+        f"tag {run_name!r} -> version {summary['tags'].get(run_name)}"
+    )
     print(f"benchmark report: {reports['benchmark_report']} (also in the benchmark_report asset's metadata)")
     return summary
 

@@ -53,7 +53,12 @@ class CorruptGopError(RoboDataError, ValueError):
         return cls(
             f"{uri}{at}: GOP {gop_index} of episode {episode_index}, camera {camera!r} (ref_id {ref_id}) "
             f"is corrupt: {problem}",
-            uri=uri, version=version, episode_index=episode_index, camera=camera, gop_index=gop_index, ref_id=ref_id,
+            uri=uri,
+            version=version,
+            episode_index=episode_index,
+            camera=camera,
+            gop_index=gop_index,
+            ref_id=ref_id,
         )
 
     def __reduce__(self):

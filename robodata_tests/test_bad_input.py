@@ -318,129 +318,341 @@ def into_dataset_that_is_a_file(ctx: Context):
 
 CASES = [
     # video files
-    Case("zero-byte-video", ingest_after(write_text("top.mp4", "")), BadUploadError,
-         ("top.mp4", "empty (0 bytes)")),
-    Case("truncated-video", ingest_after(truncate("top.mp4", 0.6)), BadUploadError,
-         ("top.mp4", "not a readable video", "truncated")),
-    Case("truncated-video-index-intact", ingest_after(faststart_then_truncate("wrist_right.mp4")),
-         BadUploadError, ("wrist_right.mp4", "truncated")),
-    Case("not-a-video", ingest_after(write_text("wrist_left.mp4", "a shopping list, not a video\n")),
-         BadUploadError, ("wrist_left.mp4", "not a readable video")),
-    Case("resolution-changes-mid-stream", ingest_after(replace_with_resolution_change("wrist_left")),
-         BadUploadError, ("wrist_left.ts", "resolution changes mid-stream", "160x120")),
-    Case("missing-camera-file", ingest_after(remove("wrist_right.mp4")), BadUploadError,
-         ("wrist_right.mp4", "video file is missing")),
-    Case("extra-unknown-camera-file", ingest_after(add_camera_file("side", listed=False)), BadUploadError,
-         ("side.mp4", "not listed in episode.json")),
-    Case("camera-the-dataset-lacks", ingest_after(add_camera_file("side", listed=True)),
-         IncompatibleEpisodeError, ("episode_000001", "cameras", "'side'")),
-    Case("camera-shorter-than-states", ingest_after(edit_states(states_outlast_cameras)), BadUploadError,
-         ("top.mp4", "camera covers", "but the states run")),
+    Case("zero-byte-video", ingest_after(write_text("top.mp4", "")), BadUploadError, ("top.mp4", "empty (0 bytes)")),
+    Case(
+        "truncated-video",
+        ingest_after(truncate("top.mp4", 0.6)),
+        BadUploadError,
+        ("top.mp4", "not a readable video", "truncated"),
+    ),
+    Case(
+        "truncated-video-index-intact",
+        ingest_after(faststart_then_truncate("wrist_right.mp4")),
+        BadUploadError,
+        ("wrist_right.mp4", "truncated"),
+    ),
+    Case(
+        "not-a-video",
+        ingest_after(write_text("wrist_left.mp4", "a shopping list, not a video\n")),
+        BadUploadError,
+        ("wrist_left.mp4", "not a readable video"),
+    ),
+    Case(
+        "resolution-changes-mid-stream",
+        ingest_after(replace_with_resolution_change("wrist_left")),
+        BadUploadError,
+        ("wrist_left.ts", "resolution changes mid-stream", "160x120"),
+    ),
+    Case(
+        "missing-camera-file",
+        ingest_after(remove("wrist_right.mp4")),
+        BadUploadError,
+        ("wrist_right.mp4", "video file is missing"),
+    ),
+    Case(
+        "extra-unknown-camera-file",
+        ingest_after(add_camera_file("side", listed=False)),
+        BadUploadError,
+        ("side.mp4", "not listed in episode.json"),
+    ),
+    Case(
+        "camera-the-dataset-lacks",
+        ingest_after(add_camera_file("side", listed=True)),
+        IncompatibleEpisodeError,
+        ("episode_000001", "cameras", "'side'"),
+    ),
+    Case(
+        "camera-shorter-than-states",
+        ingest_after(edit_states(states_outlast_cameras)),
+        BadUploadError,
+        ("top.mp4", "camera covers", "but the states run"),
+    ),
     # states.parquet
-    Case("nan-state", ingest_after(set_value("observation_state", 5, 3, float("nan"))), BadUploadError,
-         ("states.parquet", "observation_state has NaN or infinite values", "sample 5")),
-    Case("infinite-action", ingest_after(set_value("action", 7, 0, float("inf"))), BadUploadError,
-         ("states.parquet", "action has NaN or infinite values", "sample 7")),
-    Case("wrong-state-length", ingest_after(edit_states(drop_last_joint)), BadUploadError,
-         ("states.parquet", "observation_state has shape", "13)", "14 joint names")),
-    Case("repeated-timestamp", ingest_after(edit_states(repeat_timestamp)), BadUploadError,
-         ("states.parquet", "timestamps must strictly increase", "sample 10")),
-    Case("decreasing-timestamp", ingest_after(edit_states(swap_timestamps)), BadUploadError,
-         ("states.parquet", "timestamps must strictly increase", "sample 11")),
-    Case("states-not-parquet", ingest_after(write_text("states.parquet", "t,x\n0,1\n")), BadUploadError,
-         ("states.parquet", "not a readable Parquet file")),
+    Case(
+        "nan-state",
+        ingest_after(set_value("observation_state", 5, 3, float("nan"))),
+        BadUploadError,
+        ("states.parquet", "observation_state has NaN or infinite values", "sample 5"),
+    ),
+    Case(
+        "infinite-action",
+        ingest_after(set_value("action", 7, 0, float("inf"))),
+        BadUploadError,
+        ("states.parquet", "action has NaN or infinite values", "sample 7"),
+    ),
+    Case(
+        "wrong-state-length",
+        ingest_after(edit_states(drop_last_joint)),
+        BadUploadError,
+        ("states.parquet", "observation_state has shape", "13)", "14 joint names"),
+    ),
+    Case(
+        "repeated-timestamp",
+        ingest_after(edit_states(repeat_timestamp)),
+        BadUploadError,
+        ("states.parquet", "timestamps must strictly increase", "sample 10"),
+    ),
+    Case(
+        "decreasing-timestamp",
+        ingest_after(edit_states(swap_timestamps)),
+        BadUploadError,
+        ("states.parquet", "timestamps must strictly increase", "sample 11"),
+    ),
+    Case(
+        "states-not-parquet",
+        ingest_after(write_text("states.parquet", "t,x\n0,1\n")),
+        BadUploadError,
+        ("states.parquet", "not a readable Parquet file"),
+    ),
     # episode.json
-    Case("missing-episode-json", ingest_after(remove("episode.json")), BadUploadError,
-         ("episode.json", "missing", "incomplete")),
-    Case("invalid-episode-json", ingest_after(write_text("episode.json", '{"episode_index": 1,')),
-         BadUploadError, ("episode.json", "not valid JSON")),
-    Case("incomplete-episode-json", ingest_after(edit_json(lambda m: m.pop("cameras"))), BadUploadError,
-         ("episode.json", "missing required keys", "cameras")),
-    Case("episode-index-not-a-number", ingest_after(edit_json(lambda m: m.update(episode_index="one"))),
-         BadUploadError, ("episode.json", "'episode_index' has the wrong type")),
-    Case("negative-episode-index", ingest_after(edit_json(lambda m: m.update(episode_index=-1))),
-         BadUploadError, ("episode.json", "non-negative integer")),
-    Case("camera-file-outside-upload", ingest_after(edit_json(
-        lambda m: m["cameras"]["top"].update(file="../episode_000000/top.mp4"))), BadUploadError,
-         ("episode.json", "must be inside the upload folder")),
+    Case(
+        "missing-episode-json",
+        ingest_after(remove("episode.json")),
+        BadUploadError,
+        ("episode.json", "missing", "incomplete"),
+    ),
+    Case(
+        "invalid-episode-json",
+        ingest_after(write_text("episode.json", '{"episode_index": 1,')),
+        BadUploadError,
+        ("episode.json", "not valid JSON"),
+    ),
+    Case(
+        "incomplete-episode-json",
+        ingest_after(edit_json(lambda m: m.pop("cameras"))),
+        BadUploadError,
+        ("episode.json", "missing required keys", "cameras"),
+    ),
+    Case(
+        "episode-index-not-a-number",
+        ingest_after(edit_json(lambda m: m.update(episode_index="one"))),
+        BadUploadError,
+        ("episode.json", "'episode_index' has the wrong type"),
+    ),
+    Case(
+        "negative-episode-index",
+        ingest_after(edit_json(lambda m: m.update(episode_index=-1))),
+        BadUploadError,
+        ("episode.json", "non-negative integer"),
+    ),
+    Case(
+        "camera-file-outside-upload",
+        ingest_after(edit_json(lambda m: m["cameras"]["top"].update(file="../episode_000000/top.mp4"))),
+        BadUploadError,
+        ("episode.json", "must be inside the upload folder"),
+    ),
     # episode ids and paths
-    Case("id-with-dot-dot", ingest_path(dot_dot_path), BadUploadError,
-         ("../elsewhere/episode_000001", "not a folder directly inside")),
-    Case("id-is-dot-dot", ingest_path(lambda ctx: f"{ctx.upload}/..", uploads_root=False), BadUploadError,
-         ("invalid episode id '..'",)),
-    Case("id-with-quote", ingest_after(lambda u: None, folder="ep'1"), BadUploadError,
-         ("ep'1", "invalid episode id")),
-    Case("id-with-double-quote", ingest_after(lambda u: None, folder='ep"1'), BadUploadError,
-         ('ep"1', "invalid episode id")),
-    Case("id-with-spaces", ingest_after(lambda u: None, folder="episode 1"), BadUploadError,
-         ("episode 1", "invalid episode id")),
-    Case("id-with-sql", ingest_after(lambda u: None, folder="1) OR (1=1; DROP TABLE frames --"),
-         BadUploadError, ("1) OR (1=1; DROP TABLE frames --", "invalid episode id")),
-    Case("upload-outside-uploads-root", ingest_path(outside_root), BadUploadError,
-         ("elsewhere/episode_000001", "not a folder directly inside")),
+    Case(
+        "id-with-dot-dot",
+        ingest_path(dot_dot_path),
+        BadUploadError,
+        ("../elsewhere/episode_000001", "not a folder directly inside"),
+    ),
+    Case(
+        "id-is-dot-dot",
+        ingest_path(lambda ctx: f"{ctx.upload}/..", uploads_root=False),
+        BadUploadError,
+        ("invalid episode id '..'",),
+    ),
+    Case("id-with-quote", ingest_after(lambda u: None, folder="ep'1"), BadUploadError, ("ep'1", "invalid episode id")),
+    Case(
+        "id-with-double-quote",
+        ingest_after(lambda u: None, folder='ep"1'),
+        BadUploadError,
+        ('ep"1', "invalid episode id"),
+    ),
+    Case(
+        "id-with-spaces",
+        ingest_after(lambda u: None, folder="episode 1"),
+        BadUploadError,
+        ("episode 1", "invalid episode id"),
+    ),
+    Case(
+        "id-with-sql",
+        ingest_after(lambda u: None, folder="1) OR (1=1; DROP TABLE frames --"),
+        BadUploadError,
+        ("1) OR (1=1; DROP TABLE frames --", "invalid episode id"),
+    ),
+    Case(
+        "upload-outside-uploads-root",
+        ingest_path(outside_root),
+        BadUploadError,
+        ("elsewhere/episode_000001", "not a folder directly inside"),
+    ),
     # values that would reach a Lance filter string
-    Case("filter-injection-in-delete", delete_with("1) OR (1=1"), ValueError,
-         ("episode_index must be a non-negative integer", "'1) OR (1=1'")),
-    Case("negative-episode-in-delete", delete_with(-3), ValueError,
-         ("episode_index must be a non-negative integer", "-3")),
-    Case("delete-episode-not-held", delete_with(42), EpisodeNotFoundError,
-         ("no episode 42 in the dataset", "nothing deleted")),
+    Case(
+        "filter-injection-in-delete",
+        delete_with("1) OR (1=1"),
+        ValueError,
+        ("episode_index must be a non-negative integer", "'1) OR (1=1'"),
+    ),
+    Case(
+        "negative-episode-in-delete",
+        delete_with(-3),
+        ValueError,
+        ("episode_index must be a non-negative integer", "-3"),
+    ),
+    Case(
+        "delete-episode-not-held",
+        delete_with(42),
+        EpisodeNotFoundError,
+        ("no episode 42 in the dataset", "nothing deleted"),
+    ),
     # hostile uploads: links out of the upload folder
-    Case("camera-file-links-outside", ingest_after(link_outside("top.mp4")), BadUploadError,
-         ("top.mp4", "symbolic link", "outside the upload folder")),
-    Case("states-links-outside", ingest_after(link_outside("states.parquet")), BadUploadError,
-         ("states.parquet", "symbolic link", "outside the upload folder")),
-    Case("episode-json-links-outside", ingest_after(link_outside("episode.json")), BadUploadError,
-         ("episode.json", "symbolic link", "outside the upload folder")),
-    Case("upload-folder-links-outside", ingest_path(upload_folder_links_outside), BadUploadError,
-         ("episode_000001", "upload folder is a symbolic link", "elsewhere")),
+    Case(
+        "camera-file-links-outside",
+        ingest_after(link_outside("top.mp4")),
+        BadUploadError,
+        ("top.mp4", "symbolic link", "outside the upload folder"),
+    ),
+    Case(
+        "states-links-outside",
+        ingest_after(link_outside("states.parquet")),
+        BadUploadError,
+        ("states.parquet", "symbolic link", "outside the upload folder"),
+    ),
+    Case(
+        "episode-json-links-outside",
+        ingest_after(link_outside("episode.json")),
+        BadUploadError,
+        ("episode.json", "symbolic link", "outside the upload folder"),
+    ),
+    Case(
+        "upload-folder-links-outside",
+        ingest_path(upload_folder_links_outside),
+        BadUploadError,
+        ("episode_000001", "upload folder is a symbolic link", "elsewhere"),
+    ),
     # control_hz
-    Case("control-hz-nan", ingest_after(set_meta("control_hz", math.nan)), BadUploadError,
-         ("episode.json", "'control_hz' must be a finite number", "nan")),
-    Case("control-hz-infinity", ingest_after(set_meta("control_hz", math.inf)), BadUploadError,
-         ("episode.json", "'control_hz' must be a finite number", "inf")),
-    Case("control-hz-1e300", ingest_after(set_meta("control_hz", 1e300)), BadUploadError,
-         ("episode.json", "'control_hz' must be a finite number", "1e+300")),
-    Case("control-hz-disagrees-with-states", ingest_after(set_meta("control_hz", 10)), BadUploadError,
-         ("episode.json", "'control_hz' is 10 Hz", "states.parquet's timestamps are 100 Hz")),
-    Case("control-hz-disagrees-with-dataset", ingest_after(twice_the_rate), IncompatibleEpisodeError,
-         ("episode_000001", "control_hz 200 != dataset's 100")),
+    Case(
+        "control-hz-nan",
+        ingest_after(set_meta("control_hz", math.nan)),
+        BadUploadError,
+        ("episode.json", "'control_hz' must be a finite number", "nan"),
+    ),
+    Case(
+        "control-hz-infinity",
+        ingest_after(set_meta("control_hz", math.inf)),
+        BadUploadError,
+        ("episode.json", "'control_hz' must be a finite number", "inf"),
+    ),
+    Case(
+        "control-hz-1e300",
+        ingest_after(set_meta("control_hz", 1e300)),
+        BadUploadError,
+        ("episode.json", "'control_hz' must be a finite number", "1e+300"),
+    ),
+    Case(
+        "control-hz-disagrees-with-states",
+        ingest_after(set_meta("control_hz", 10)),
+        BadUploadError,
+        ("episode.json", "'control_hz' is 10 Hz", "states.parquet's timestamps are 100 Hz"),
+    ),
+    Case(
+        "control-hz-disagrees-with-dataset",
+        ingest_after(twice_the_rate),
+        IncompatibleEpisodeError,
+        ("episode_000001", "control_hz 200 != dataset's 100"),
+    ),
     # states.parquet values of the wrong kind
-    Case("is-intervention-strings", ingest_after(replace_column(
-        "is_intervention", lambda c: ["false"] * len(c["timestamp_ns"]))), BadUploadError,
-         ("states.parquet", "is_intervention must be boolean, got string")),
-    Case("source-none", ingest_after(edit_states(lambda c: c["source"].__setitem__(3, None))), BadUploadError,
-         ("states.parquet", "source has a null value at sample 3")),
-    Case("zero-row-states", ingest_after(edit_states(no_rows)), BadUploadError,
-         ("states.parquet", "no state samples (0 rows)")),
-    Case("uint64-timestamps", ingest_after(write_states_table(uint64_timestamps)), BadUploadError,
-         ("states.parquet", "timestamp_ns (uint64) has values beyond the int64 range")),
-    Case("float-timestamps", ingest_after(write_states_table(float_timestamps)), BadUploadError,
-         ("states.parquet", "timestamp_ns must be integer nanoseconds, got double")),
+    Case(
+        "is-intervention-strings",
+        ingest_after(replace_column("is_intervention", lambda c: ["false"] * len(c["timestamp_ns"]))),
+        BadUploadError,
+        ("states.parquet", "is_intervention must be boolean, got string"),
+    ),
+    Case(
+        "source-none",
+        ingest_after(edit_states(lambda c: c["source"].__setitem__(3, None))),
+        BadUploadError,
+        ("states.parquet", "source has a null value at sample 3"),
+    ),
+    Case(
+        "zero-row-states",
+        ingest_after(edit_states(no_rows)),
+        BadUploadError,
+        ("states.parquet", "no state samples (0 rows)"),
+    ),
+    Case(
+        "uint64-timestamps",
+        ingest_after(write_states_table(uint64_timestamps)),
+        BadUploadError,
+        ("states.parquet", "timestamp_ns (uint64) has values beyond the int64 range"),
+    ),
+    Case(
+        "float-timestamps",
+        ingest_after(write_states_table(float_timestamps)),
+        BadUploadError,
+        ("states.parquet", "timestamp_ns must be integer nanoseconds, got double"),
+    ),
     # episode.json values of the wrong kind
-    Case("start-offset-text", ingest_after(set_camera("start_offset_ns", "abc")), BadUploadError,
-         ("episode.json", "camera 'top' 'start_offset_ns' must be an integer", "'abc'")),
-    Case("start-offset-1e30", ingest_after(set_camera("start_offset_ns", 1e30)), BadUploadError,
-         ("episode.json", "camera 'top' 'start_offset_ns' must be an integer", "1e+30")),
-    Case("start-offset-null", ingest_after(set_camera("start_offset_ns", None)), BadUploadError,
-         ("episode.json", "camera 'top' 'start_offset_ns' must be an integer", "None")),
-    Case("camera-file-dot", ingest_after(set_camera("file", ".")), BadUploadError,
-         ("episode.json", "camera 'top' file must be inside the upload folder", "'.'")),
-    Case("camera-file-dot-dot", ingest_after(set_camera("file", "..")), BadUploadError,
-         ("episode.json", "camera 'top' file must be inside the upload folder", "'..'")),
-    Case("camera-file-empty", ingest_after(set_camera("file", "")), BadUploadError,
-         ("episode.json", "camera 'top' file must be inside the upload folder", "''")),
-    Case("camera-file-is-a-directory", ingest_after(camera_file_is_a_directory), BadUploadError,
-         ("top_frames", "camera 'top' file is a directory")),
-    Case("task-is-an-object", ingest_after(set_meta("task", {"name": "pick"})), BadUploadError,
-         ("episode.json", "'task' must be a string, got dict")),
-    Case("joint-names-not-strings", ingest_after(set_meta("joint_names", [1, 2])), BadUploadError,
-         ("episode.json", "'joint_names' must be a non-empty list of distinct, non-empty strings")),
+    Case(
+        "start-offset-text",
+        ingest_after(set_camera("start_offset_ns", "abc")),
+        BadUploadError,
+        ("episode.json", "camera 'top' 'start_offset_ns' must be an integer", "'abc'"),
+    ),
+    Case(
+        "start-offset-1e30",
+        ingest_after(set_camera("start_offset_ns", 1e30)),
+        BadUploadError,
+        ("episode.json", "camera 'top' 'start_offset_ns' must be an integer", "1e+30"),
+    ),
+    Case(
+        "start-offset-null",
+        ingest_after(set_camera("start_offset_ns", None)),
+        BadUploadError,
+        ("episode.json", "camera 'top' 'start_offset_ns' must be an integer", "None"),
+    ),
+    Case(
+        "camera-file-dot",
+        ingest_after(set_camera("file", ".")),
+        BadUploadError,
+        ("episode.json", "camera 'top' file must be inside the upload folder", "'.'"),
+    ),
+    Case(
+        "camera-file-dot-dot",
+        ingest_after(set_camera("file", "..")),
+        BadUploadError,
+        ("episode.json", "camera 'top' file must be inside the upload folder", "'..'"),
+    ),
+    Case(
+        "camera-file-empty",
+        ingest_after(set_camera("file", "")),
+        BadUploadError,
+        ("episode.json", "camera 'top' file must be inside the upload folder", "''"),
+    ),
+    Case(
+        "camera-file-is-a-directory",
+        ingest_after(camera_file_is_a_directory),
+        BadUploadError,
+        ("top_frames", "camera 'top' file is a directory"),
+    ),
+    Case(
+        "task-is-an-object",
+        ingest_after(set_meta("task", {"name": "pick"})),
+        BadUploadError,
+        ("episode.json", "'task' must be a string, got dict"),
+    ),
+    Case(
+        "joint-names-not-strings",
+        ingest_after(set_meta("joint_names", [1, 2])),
+        BadUploadError,
+        ("episode.json", "'joint_names' must be a non-empty list of distinct, non-empty strings"),
+    ),
     # paths
-    Case("upload-path-is-a-file", ingest_path(upload_is_a_file), BadUploadError,
-         ("episode_000009", "is a file, not an upload folder")),
-    Case("dataset-path-is-a-file", into_dataset_that_is_a_file, DatasetLocationError,
-         ("dataset-file", "is a file; a dataset root must be a folder")),
+    Case(
+        "upload-path-is-a-file",
+        ingest_path(upload_is_a_file),
+        BadUploadError,
+        ("episode_000009", "is a file, not an upload folder"),
+    ),
+    Case(
+        "dataset-path-is-a-file",
+        into_dataset_that_is_a_file,
+        DatasetLocationError,
+        ("dataset-file", "is a file; a dataset root must be a folder"),
+    ),
 ]
 # Cases the command line cannot express: it has no --uploads-root, and argparse itself refuses
 # a non-integer episode ("argument episodes: invalid int value") before robodata runs.
@@ -525,10 +737,16 @@ def write_camera_upload(
     step_ns = 1_000_000_000 // control_hz
     n = times_ms[-1] * 1_000_000 // step_ns + 1
     state = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(2 * n, np.float32)), 2)
-    pq.write_table(pa.table({"timestamp_ns": np.arange(n, dtype=np.int64) * step_ns,
-                             "observation_state": state, "action": state}), folder / "states.parquet")
-    meta = {"episode_index": 0, "joint_names": ["a", "b"], "control_hz": control_hz,
-            "cameras": {"cam": {"file": "cam.mp4"}}}
+    pq.write_table(
+        pa.table({"timestamp_ns": np.arange(n, dtype=np.int64) * step_ns, "observation_state": state, "action": state}),
+        folder / "states.parquet",
+    )
+    meta = {
+        "episode_index": 0,
+        "joint_names": ["a", "b"],
+        "control_hz": control_hz,
+        "cameras": {"cam": {"file": "cam.mp4"}},
+    }
     (folder / "episode.json").write_text(json.dumps(meta))
     return folder
 
@@ -643,8 +861,13 @@ def test_a_missing_bucket_is_not_an_empty_dataset(s3, sample_uploads, tmp_path):
     assert "no-such-bucket-here" not in _buckets(s3)  # nothing created
 
     env = {**os.environ, **s3.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    done = subprocess.run([sys.executable, "-m", "robodata.cli", "ingest", str(sample_uploads[0]), root],
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "robodata.cli", "ingest", str(sample_uploads[0]), root],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and s3.secret_key not in done.stderr
     [line] = [x for x in done.stderr.splitlines() if x.startswith("robodata ingest: ")]
@@ -653,8 +876,13 @@ def test_a_missing_bucket_is_not_an_empty_dataset(s3, sample_uploads, tmp_path):
 
 def test_an_endpoint_answering_404_is_not_an_empty_dataset(sample_uploads):
     with endpoint_answering_404() as endpoint:
-        options = {"aws_endpoint": endpoint, "allow_http": "true", "aws_region": "us-east-1",
-                   "aws_access_key_id": "AKIAEXAMPLE", "aws_secret_access_key": "EXAMPLESECRET"}
+        options = {
+            "aws_endpoint": endpoint,
+            "allow_http": "true",
+            "aws_region": "us-east-1",
+            "aws_access_key_id": "AKIAEXAMPLE",
+            "aws_secret_access_key": "EXAMPLESECRET",
+        }
         with pytest.raises(DatasetLocationError, match=f"bucket 'lab' does not exist at {endpoint}"):
             robodata.ingest_episode(str(sample_uploads[0]), "s3://lab/ds", storage_options=options)
 

@@ -57,8 +57,21 @@ def test_report_has_every_section_the_cpu_count_and_the_command(run):
 
 def test_results_json_structure(run):
     results = json.loads(run.results_path.read_text())
-    assert set(results) >= {"command", "machine", "config", "dataset", "baseline", "scenarios", "storage", "sweep",
-                            "ingest", "aims", "profiles", "plots", "storage_matched"}
+    assert set(results) >= {
+        "command",
+        "machine",
+        "config",
+        "dataset",
+        "baseline",
+        "scenarios",
+        "storage",
+        "sweep",
+        "ingest",
+        "aims",
+        "profiles",
+        "plots",
+        "storage_matched",
+    }
     assert results["machine"]["cpu_count"] == os.cpu_count()
     assert [s["scenario"] for s in results["scenarios"]] == ["A1", "A3", "B32", "C"]
     assert [r["gop_size"] for r in results["sweep"]] == [1, 8]
@@ -74,15 +87,18 @@ def test_results_json_structure(run):
     assert baseline["video_files"] == 2 * 3
     assert {a["key"] for a in results["aims"]} >= {"A1", "A3", "B32", "C", "bytes", "psnr", "jpeg_g8", "bound_g8"}
     for aim in results["aims"]:
-        assert aim["met"] == (aim["measured"] >= aim["target"] if aim["comparison"] == ">=" else
-                              aim["measured"] <= aim["target"])
+        assert aim["met"] == (
+            aim["measured"] >= aim["target"] if aim["comparison"] == ">=" else aim["measured"] <= aim["target"]
+        )
         assert ("missed_by" in aim) == (not aim["met"])
         if not aim["met"] and not aim["key"].startswith(("bytes", "psnr", "jpeg")):
             assert "cProfile" in run.report_path.read_text() and aim["key"] in results["profiles"]
     assert results["ingest"]["cameras"] == 3
     # The training DataLoader grid: both loaders at every (workers, batch size) of the config.
     assert sorted((r["loader"], r["workers"], r["batch_size"]) for r in results["loader"]) == sorted(
-        (name, w, b) for name in ("lerobot-layout", "robodata") for w in TINY.loader_workers
+        (name, w, b)
+        for name in ("lerobot-layout", "robodata")
+        for w in TINY.loader_workers
         for b in TINY.loader_batch_sizes
     )
     assert all(r["samples"] >= max(TINY.loader_samples, 3 * r["batch_size"]) for r in results["loader"])
@@ -90,8 +106,10 @@ def test_results_json_structure(run):
 
 def test_every_figure_is_a_positive_finite_measured_number(run):
     results = json.loads(run.results_path.read_text())
-    measured = {k: results[k] for k in ("scenarios", "storage", "sweep", "ingest", "aims", "profiles",
-                                        "storage_matched", "loader")}
+    measured = {
+        k: results[k]
+        for k in ("scenarios", "storage", "sweep", "ingest", "aims", "profiles", "storage_matched", "loader")
+    }
     numbers = list(_numbers(measured))
     assert len(numbers) > 100
     for path, number in numbers:
@@ -133,8 +151,11 @@ def test_baseline_reader_returns_robodata_frames(run):
             # The baseline re-encodes robodata's frames with AV1 crf 30: close, not equal.
             assert psnr(ours[f"observation_images_{camera}"], theirs[f"observation.images.{camera}"]) > 30
         # ...and it is the same camera frame, not a neighbour: closer to ours than to any other.
-        others = [psnr(top[r], theirs["observation.images.top"]) for r in range(len(ds))
-                  if not np.array_equal(top[r], top[row])]
+        others = [
+            psnr(top[r], theirs["observation.images.top"])
+            for r in range(len(ds))
+            if not np.array_equal(top[r], top[row])
+        ]
         assert psnr(top[row], theirs["observation.images.top"]) > max(others)
 
 
@@ -204,12 +225,18 @@ def test_benchmark_report_asset_names_a_missing_peers_venv(dataset_copy, tmp_pat
     store = DatasetStore(root=dataset_copy, uploads_root=str(tmp_path / "uploads"))
     missing = tmp_path / "no-peers-venv"
     result = dg.materialize(
-        [benchmark_report], resources={"store": store}, raise_on_error=False,
-        run_config={"ops": {"benchmark_report": {"config": {"samples": 4, "batch_size": 2,
-                                                            "peers_venv": str(missing)}}}},
+        [benchmark_report],
+        resources={"store": store},
+        raise_on_error=False,
+        run_config={
+            "ops": {"benchmark_report": {"config": {"samples": 4, "batch_size": 2, "peers_venv": str(missing)}}}
+        },
     )
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
-    message = failure.step_failure_data.error.cause.message if failure.step_failure_data.error.cause else \
-        failure.step_failure_data.error.message
+    message = (
+        failure.step_failure_data.error.cause.message
+        if failure.step_failure_data.error.cause
+        else failure.step_failure_data.error.message
+    )
     assert f"{missing}: no peers venv here" in message and "scripts/peers.sh" in message

@@ -21,8 +21,9 @@ REPO = Path(__file__).resolve().parents[1]
 def run_robodata(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k != "LANCE_LOG"}  # the user's choice only from env
     environ.update({"PYTHONPATH": str(REPO), **(env or {})})
-    return subprocess.run([sys.executable, "-m", "robodata.cli", *args], env=environ,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "robodata.cli", *args], env=environ, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.mark.parametrize("lance_log, shown", [(None, False), ("warn", True)])
@@ -38,14 +39,18 @@ def test_a_storage_error_is_one_line_and_exit_2(monkeypatch, capsys):
     import robodata.summary
 
     def refuse(*args, **kwargs):
-        raise StorageError("s3://lab/ds/frames.lance: http://127.0.0.1:9 refused a request while reading:\n"
-                           "<?xml version=\"1.0\"?>\n<Error><Code>AccessDenied</Code></Error>")
+        raise StorageError(
+            "s3://lab/ds/frames.lance: http://127.0.0.1:9 refused a request while reading:\n"
+            '<?xml version="1.0"?>\n<Error><Code>AccessDenied</Code></Error>'
+        )
 
     monkeypatch.setattr(robodata.summary, "dataset_summary", refuse)
     assert main(["info", "s3://lab/ds"]) == 2
     captured = capsys.readouterr()
-    assert captured.err == ("robodata info: s3://lab/ds/frames.lance: http://127.0.0.1:9 refused a request while "
-                            "reading: <?xml version=\"1.0\"?> <Error><Code>AccessDenied</Code></Error>\n")
+    assert captured.err == (
+        "robodata info: s3://lab/ds/frames.lance: http://127.0.0.1:9 refused a request while "
+        'reading: <?xml version="1.0"?> <Error><Code>AccessDenied</Code></Error>\n'
+    )
 
 
 def test_deleting_an_episode_the_dataset_lacks_is_an_error_and_writes_nothing(dataset_copy, capsys):
@@ -60,8 +65,9 @@ def test_deleting_an_episode_the_dataset_lacks_is_an_error_and_writes_nothing(da
 
 def test_labels_for_rows_the_dataset_lacks_are_reported(dataset_copy, tmp_path, capsys):
     version = robodata.open(dataset_copy).version
-    labels = pa.table({"episode_index": [0, 0, 7, 9], "frame_index": [1, 100_000, 0, 0],
-                       "grasp": [True, False, True, True]})
+    labels = pa.table(
+        {"episode_index": [0, 0, 7, 9], "frame_index": [1, 100_000, 0, 0], "grasp": [True, False, True, True]}
+    )
     result = robodata.add_annotations(dataset_copy, labels)
     assert result == version + 1 and result.labelled_rows == 1
     assert (result.unmatched_rows, result.unmatched_episodes) == (3, [0, 7, 9])

@@ -53,8 +53,10 @@ def big_states(upload: Path) -> None:
     reader that reads them in parallel has many reads in flight when one fails."""
     table = pq.read_table(upload / "states.parquet")
     rows = 100_000
-    columns = {name: pa.concat_arrays([table[name].combine_chunks()] * (rows // table.num_rows + 1))[:rows]
-               for name in ("observation_state", "action")}
+    columns = {
+        name: pa.concat_arrays([table[name].combine_chunks()] * (rows // table.num_rows + 1))[:rows]
+        for name in ("observation_state", "action")
+    }
     columns["timestamp_ns"] = pa.array(np.arange(rows, dtype=np.int64) * 10_000_000)
     rng = np.random.default_rng(0)
     columns.update({f"extra_{i}": rng.random(rows) for i in range(40)})
@@ -70,8 +72,10 @@ def test_a_failed_read_then_exit_never_aborts(sample_uploads, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     codes, errors = [], []
     for _ in range(RUNS // 2):  # two at a time: the machine has two cores
-        runs = [subprocess.Popen([sys.executable, str(script), str(upload)], env=env, stderr=subprocess.PIPE,
-                                 text=True) for _ in range(2)]
+        runs = [
+            subprocess.Popen([sys.executable, str(script), str(upload)], env=env, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)
+        ]
         for run in runs:
             try:
                 _, err = run.communicate(timeout=90)

@@ -7,8 +7,20 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "robodata"
 
-LIBRARY = {"errors", "storage", "codec", "format", "reader", "ingest", "edits", "interop", "summary", "sample_data",
-           "view", "torch"}
+LIBRARY = {
+    "errors",
+    "storage",
+    "codec",
+    "format",
+    "reader",
+    "ingest",
+    "edits",
+    "interop",
+    "summary",
+    "sample_data",
+    "view",
+    "torch",
+}
 LIBRARY |= {"quiet_lance"}
 # layer -> the robodata layers it may import (itself always allowed)
 ALLOWED = {

@@ -37,8 +37,7 @@ def test_quick_loop_selects_no_slow_s3_or_dagster_test():
 
 @pytest.mark.slow
 def test_torch_tests_skip_cleanly_without_torch():
-    run = pytest_in_subprocess("-q", "-rs", "-p", "no:cacheprovider", "-m", "torch", "robodata_tests",
-                               block_torch=True)
+    run = pytest_in_subprocess("-q", "-rs", "-p", "no:cacheprovider", "-m", "torch", "robodata_tests", block_torch=True)
     summary = run.stdout.strip().splitlines()[-2]  # the last is "dagster imported: ..."
     assert run.returncode == 0, run.stdout + run.stderr
     assert " skipped" in summary and "passed" not in summary and "error" not in summary, summary

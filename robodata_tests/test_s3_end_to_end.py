@@ -76,5 +76,8 @@ def test_s3_dataset_matches_the_local_one(s3, s3_root, eight_short_uploads, tmp_
 
 
 def _ref_ids(ds) -> set[int]:
-    return {ref for camera in ds.cameras for ref in ds.to_table([f"observation_images_{camera}_ref_id"])
-            .column(0).to_pylist()}
+    return {
+        ref
+        for camera in ds.cameras
+        for ref in ds.to_table([f"observation_images_{camera}_ref_id"]).column(0).to_pylist()
+    }

@@ -18,8 +18,14 @@ BOUND_AIM = 0.8  # batched frames/s / decode bound
 
 def _aim(key: str, text: str, target: float, measured: float, at_least: bool) -> dict:
     met = measured >= target if at_least else measured <= target
-    aim = {"key": key, "aim": text, "comparison": ">=" if at_least else "<=", "target": target,
-           "measured": measured, "met": bool(met)}
+    aim = {
+        "key": key,
+        "aim": text,
+        "comparison": ">=" if at_least else "<=",
+        "target": target,
+        "measured": measured,
+        "met": bool(met),
+    }
     if not met:
         aim["missed_by"] = abs(target - measured) / target  # relative shortfall
     return aim
@@ -28,27 +34,61 @@ def _aim(key: str, text: str, target: float, measured: float, at_least: bool) ->
 def evaluate_aims(scenarios: list[dict], storage: dict, sweep: list[dict]) -> list[dict]:
     """Every aim with its target, the measured figure and whether it was met."""
     aims = [
-        _aim(s["scenario"], f"{s['description']}: robodata / LeRobot layout", SCENARIO_AIMS[s["scenario"][0]],
-             s["ratio"], True)
+        _aim(
+            s["scenario"],
+            f"{s['description']}: robodata / LeRobot layout",
+            SCENARIO_AIMS[s["scenario"][0]],
+            s["ratio"],
+            True,
+        )
         for s in scenarios
         if s["scenario"][0] in SCENARIO_AIMS
     ]
-    aims.append(_aim("bytes", "video bytes: robodata / LeRobot layout", 1.0, storage["robodata_vs_baseline_bytes"],
-                     False))
+    aims.append(
+        _aim("bytes", "video bytes: robodata / LeRobot layout", 1.0, storage["robodata_vs_baseline_bytes"], False)
+    )
     if "baseline_psnr_db" in storage:
-        aims.append(_aim("psnr", "PSNR (dB): robodata at least the LeRobot layout's", storage["baseline_psnr_db"],
-                         storage["robodata_psnr_db"], True))
+        aims.append(
+            _aim(
+                "psnr",
+                "PSNR (dB): robodata at least the LeRobot layout's",
+                storage["baseline_psnr_db"],
+                storage["robodata_psnr_db"],
+                True,
+            )
+        )
     for row in sweep:
         if row["gop_size"] == 8:
-            aims.append(_aim("jpeg_g8", "G=8 video bytes / JPEG at matched PSNR", JPEG_AIM_AT_G8,
-                             row["robodata_vs_jpeg_bytes"], False))
-        aims.append(_aim(f"bound_g{row['gop_size']}", f"G={row['gop_size']} batched reads / decode bound",
-                         BOUND_AIM, row["batched_vs_bound"], True))
+            aims.append(
+                _aim(
+                    "jpeg_g8",
+                    "G=8 video bytes / JPEG at matched PSNR",
+                    JPEG_AIM_AT_G8,
+                    row["robodata_vs_jpeg_bytes"],
+                    False,
+                )
+            )
+        aims.append(
+            _aim(
+                f"bound_g{row['gop_size']}",
+                f"G={row['gop_size']} batched reads / decode bound",
+                BOUND_AIM,
+                row["batched_vs_bound"],
+                True,
+            )
+        )
     return aims
 
 
-def explain_misses(aims: list[dict], pair: Pair, sweep: list[dict], rng: np.random.Generator,
-                   repeat: int = 3, profile_batch: int = 16, window_frames: int = 8) -> dict[str, dict]:
+def explain_misses(
+    aims: list[dict],
+    pair: Pair,
+    sweep: list[dict],
+    rng: np.random.Generator,
+    repeat: int = 3,
+    profile_batch: int = 16,
+    window_frames: int = 8,
+) -> dict[str, dict]:
     """cProfile both sides of every missed read aim, single-threaded (cProfile sees one thread),
     and attach the split of time to the aim as ``why``. Returns the profiles by aim key."""
     single = type(pair.reader)(pair.reader.root, pair.reader.tolerance_s, camera_threads=False)
@@ -82,10 +122,13 @@ def explain_misses(aims: list[dict], pair: Pair, sweep: list[dict], rng: np.rand
             f"GOPs at the camera rate), the baseline {baseline_frames:.1f} ({counts['decoded'] / counts['calls']:.1f} "
             f"per seek; keyframe every {video.get('video.g', '?')} frames at {pair.reader.fps:g} fps)"
         )
-        profiles[k] = {"robodata": ours.to_dict(), "baseline": theirs.to_dict(),
-                       "robodata_frames_per_wanted_frame": robodata_frames,
-                       "baseline_frames_per_wanted_frame": baseline_frames,
-                       "baseline_frames_per_seek": counts["decoded"] / counts["calls"]}
+        profiles[k] = {
+            "robodata": ours.to_dict(),
+            "baseline": theirs.to_dict(),
+            "robodata_frames_per_wanted_frame": robodata_frames,
+            "baseline_frames_per_wanted_frame": baseline_frames,
+            "baseline_frames_per_seek": counts["decoded"] / counts["calls"],
+        }
         pair.tick()
     return profiles
 
@@ -98,18 +141,30 @@ def _scenario_calls(key: str, pair: Pair, single, row: int, batch: np.ndarray, w
     if key == "A1":
         camera = pair.main_camera
         column, video = ds.image_columns[ds.cameras.index(camera)], single.video_key(camera)
-        return (lambda: [ds.take_blobs_decoded([i], column) for i in few],
-                lambda: [single.get_item(int(paired[i]), [video]) for i in few], few, False)
+        return (
+            lambda: [ds.take_blobs_decoded([i], column) for i in few],
+            lambda: [single.get_item(int(paired[i]), [video]) for i in few],
+            few,
+            False,
+        )
     if key == "A3":
-        return (lambda: [_rows_and_frames(ds, [i]) for i in few], lambda: [single[int(paired[i])] for i in few],
-                few, False)
+        return (
+            lambda: [_rows_and_frames(ds, [i]) for i in few],
+            lambda: [single[int(paired[i])] for i in few],
+            few,
+            False,
+        )
     if key.startswith("B"):
         return lambda: _rows_and_frames(ds, batch), lambda: [single[int(paired[i])] for i in batch], batch, True
     if key == "C":
         offsets, deltas = window_offsets(pair, window_frames)
         window = np.clip(row + np.asarray(offsets), 0, len(ds) - 1)  # take_windows' rows, in one thread
-        return (lambda: _rows_and_frames(ds, window),
-                lambda: single.get_item(int(paired[row]), delta_indices=deltas), window, True)
+        return (
+            lambda: _rows_and_frames(ds, window),
+            lambda: single.get_item(int(paired[row]), delta_indices=deltas),
+            window,
+            True,
+        )
     return None
 
 
@@ -139,8 +194,11 @@ def _explain_bound(aim: dict, row: dict, batch: np.ndarray, repeat: int) -> dict
     read with that, and the all-core rate with the one-thread rate."""
     ds = open_dataset(row["dataset_uri"])
     batch = batch % len(ds)
-    profile = profile_call(f"robodata batched G={row['gop_size']} (1 thread)",
-                           lambda: ds.take_blobs_decoded(batch, row["read_column"], concurrency=1), repeat)
+    profile = profile_call(
+        f"robodata batched G={row['gop_size']} (1 thread)",
+        lambda: ds.take_blobs_decoded(batch, row["read_column"], concurrency=1),
+        repeat,
+    )
     cores = os.cpu_count() or 1
     per_frame_ms = 1000 * profile.seconds / len(batch)
     bound_ms = 1000 * cores / row["decode_bound_fps"]  # one core's share of the bound, per read
@@ -150,5 +208,9 @@ def _explain_bound(aim: dict, row: dict, batch: np.ndarray, repeat: int) -> dict
         f"{bound_ms:.2f} ms per core ({per_frame_ms / bound_ms:.2f}x), and {cores} threads give "
         f"{speedup:.2f}x the one-thread rate"
     )
-    return {"robodata": profile.to_dict(), "one_thread_ms_per_read": per_frame_ms,
-            "bound_ms_per_read_per_core": bound_ms, "thread_speedup": speedup}
+    return {
+        "robodata": profile.to_dict(),
+        "one_thread_ms_per_read": per_frame_ms,
+        "bound_ms_per_read_per_core": bound_ms,
+        "thread_speedup": speedup,
+    }

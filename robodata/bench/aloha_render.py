@@ -25,8 +25,10 @@ from pathlib import Path
 
 CAMERAS = {"top": "top", "angle": "angle", "front_close": "vis"}  # upload name -> sim image key
 FPS = 50  # gym-aloha's control rate; the sim renders one frame per control step
-TASKS = {"transfer_cube": "pick up the cube with the right arm and hand it to the left arm",
-         "insertion": "insert the peg into the socket"}
+TASKS = {
+    "transfer_cube": "pick up the cube with the right arm and hand it to the left arm",
+    "insertion": "insert the peg into the socket",
+}
 
 
 def render_episode(out: Path, episode_index: int, steps: int, seed: int) -> Path:
@@ -67,9 +69,11 @@ def render_episode(out: Path, episode_index: int, steps: int, seed: int) -> Path
         "language_instruction": TASKS[task],
         "split": "train",
         "robot_type": "aloha",
-        "joint_names": [f"{side}_{j}" for side in ("left", "right")
-                        for j in ("waist", "shoulder", "elbow", "forearm_roll", "wrist_angle", "wrist_rotate",
-                                  "gripper")],
+        "joint_names": [
+            f"{side}_{j}"
+            for side in ("left", "right")
+            for j in ("waist", "shoulder", "elbow", "forearm_roll", "wrist_angle", "wrist_rotate", "gripper")
+        ],
         "control_hz": FPS,
         "cameras": {name: {"file": f"{name}.mp4"} for name in CAMERAS},
         "source_of_footage": "gym-aloha (MuJoCo, OSMesa)",
@@ -112,13 +116,15 @@ def _write_states(path: Path, states, actions) -> None:
     import pyarrow.parquet as pq
 
     n = len(states)
-    table = pa.table({
-        "timestamp_ns": np.arange(n, dtype=np.int64) * (1_000_000_000 // FPS),
-        "observation_state": pa.FixedSizeListArray.from_arrays(pa.array(states.reshape(-1)), states.shape[1]),
-        "action": pa.FixedSizeListArray.from_arrays(pa.array(actions.reshape(-1)), actions.shape[1]),
-        "source": ["policy"] * n,
-        "is_intervention": [False] * n,
-    })
+    table = pa.table(
+        {
+            "timestamp_ns": np.arange(n, dtype=np.int64) * (1_000_000_000 // FPS),
+            "observation_state": pa.FixedSizeListArray.from_arrays(pa.array(states.reshape(-1)), states.shape[1]),
+            "action": pa.FixedSizeListArray.from_arrays(pa.array(actions.reshape(-1)), actions.shape[1]),
+            "source": ["policy"] * n,
+            "is_intervention": [False] * n,
+        }
+    )
     pq.write_table(table, path)
 
 

@@ -30,18 +30,34 @@ def gym_aloha_available(python: str | os.PathLike | None) -> bool:
     if python is None or not Path(python).exists():
         return False
     probe = "import gym_aloha, mujoco; from dm_control import mujoco as m; m.Physics"
-    done = subprocess.run([str(python), "-c", probe], capture_output=True, env={**os.environ, **OSMESA},
-                          timeout=300, check=False)
+    done = subprocess.run(
+        [str(python), "-c", probe], capture_output=True, env={**os.environ, **OSMESA}, timeout=300, check=False
+    )
     return done.returncode == 0
 
 
-def aloha_uploads(python: str | os.PathLike, episodes: int, steps: int, seed: int = 0,
-                  cache: Path | None = None, log: Path | None = None) -> dict[int, Path]:
+def aloha_uploads(
+    python: str | os.PathLike,
+    episodes: int,
+    steps: int,
+    seed: int = 0,
+    cache: Path | None = None,
+    log: Path | None = None,
+) -> dict[int, Path]:
     """Upload folders of ``episodes`` gym-aloha episodes of ``steps`` steps (rendered once, cached)."""
     folder = (cache or cache_dir()) / f"aloha-{episodes}x{steps}-seed{seed}"
     folder.mkdir(parents=True, exist_ok=True)
-    command = [str(python), str(RENDERER), str(folder), "--episodes", str(episodes), "--steps", str(steps),
-               "--seed", str(seed)]
+    command = [
+        str(python),
+        str(RENDERER),
+        str(folder),
+        "--episodes",
+        str(episodes),
+        "--steps",
+        str(steps),
+        "--seed",
+        str(seed),
+    ]
     with open(log or os.devnull, "a") as err:
         done = subprocess.run(command, stdout=err, stderr=err, env={**os.environ, **OSMESA}, check=False)
     if done.returncode != 0:
@@ -49,9 +65,17 @@ def aloha_uploads(python: str | os.PathLike, episodes: int, steps: int, seed: in
     return {i: folder / f"episode_{i:06d}" for i in range(episodes)}
 
 
-def benchmark_uploads(work: Path, python: str | os.PathLike | None, *, source: str = "auto", episodes: int = 3,
-                      steps: int = 100, seconds: float = 3.0, seed: int = 0,
-                      log: Path | None = None) -> tuple[dict[int, Path], str]:
+def benchmark_uploads(
+    work: Path,
+    python: str | os.PathLike | None,
+    *,
+    source: str = "auto",
+    episodes: int = 3,
+    steps: int = 100,
+    seconds: float = 3.0,
+    seed: int = 0,
+    log: Path | None = None,
+) -> tuple[dict[int, Path], str]:
     """The episodes to benchmark and the name of their source: ``gym-aloha`` (``source`` "aloha",
     or "auto" where the peers' venv has it) or ``synthetic`` (robodata's sample scene)."""
     if source not in ("auto", "aloha", "sample"):

@@ -23,10 +23,21 @@ from robodata.ingest import ingest_episode
 from robodata.reader import open_dataset
 
 
-def sweep_gop_crf(uploads: Mapping[int, Path], work: Path, *, gop_sizes=(2, 4, 8, 16), crfs=(18, 23, 28),
-                  batch_size: int = 32, workers: int = 2, loader_batches: int = 12, quality_rows: int = 12,
-                  seed: int = 0, nice: int = 0, log: Path | None = None,
-                  say: Callable[[str], None] = lambda _: None) -> list[dict]:
+def sweep_gop_crf(
+    uploads: Mapping[int, Path],
+    work: Path,
+    *,
+    gop_sizes=(2, 4, 8, 16),
+    crfs=(18, 23, 28),
+    batch_size: int = 32,
+    workers: int = 2,
+    loader_batches: int = 12,
+    quality_rows: int = 12,
+    seed: int = 0,
+    nice: int = 0,
+    log: Path | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> list[dict]:
     """Ingest ``uploads`` at every (G, CRF) and measure each dataset: one row per point."""
     points = []
     for gop in gop_sizes:
@@ -41,18 +52,34 @@ def sweep_gop_crf(uploads: Mapping[int, Path], work: Path, *, gop_sizes=(2, 4, 8
             frames = sum(camera_frame_counts(ds).values())
             rows = np.sort(np.random.default_rng(seed).choice(len(ds), min(quality_rows, len(ds)), replace=False))
             sample = quality_sample(ds, uploads, rows)
-            quality = psnr_figures({c: s["source"] for c, s in sample.items()},
-                                   {c: np.stack(s["robodata"]) for c, s in sample.items()}, quality_camera(ds.cameras))
-            loader = {"name": "D", "kind": "loader", "batches": [[0]] * loader_batches, "batch_size": batch_size,
-                      "workers": workers, "seed": seed}
-            answer = run_job(sys.executable, {"system": "robodata", "root": uri, "measurements": [loader]}, log=log,
-                             nice=nice)["measurements"][0]
-            points.append({
-                "gop_size": gop, "crf": crf, "dataset_uri": uri, "ingest_seconds": ingest_seconds,
-                "bytes_per_frame": video_bytes(ds) / frames, **quality,
-                "loader_samples_per_s": sum(answer["samples"]) / sum(answer["seconds"]),
-                "loader_first_batch_s": answer["first_batch_s"],
-            })
+            quality = psnr_figures(
+                {c: s["source"] for c, s in sample.items()},
+                {c: np.stack(s["robodata"]) for c, s in sample.items()},
+                quality_camera(ds.cameras),
+            )
+            loader = {
+                "name": "D",
+                "kind": "loader",
+                "batches": [[0]] * loader_batches,
+                "batch_size": batch_size,
+                "workers": workers,
+                "seed": seed,
+            }
+            answer = run_job(
+                sys.executable, {"system": "robodata", "root": uri, "measurements": [loader]}, log=log, nice=nice
+            )["measurements"][0]
+            points.append(
+                {
+                    "gop_size": gop,
+                    "crf": crf,
+                    "dataset_uri": uri,
+                    "ingest_seconds": ingest_seconds,
+                    "bytes_per_frame": video_bytes(ds) / frames,
+                    **quality,
+                    "loader_samples_per_s": sum(answer["samples"]) / sum(answer["seconds"]),
+                    "loader_first_batch_s": answer["first_batch_s"],
+                }
+            )
     mark_frontier(points)
     return points
 
@@ -60,6 +87,7 @@ def sweep_gop_crf(uploads: Mapping[int, Path], work: Path, *, gop_sizes=(2, 4, 8
 def mark_frontier(points: list[dict]) -> list[dict]:
     """Flag each point that no other point beats on all of D throughput (higher), bytes per frame
     (lower) and top-camera PSNR (higher) at once."""
+
     def beats(a: dict, b: dict) -> bool:
         # Oriented so that larger is better on every axis.
         ours = (a["loader_samples_per_s"], -a["bytes_per_frame"], a["psnr_top_db"])
@@ -71,23 +99,32 @@ def mark_frontier(points: list[dict]) -> list[dict]:
     return points
 
 
-def choose_default(points: list[dict], *, max_bytes_per_frame: float | None = None,
-                   min_psnr_db: float | None = None) -> dict | None:
+def choose_default(
+    points: list[dict], *, max_bytes_per_frame: float | None = None, min_psnr_db: float | None = None
+) -> dict | None:
     """The frontier point with the highest D throughput among those within ``max_bytes_per_frame``
     (LeRobot's) and at least ``min_psnr_db`` (LeRobot's top-camera PSNR); None if none qualifies."""
-    fitting = [p for p in points if p.get("on_frontier", True)
-               and (max_bytes_per_frame is None or p["bytes_per_frame"] <= max_bytes_per_frame)
-               and (min_psnr_db is None or p["psnr_top_db"] >= min_psnr_db)]
+    fitting = [
+        p
+        for p in points
+        if p.get("on_frontier", True)
+        and (max_bytes_per_frame is None or p["bytes_per_frame"] <= max_bytes_per_frame)
+        and (min_psnr_db is None or p["psnr_top_db"] >= min_psnr_db)
+    ]
     return max(fitting, key=lambda p: p["loader_samples_per_s"]) if fitting else None
 
 
 def sweep_table(points: list[dict], chosen: dict | None) -> str:
     """The sweep as Markdown, frontier points and the chosen default marked."""
-    lines = ["| G | CRF | D samples/s | first batch s | bytes / frame | PSNR top dB | PSNR all dB | frontier |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| G | CRF | D samples/s | first batch s | bytes / frame | PSNR top dB | PSNR all dB | frontier |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for p in points:
         mark = "**chosen**" if chosen is not None and p is chosen else ("yes" if p["on_frontier"] else "")
-        lines.append(f"| {p['gop_size']} | {p['crf']} | {p['loader_samples_per_s']:.1f} | "
-                     f"{p['loader_first_batch_s']:.2f} | {p['bytes_per_frame']:,.0f} | {p['psnr_top_db']:.2f} | "
-                     f"{p['psnr_db']:.2f} | {mark} |")
+        lines.append(
+            f"| {p['gop_size']} | {p['crf']} | {p['loader_samples_per_s']:.1f} | "
+            f"{p['loader_first_batch_s']:.2f} | {p['bytes_per_frame']:,.0f} | {p['psnr_top_db']:.2f} | "
+            f"{p['psnr_db']:.2f} | {mark} |"
+        )
     return "\n".join(lines)

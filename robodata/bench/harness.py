@@ -62,10 +62,25 @@ class BenchmarkConfig:
     @classmethod
     def small(cls) -> BenchmarkConfig:
         """Tiny sizes for tests and smoke runs (well under a minute)."""
-        return cls(episodes=3, seconds=1.0, episodes_per_file=2, gop_sizes=(1, 8), sweep_episodes=1,
-                   sweep_seconds=1.0, single_samples=3, batch_sizes=(32,), batch_repeats=1, window_samples=2,
-                   quality_rows=3, readpath_samples=4, readpath_batch=16, profile_repeats=1,
-                   loader_workers=(0,), loader_batch_sizes=(16,), loader_samples=32)
+        return cls(
+            episodes=3,
+            seconds=1.0,
+            episodes_per_file=2,
+            gop_sizes=(1, 8),
+            sweep_episodes=1,
+            sweep_seconds=1.0,
+            single_samples=3,
+            batch_sizes=(32,),
+            batch_repeats=1,
+            window_samples=2,
+            quality_rows=3,
+            readpath_samples=4,
+            readpath_batch=16,
+            profile_repeats=1,
+            loader_workers=(0,),
+            loader_batch_sizes=(16,),
+            loader_samples=32,
+        )
 
 
 @dataclass
@@ -129,8 +144,9 @@ def run_benchmark(
     scenarios, real_measured = _measure_scenarios(pair, cfg, rng, baseline_root)
 
     bar.set_description("training DataLoader")
-    loader = measure_loaders(ds.uri, ds.version, baseline_root, cfg.loader_workers, cfg.loader_batch_sizes,
-                             cfg.loader_samples, pair.tick)
+    loader = measure_loaders(
+        ds.uri, ds.version, baseline_root, cfg.loader_workers, cfg.loader_batch_sizes, cfg.loader_samples, pair.tick
+    )
 
     bar.set_description("storage and quality")
     rows = np.sort(rng.choice(len(ds), min(cfg.quality_rows, len(ds)), replace=False))
@@ -138,19 +154,28 @@ def run_benchmark(
     bar.update(1)
 
     bar.set_description("GOP-size sweep")
-    sweep_uploads = _write_uploads(work / "sweep_uploads", cfg.sweep_episodes, cfg.sweep_seconds, cfg.seed + 1,
-                                   pair.tick)
-    sweep = sweep_gop_sizes(sweep_uploads, work / "sweep", list(cfg.gop_sizes), quality_rows=cfg.quality_rows,
-                            readpath_samples=cfg.readpath_samples, batch_size=cfg.readpath_batch, seed=cfg.seed,
-                            tick=pair.tick)
+    sweep_uploads = _write_uploads(
+        work / "sweep_uploads", cfg.sweep_episodes, cfg.sweep_seconds, cfg.seed + 1, pair.tick
+    )
+    sweep = sweep_gop_sizes(
+        sweep_uploads,
+        work / "sweep",
+        list(cfg.gop_sizes),
+        quality_rows=cfg.quality_rows,
+        readpath_samples=cfg.readpath_samples,
+        batch_size=cfg.readpath_batch,
+        seed=cfg.seed,
+        tick=pair.tick,
+    )
     if not ingest_timings:  # a given dataset: time ingest on the sweep's episodes at the default G
         ingest_timings = next((r for r in sweep if r["gop_size"] == DEFAULT_GOP), sweep[0])["ingest"]
 
     bar.set_description("aims and profiles")
     a1 = next(s for s in scenarios if s["scenario"] == "A1")
     aims = evaluate_aims(scenarios, storage, sweep)
-    profiles = explain_misses(aims, pair, sweep, rng, cfg.profile_repeats, min(16, cfg.readpath_batch),
-                              cfg.window_frames)
+    profiles = explain_misses(
+        aims, pair, sweep, rng, cfg.profile_repeats, min(16, cfg.readpath_batch), cfg.window_frames
+    )
     results = {
         "command": command or _default_command(out, small, cfg),
         "machine": _machine(load_before),
@@ -171,8 +196,9 @@ def run_benchmark(
     figures = _write_outputs(out, results)
     bar.update(1)
     bar.close()
-    return BenchmarkResult(out, out / "report.md", out / "results.json", figures, results,
-                           headline_table(results), dataset_uri, ds.version)
+    return BenchmarkResult(
+        out, out / "report.md", out / "results.json", figures, results, headline_table(results), dataset_uri, ds.version
+    )
 
 
 def _prepare_dataset(cfg: BenchmarkConfig, work: Path, dataset_uri, version, storage_options, bar):
@@ -207,10 +233,12 @@ def _write_outputs(out: Path, results: dict) -> dict[str, Path]:
     """The three plots, report.md and results.json into ``out``."""
     sweep, storage = results["sweep"], results["storage"]
     figures = {
-        "storage_vs_gop": plots.storage_vs_gop(sweep, out / "storage_vs_gop.png",
-                                               storage.get("baseline_vs_jpeg_bytes")),
-        "throughput_vs_gop": plots.throughput_vs_gop(sweep, out / "throughput_vs_gop.png",
-                                                     results["machine"]["cpu_count"]),
+        "storage_vs_gop": plots.storage_vs_gop(
+            sweep, out / "storage_vs_gop.png", storage.get("baseline_vs_jpeg_bytes")
+        ),
+        "throughput_vs_gop": plots.throughput_vs_gop(
+            sweep, out / "throughput_vs_gop.png", results["machine"]["cpu_count"]
+        ),
         "scenarios": plots.scenario_comparison(results["scenarios"], out / "scenarios.png"),
     }
     results["plots"] = {name: path.name for name, path in figures.items()}
@@ -240,8 +268,15 @@ def _export_baseline(uri: str, version: int, root: Path, cfg: BenchmarkConfig, s
     start = time.perf_counter()
     # At the camera rate, as LeRobot records: a control-rate export (100 fps, g=2) would give the
     # baseline a keyframe every 20 ms and 3.3x the frames, which no LeRobot user has.
-    export_lerobot(uri, root, version=version, episodes_per_file=cfg.episodes_per_file,
-                   storage_options=storage_options, progress=False, rate="camera")
+    export_lerobot(
+        uri,
+        root,
+        version=version,
+        episodes_per_file=cfg.episodes_per_file,
+        storage_options=storage_options,
+        progress=False,
+        rate="camera",
+    )
     return time.perf_counter() - start
 
 

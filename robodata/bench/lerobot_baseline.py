@@ -92,9 +92,7 @@ class LeRobotLayoutReader:
     (480, 640, 3)
     """
 
-    def __init__(
-        self, root: str | Path, tolerance_s: float = LEROBOT_TOLERANCE_S, camera_threads: bool = True
-    ) -> None:
+    def __init__(self, root: str | Path, tolerance_s: float = LEROBOT_TOLERANCE_S, camera_threads: bool = True) -> None:
         self.root = Path(root)
         info_path = self.root / "meta" / "info.json"
         if not info_path.is_file():
@@ -155,9 +153,7 @@ class LeRobotLayoutReader:
     def __getitem__(self, idx: int) -> dict:
         return self.get_item(idx)
 
-    def get_item(
-        self, idx: int, video_keys: list[str] | None = None, delta_indices: list[int] | None = None
-    ) -> dict:
+    def get_item(self, idx: int, video_keys: list[str] | None = None, delta_indices: list[int] | None = None) -> dict:
         """One sample: the row's columns and each camera's frame (or frames, with
         ``delta_indices``, LeRobot's ``delta_timestamps`` in frames), as ``DatasetReader.get_item``."""
         keys = self.video_keys if video_keys is None else video_keys

@@ -117,8 +117,9 @@ def robodata_throughput(
     """DataLoader samples/s reading ``uri`` (at ``version``) through robodata's adapter (global shuffle)."""
     from robodata.reader.torch_dataset import make_dataloader
 
-    loader = make_dataloader(uri, version=version, batch_size=batch_size, num_workers=num_workers, cameras=cameras,
-                             seed=1)
+    loader = make_dataloader(
+        uri, version=version, batch_size=batch_size, num_workers=num_workers, cameras=cameras, seed=1
+    )
     figures = _time_batches(_epochs(loader), samples, lambda b: len(b["index"]))
     loader.close()
     return {"loader": "robodata", "workers": num_workers, "batch_size": batch_size, **figures}
@@ -133,9 +134,14 @@ def compat_throughput(uri: str, *, num_workers: int, batch_size: int, samples: i
 
     dataset = LeRobotCompatDataset(uri)
     sampler = dataset.sampler(batch_size=batch_size, seed=1)
-    loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_batch, num_workers=num_workers,
-                        multiprocessing_context=worker_context() if num_workers else None,
-                        persistent_workers=num_workers > 0)
+    loader = DataLoader(
+        dataset,
+        batch_sampler=sampler,
+        collate_fn=collate_batch,
+        num_workers=num_workers,
+        multiprocessing_context=worker_context() if num_workers else None,
+        persistent_workers=num_workers > 0,
+    )
 
     def forever():
         while True:
@@ -263,7 +269,12 @@ def _sample_dataset(workdir: str, episodes: int, seconds: float) -> str:
 
 
 def measure_loaders(
-    uri: str, version: int, baseline_root, workers: tuple[int, ...], batch_sizes: tuple[int, ...], samples: int,
+    uri: str,
+    version: int,
+    baseline_root,
+    workers: tuple[int, ...],
+    batch_sizes: tuple[int, ...],
+    samples: int,
     tick=lambda: None,
 ) -> list[dict]:
     """DataLoader samples/s for every (workers, batch size), robodata's adapter and the LeRobot-layout
@@ -278,11 +289,15 @@ def measure_loaders(
     for num_workers in workers:
         for batch_size in batch_sizes:
             count = max(samples, 3 * batch_size)
-            rows.append(robodata_throughput(f"{uri}", num_workers=num_workers, batch_size=batch_size,
-                                            samples=count, version=version))
+            rows.append(
+                robodata_throughput(
+                    f"{uri}", num_workers=num_workers, batch_size=batch_size, samples=count, version=version
+                )
+            )
             tick()
-            rows.append(baseline_throughput(str(baseline_root), num_workers=num_workers, batch_size=batch_size,
-                                            samples=count))
+            rows.append(
+                baseline_throughput(str(baseline_root), num_workers=num_workers, batch_size=batch_size, samples=count)
+            )
             tick()
     return rows
 
@@ -318,12 +333,14 @@ def main(args: argparse.Namespace) -> int:
     for workers in args.workers:
         for batch_size in args.batch_sizes:
             samples = max(args.samples, 3 * batch_size)
-            rows.append(robodata_throughput(uri, num_workers=workers, batch_size=batch_size, samples=samples,
-                                            cameras=cameras))
+            rows.append(
+                robodata_throughput(uri, num_workers=workers, batch_size=batch_size, samples=samples, cameras=cameras)
+            )
             tqdm.write(str(rows[-1]))
             if baseline_root:
-                rows.append(baseline_throughput(baseline_root, num_workers=workers, batch_size=batch_size,
-                                                samples=samples))
+                rows.append(
+                    baseline_throughput(baseline_root, num_workers=workers, batch_size=batch_size, samples=samples)
+                )
                 tqdm.write(str(rows[-1]))
     print(f"\nDataLoader throughput ({uri}, {os.cpu_count()} CPUs)\n")
     print(format_throughput(rows))
@@ -334,15 +351,19 @@ def main(args: argparse.Namespace) -> int:
     for workers in args.compat_workers:
         compat.append(compat_throughput(uri, num_workers=workers, batch_size=32, samples=max(args.samples, 96)))
         tqdm.write(str(compat[-1]))
-        baseline_rows = [r for r in rows if r["loader"] == "lerobot-layout" and (r["workers"], r["batch_size"]) ==
-                         (workers, 32)]
+        baseline_rows = [
+            r for r in rows if r["loader"] == "lerobot-layout" and (r["workers"], r["batch_size"]) == (workers, 32)
+        ]
         if baseline_root and not baseline_rows:
-            baseline_rows = [baseline_throughput(baseline_root, num_workers=workers, batch_size=32,
-                                                 samples=max(args.samples, 96))]
+            baseline_rows = [
+                baseline_throughput(baseline_root, num_workers=workers, batch_size=32, samples=max(args.samples, 96))
+            ]
         compat += baseline_rows
     if compat:
-        print("\nLeRobotCompatDataset in a DataLoader (batch 32, every camera, float32 CHW) against the "
-              "per-sample LeRobot-layout baseline\n")
+        print(
+            "\nLeRobotCompatDataset in a DataLoader (batch 32, every camera, float32 CHW) against the "
+            "per-sample LeRobot-layout baseline\n"
+        )
         print(format_throughput(compat))
     scale = []
     for count in args.scale_rows:
@@ -352,36 +373,54 @@ def main(args: argparse.Namespace) -> int:
         scale.append(worker_memory(synthetic))
         tqdm.write(json.dumps(scale[-1]))
     if scale:
-        print("\nMemory per process after 40 random batches (2 workers, batch 32, one camera), MiB: RSS counts "
-              "the shared memory-mapped row index and order pages a process touched; private is its own\n")
-        print("| rows | main RSS | main private | worker RSS | worker PSS | worker private |\n| --- | --- | --- | --- "
-              "| --- | --- |")
+        print(
+            "\nMemory per process after 40 random batches (2 workers, batch 32, one camera), MiB: RSS counts "
+            "the shared memory-mapped row index and order pages a process touched; private is its own\n"
+        )
+        print(
+            "| rows | main RSS | main private | worker RSS | worker PSS | worker private |\n| --- | --- | --- | --- "
+            "| --- | --- |"
+        )
         for s in scale:
             for w in s["workers"]:
-                print(f"| {s['rows']:,} | {s['main']['rss_mib']:.0f} | {s['main']['private_mib']:.0f} | "
-                      f"{w['rss_mib']:.0f} | {w.get('pss_mib', 0):.0f} | {w.get('private_mib', 0):.0f} |")
+                print(
+                    f"| {s['rows']:,} | {s['main']['rss_mib']:.0f} | {s['main']['private_mib']:.0f} | "
+                    f"{w['rss_mib']:.0f} | {w.get('pss_mib', 0):.0f} | {w.get('private_mib', 0):.0f} |"
+                )
     first_batch = []
     if args.first_batch:
         from robodata.bench.loader_scale import first_batch_times
 
         first_batch = first_batch_times(uri)
-        print("\nSeconds to the first batch, 2 workers, batch 32, every camera, each in a fresh process "
-              "(second loader: another DataLoader made afterwards in the same process)\n")
+        print(
+            "\nSeconds to the first batch, 2 workers, batch 32, every camera, each in a fresh process "
+            "(second loader: another DataLoader made afterwards in the same process)\n"
+        )
         print("| start method | first loader s | second loader s |\n| --- | --- | --- |")
         for f in first_batch:
             print(f"| {f['start_method']} | {f['first_loader_s']} | {f['second_loader_s']} |")
     memory = None
     if args.rss_samples:
-        memory = long_run_memory(uri, samples=args.rss_samples, batch_size=32, num_workers=args.rss_workers,
-                                 cameras=cameras)
-        print(f"\nResident memory over {memory['samples']:,} random samples (batch 32, "
-              f"{memory['workers']} workers; main process + workers):\n")
+        memory = long_run_memory(
+            uri, samples=args.rss_samples, batch_size=32, num_workers=args.rss_workers, cameras=cameras
+        )
+        print(
+            f"\nResident memory over {memory['samples']:,} random samples (batch 32, "
+            f"{memory['workers']} workers; main process + workers):\n"
+        )
         print("| measure | value |\n| --- | --- |")
         for key, value in memory.items():
             print(f"| {key} | {value:.1f} |" if isinstance(value, float) else f"| {key} | {value} |")
     if args.json:
-        report = {"dataset": uri, "cpu_count": os.cpu_count(), "throughput": rows, "memory": memory,
-                  "lerobot_compat": compat, "worker_memory_at_scale": scale, "first_batch": first_batch}
+        report = {
+            "dataset": uri,
+            "cpu_count": os.cpu_count(),
+            "throughput": rows,
+            "memory": memory,
+            "lerobot_compat": compat,
+            "worker_memory_at_scale": scale,
+            "first_batch": first_batch,
+        }
         Path(args.json).write_text(json.dumps(report, indent=2))
         print(f"\nwrote {args.json}")
     return 0
@@ -398,12 +437,22 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--samples", type=int, default=512, help="samples timed per configuration")
     p.add_argument("--rss-samples", type=int, default=100_000, help="length of the memory run (0 skips it)")
     p.add_argument("--rss-workers", type=int, default=2, help="DataLoader workers of the memory run")
-    p.add_argument("--no-baseline", dest="baseline", action="store_false",
-                   help="skip the LeRobot-layout baseline")
-    p.add_argument("--compat-workers", type=int, nargs="*", default=[0, 2],
-                   help="workers for the LeRobotCompatDataset runs (batch 32; none: skip)")
-    p.add_argument("--scale-rows", type=int, nargs="*", default=[1_000_000, 10_000_000],
-                   help="synthetic dataset sizes for per-worker memory (none: skip)")
-    p.add_argument("--no-first-batch", dest="first_batch", action="store_false",
-                   help="skip the time-to-first-batch probes")
+    p.add_argument("--no-baseline", dest="baseline", action="store_false", help="skip the LeRobot-layout baseline")
+    p.add_argument(
+        "--compat-workers",
+        type=int,
+        nargs="*",
+        default=[0, 2],
+        help="workers for the LeRobotCompatDataset runs (batch 32; none: skip)",
+    )
+    p.add_argument(
+        "--scale-rows",
+        type=int,
+        nargs="*",
+        default=[1_000_000, 10_000_000],
+        help="synthetic dataset sizes for per-worker memory (none: skip)",
+    )
+    p.add_argument(
+        "--no-first-batch", dest="first_batch", action="store_false", help="skip the time-to-first-batch probes"
+    )
     p.add_argument("--json", default=None, help="also write the figures to this JSON file (for the report)")

@@ -36,8 +36,10 @@ def synthetic_dataset(base_uri: str, rows: int, out: str) -> str:
     base = open_dataset(base_uri)
     columns = ["episode_index", "frame_index", "timestamp_ns"] + [c for cam in base.cameras for c in ref_columns(cam)]
     table = base.to_table(columns=columns)
-    schema = pa.schema([base.lance_dataset.schema.field(c) for c in columns],
-                       metadata={METADATA_KEY: base.lance_dataset.schema.metadata[METADATA_KEY]})
+    schema = pa.schema(
+        [base.lance_dataset.schema.field(c) for c in columns],
+        metadata={METADATA_KEY: base.lance_dataset.schema.metadata[METADATA_KEY]},
+    )
     arrays = {c: table[c].to_numpy() for c in columns}
     per_copy, episodes = len(table), int(arrays["episode_index"].max()) + 1
 
@@ -52,8 +54,13 @@ def synthetic_dataset(base_uri: str, rows: int, out: str) -> str:
             yield pa.RecordBatch.from_arrays([pa.array(data[c], schema.field(c).type) for c in columns], schema=schema)
 
     os.makedirs(out, exist_ok=True)
-    lance.write_dataset(pa.RecordBatchReader.from_batches(schema, batches()), frames_path, schema=schema,
-                        mode="overwrite", max_rows_per_file=4 << 20)
+    lance.write_dataset(
+        pa.RecordBatchReader.from_batches(schema, batches()),
+        frames_path,
+        schema=schema,
+        mode="overwrite",
+        max_rows_per_file=4 << 20,
+    )
     gops_link = os.path.join(out, GOPS_TABLE)
     if not os.path.exists(gops_link):
         os.symlink(os.path.abspath(os.path.join(base_uri, GOPS_TABLE)), gops_link)
@@ -82,8 +89,9 @@ def worker_memory(uri: str, *, batches: int = 40, batch_size: int = 32, num_work
     from robodata.reader.torch_dataset import make_dataloader
 
     started = time.perf_counter()
-    loader = make_dataloader(uri, batch_size=batch_size, num_workers=num_workers, cameras=["wrist_left"],
-                             columns=["episode_index"], seed=3)
+    loader = make_dataloader(
+        uri, batch_size=batch_size, num_workers=num_workers, cameras=["wrist_left"], columns=["episode_index"], seed=3
+    )
     built = time.perf_counter() - started
     iterator = iter(loader)
     for _ in range(batches):

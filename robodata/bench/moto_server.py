@@ -37,7 +37,8 @@ def local_s3() -> Iterator[LocalS3]:
         port = sock.getsockname()[1]
     process = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     endpoint = f"http://127.0.0.1:{port}"
     key, secret = f"AKIABENCH{secrets.token_hex(4).upper()}", secrets.token_hex(16)
@@ -57,12 +58,17 @@ def local_s3() -> Iterator[LocalS3]:
             "s3", endpoint_url=endpoint, aws_access_key_id=key, aws_secret_access_key=secret, region_name="us-east-1"
         ).create_bucket(Bucket=BUCKET)
         options = {
-            "aws_access_key_id": key, "aws_secret_access_key": secret, "aws_endpoint": endpoint,
-            "aws_region": "us-east-1", "allow_http": "true",
+            "aws_access_key_id": key,
+            "aws_secret_access_key": secret,
+            "aws_endpoint": endpoint,
+            "aws_region": "us-east-1",
+            "allow_http": "true",
         }
         environ = {
-            "AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret,
-            "AWS_ENDPOINT_URL": endpoint, "AWS_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": key,
+            "AWS_SECRET_ACCESS_KEY": secret,
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_REGION": "us-east-1",
         }
         yield LocalS3(endpoint, options, environ)
     finally:

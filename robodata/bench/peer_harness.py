@@ -95,15 +95,24 @@ def run_peer_benchmark(
     uploads, source, ingest = None, "given dataset", None
     if dataset_uri is None:
         say("footage ...")
-        uploads, source = benchmark_uploads(work, python, source=footage.source, episodes=footage.episodes,
-                                            steps=footage.steps, seconds=footage.seconds, seed=cfg.seed, log=log)
+        uploads, source = benchmark_uploads(
+            work,
+            python,
+            source=footage.source,
+            episodes=footage.episodes,
+            steps=footage.steps,
+            seconds=footage.seconds,
+            seed=cfg.seed,
+            log=log,
+        )
         say(f"ingest {len(uploads)} {source} episodes ...")
         dataset_uri = str(work / "dataset")
         ingest = _ingest(uploads, dataset_uri, gop_size, crf)
     ds = open_dataset(dataset_uri, version=version, storage_options=storage_options)
     say("export for the peers ...")
-    roots, layout_seconds = prepare_peer_layouts(dataset_uri, ds.version, work, python, episodes_per_file, log,
-                                                 storage_options)
+    roots, layout_seconds = prepare_peer_layouts(
+        dataset_uri, ds.version, work, python, episodes_per_file, log, storage_options
+    )
     # robodata's runner opens the dataset itself: it gets the options with its job (stdin, never logged).
     own = {"version": ds.version, **({"storage_options": storage_options} if storage_options else {})}
     reader = LeRobotLayoutReader(roots["lerobot"])
@@ -116,26 +125,42 @@ def run_peer_benchmark(
     rounds, loader_checks, labels, versions = [], [], {}, {}
     for r in range(cfg.rounds):
         plan = plan_round(rng, len(ds), cfg, r)
-        order = SYSTEMS[r % len(SYSTEMS):] + SYSTEMS[: r % len(SYSTEMS)]  # who goes first rotates
+        order = SYSTEMS[r % len(SYSTEMS) :] + SYSTEMS[: r % len(SYSTEMS)]  # who goes first rotates
         results: dict[str, list[dict]] = {s.key: [] for s in SYSTEMS}
         for phase in (0, 1):  # A, B, C for every system, then D for every system
             for system in order:
                 say(f"round {r + 1}/{cfg.rounds}: {system.key} {'A, B, C' if phase == 0 else 'D'} ...")
                 jobs = scenario_jobs(system, plan, paired, cfg, window)
-                answer = _run(system, roots, python, jobs[phase], _warmup(system, paired, len(ds)), log, nice,
-                              **(own if system.key == "robodata" else {}))
+                answer = _run(
+                    system,
+                    roots,
+                    python,
+                    jobs[phase],
+                    _warmup(system, paired, len(ds)),
+                    log,
+                    nice,
+                    **(own if system.key == "robodata" else {}),
+                )
                 labels[system.key], versions[system.key] = answer["label"], answer["versions"]
                 results[system.key] += answer["measurements"]
                 if phase == 1:
                     loader = answer["measurements"][0]
-                    loader_checks.append({"round": r, "system": system.key, "same_rows": loader_rows_match(
-                        jobs[1][0]["batches"], loader["delivered"])})
+                    loader_checks.append(
+                        {
+                            "round": r,
+                            "system": system.key,
+                            "same_rows": loader_rows_match(jobs[1][0]["batches"], loader["delivered"]),
+                        }
+                    )
         rounds.append(results)
 
     say("storage and picture quality ...")
     quality_rows = np.sort(rng.choice(len(ds), min(cfg.quality_rows, len(ds)), replace=False))
-    frames = {s.key: _peer_frames(s, roots, python, paired[quality_rows], work, log, nice)
-              for s in SYSTEMS if s.key in ("lerobot-torchcodec", "lancedb")}
+    frames = {
+        s.key: _peer_frames(s, roots, python, paired[quality_rows], work, log, nice)
+        for s in SYSTEMS
+        if s.key in ("lerobot-torchcodec", "lancedb")
+    }
     storage = peer_storage(ds, uploads, quality_rows, frames, roots)
 
     summary = summarize(rounds)
@@ -148,8 +173,14 @@ def run_peer_benchmark(
         "config": asdict(cfg),
         "footage": {**asdict(footage), "source": source},
         "dataset": _dataset_facts(ds, dataset_uri, uploads is not None),
-        "systems": {s.key: {"label": labels.get(s.key, s.label), "versions": versions.get(s.key, {}),
-                            "root": roots[_root_kind(s)]} for s in SYSTEMS},
+        "systems": {
+            s.key: {
+                "label": labels.get(s.key, s.label),
+                "versions": versions.get(s.key, {}),
+                "root": roots[_root_kind(s)],
+            }
+            for s in SYSTEMS
+        },
         "layouts_seconds": layout_seconds,
         "ingest": ingest,
         "summary": summary,
@@ -166,22 +197,45 @@ def run_peer_benchmark(
     results["plots"] = {name: path.name for name, path in plots.items()}
     (out / "report.md").write_text(render_peer_report(results))
     (out / "results.json").write_text(json.dumps(results, indent=2, default=_json_default))
-    return BenchmarkResult(out, out / "report.md", out / "results.json", plots, results,
-                               side_by_side_table(results), dataset_uri, ds.version)
+    return BenchmarkResult(
+        out,
+        out / "report.md",
+        out / "results.json",
+        plots,
+        results,
+        side_by_side_table(results),
+        dataset_uri,
+        ds.version,
+    )
 
 
-def _sweep(uploads: dict[int, Path], work: Path, storage: dict, cfg: PeerConfig, nice: int, log: Path, say,
-           small: bool) -> dict:
+def _sweep(
+    uploads: dict[int, Path], work: Path, storage: dict, cfg: PeerConfig, nice: int, log: Path, say, small: bool
+) -> dict:
     """The G x CRF sweep on the same footage; the default is chosen within LeRobot's bytes and PSNR."""
     grid = {"gop_sizes": (4, 8), "crfs": (23,)} if small else {}
-    points = sweep_gop_crf(uploads, work / "sweep", batch_size=cfg.batch_size, workers=cfg.loader_workers,
-                           loader_batches=max(3, cfg.loader_batches), quality_rows=cfg.quality_rows, seed=cfg.seed,
-                           nice=nice, log=log, say=say, **grid)
+    points = sweep_gop_crf(
+        uploads,
+        work / "sweep",
+        batch_size=cfg.batch_size,
+        workers=cfg.loader_workers,
+        loader_batches=max(3, cfg.loader_batches),
+        quality_rows=cfg.quality_rows,
+        seed=cfg.seed,
+        nice=nice,
+        log=log,
+        say=say,
+        **grid,
+    )
     lerobot = storage.get("lerobot-torchcodec", {})
     limits = {"max_bytes_per_frame": lerobot.get("bytes_per_frame"), "min_psnr_db": lerobot.get("psnr_top_db")}
     chosen = choose_default(points, **limits)
-    return {"points": points, "limits": limits, "chosen": None if chosen is None else
-            {"gop_size": chosen["gop_size"], "crf": chosen["crf"]}, "table": sweep_table(points, chosen)}
+    return {
+        "points": points,
+        "limits": limits,
+        "chosen": None if chosen is None else {"gop_size": chosen["gop_size"], "crf": chosen["crf"]},
+        "table": sweep_table(points, chosen),
+    }
 
 
 def _ingest(uploads: dict[int, Path], uri: str, gop_size: int | None, crf: int | None) -> dict:
@@ -201,23 +255,44 @@ def _ingest(uploads: dict[int, Path], uri: str, gop_size: int | None, crf: int |
     return {**summarize_ingest(timings), "gop_size": gop, "crf": quality}
 
 
-def prepare_peer_layouts(uri: str, version: int, work: Path, python: Path, episodes_per_file: int,
-                         log: Path, storage_options: dict | None = None) -> tuple[dict[str, str], dict[str, float]]:
+def prepare_peer_layouts(
+    uri: str,
+    version: int,
+    work: Path,
+    python: Path,
+    episodes_per_file: int,
+    log: Path,
+    storage_options: dict | None = None,
+) -> tuple[dict[str, str], dict[str, float]]:
     """The peers' copies of ``uri`` at ``version``: ``export-lerobot --rate camera`` (LeRobot v3.0,
     AV1 as LeRobot encodes) and ``lerobot-lance-convert`` of that export (lerobot-lancedb's layout)."""
     lerobot, lance = work / "lerobot", work / "lance"
     start = time.perf_counter()
-    export_lerobot(uri, lerobot, version=version, episodes_per_file=episodes_per_file, progress=False,
-                   rate="camera", storage_options=storage_options)
+    export_lerobot(
+        uri,
+        lerobot,
+        version=version,
+        episodes_per_file=episodes_per_file,
+        progress=False,
+        rate="camera",
+        storage_options=storage_options,
+    )
     exported = time.perf_counter() - start
     convert = python.parent / "lerobot-lance-convert"
     with open(log, "a") as err:
-        done = subprocess.run([str(convert), "--root", str(lerobot), "--out", str(lance)], stdout=err, stderr=err,
-                              env={**os.environ, "HF_HUB_OFFLINE": "1"}, check=False)
+        done = subprocess.run(
+            [str(convert), "--root", str(lerobot), "--out", str(lance)],
+            stdout=err,
+            stderr=err,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+            check=False,
+        )
     if done.returncode != 0:
         raise RuntimeError(f"lerobot-lance-convert failed (exit code {done.returncode}); see {log}")
-    return ({"robodata": uri, "lerobot": str(lerobot), "lance": str(lance)},
-            {"export_lerobot": exported, "lerobot_lance_convert": time.perf_counter() - start - exported})
+    return (
+        {"robodata": uri, "lerobot": str(lerobot), "lance": str(lance)},
+        {"export_lerobot": exported, "lerobot_lance_convert": time.perf_counter() - start - exported},
+    )
 
 
 def _root_kind(system: System) -> str:
@@ -229,8 +304,16 @@ def _warmup(system: System, paired: np.ndarray, rows: int) -> list[int]:
     return [row] if system.key == "robodata" else [int(paired[row])]
 
 
-def _run(system: System, roots: dict, python: Path, measurements: list[dict], warmup: list[int], log: Path,
-         nice: int, **options) -> dict:
+def _run(
+    system: System,
+    roots: dict,
+    python: Path,
+    measurements: list[dict],
+    warmup: list[int],
+    log: Path,
+    nice: int,
+    **options,
+) -> dict:
     import sys
 
     interpreter = Path(sys.executable) if system.key == "robodata" else python
@@ -238,8 +321,9 @@ def _run(system: System, roots: dict, python: Path, measurements: list[dict], wa
     return run_job(interpreter, job, log=log, nice=nice)
 
 
-def _peer_frames(system: System, roots: dict, python: Path, indices: np.ndarray, work: Path, log: Path,
-                 nice: int) -> dict[str, np.ndarray]:
+def _peer_frames(
+    system: System, roots: dict, python: Path, indices: np.ndarray, work: Path, log: Path, nice: int
+) -> dict[str, np.ndarray]:
     out = work / f"frames-{system.key}.npz"
     measurement = {"name": "frames", "kind": "frames", "indices": [int(i) for i in indices], "out": str(out)}
     _run(system, roots, python, [measurement], [int(indices[0])], log, nice)
@@ -247,9 +331,19 @@ def _peer_frames(system: System, roots: dict, python: Path, indices: np.ndarray,
         return {camera: data[camera] for camera in data.files}
 
 
-def explain_peer_misses(aims: list[dict], roots: dict, python: Path, paired: np.ndarray, rng: np.random.Generator,
-                        rows: int, cfg: PeerConfig, window: dict, log: Path, nice: int,
-                        own_options: dict | None = None) -> dict[str, dict]:
+def explain_peer_misses(
+    aims: list[dict],
+    roots: dict,
+    python: Path,
+    paired: np.ndarray,
+    rng: np.random.Generator,
+    rows: int,
+    cfg: PeerConfig,
+    window: dict,
+    log: Path,
+    nice: int,
+    own_options: dict | None = None,
+) -> dict[str, dict]:
     """cProfile (calling thread only) robodata, with one decode thread, and the peer of each missed
     A-D aim on the same inputs; attach the split of time to the aim as ``why``. D is profiled
     through the batched read each DataLoader worker runs (B's path)."""
@@ -257,8 +351,11 @@ def explain_peer_misses(aims: list[dict], roots: dict, python: Path, paired: np.
     profiles: dict[str, dict] = {}
     cache: dict[tuple[str, str], dict] = {}
     kinds = {"A": "sample", "B": "batch", "C": "window", "D": "batch"}
-    inputs = {"sample": rng.integers(0, rows, 6), "batch": [rng.integers(0, rows, cfg.batch_size)],
-              "window": rng.integers(0, rows, 4)}
+    inputs = {
+        "sample": rng.integers(0, rows, 6),
+        "batch": [rng.integers(0, rows, cfg.batch_size)],
+        "window": rng.integers(0, rows, 4),
+    }
     for aim in aims:
         scenario = aim["key"].split("-")[0]
         if aim["met"] or scenario not in kinds:
@@ -269,8 +366,13 @@ def explain_peer_misses(aims: list[dict], roots: dict, python: Path, paired: np.
                 continue
             own = key == "robodata"
             index = (lambda v: [int(i) for i in v]) if own else (lambda v: [int(i) for i in paired[np.asarray(v)]])
-            measurement = {"name": f"profile-{kind}", "kind": "profile", "of": kind, "frames": cfg.window_frames,
-                           **window}
+            measurement = {
+                "name": f"profile-{kind}",
+                "kind": "profile",
+                "of": kind,
+                "frames": cfg.window_frames,
+                **window,
+            }
             if kind == "batch":
                 measurement["batches"] = [index(b) for b in inputs["batch"]]
             else:
@@ -282,8 +384,10 @@ def explain_peer_misses(aims: list[dict], roots: dict, python: Path, paired: np.
             cache[(kind, key)] = profile_from_own_times(label, m["seconds_per_call"], m["own_seconds"]).to_dict()
         ours, theirs = cache[(kind, "robodata")], cache[(kind, aim["against"])]
         via = "each DataLoader worker runs the batched read: " if scenario == "D" else ""
-        aim["why"] = (f"{via}{Profile(**ours).sentence()}; {Profile(**theirs).sentence()}; one-thread cost ratio "
-                      f"peer / robodata "
-                      f"{theirs['seconds'] / ours['seconds']:.2f}x")
+        aim["why"] = (
+            f"{via}{Profile(**ours).sentence()}; {Profile(**theirs).sentence()}; one-thread cost ratio "
+            f"peer / robodata "
+            f"{theirs['seconds'] / ours['seconds']:.2f}x"
+        )
         profiles[aim["key"]] = {"robodata": ours, "peer": theirs}
     return profiles

@@ -28,8 +28,9 @@ def peer_python(venv: str | os.PathLike) -> Path:
     """The Python of the peers' venv (``scripts/peers.sh`` builds it), checked to exist."""
     python = Path(venv) / "bin" / "python"
     if not python.exists():
-        raise FileNotFoundError(f"{venv}: no peers venv here ({python} is missing); build it with "
-                                f"'bash scripts/peers.sh {venv}'")
+        raise FileNotFoundError(
+            f"{venv}: no peers venv here ({python} is missing); build it with 'bash scripts/peers.sh {venv}'"
+        )
     return python
 
 
@@ -55,7 +56,7 @@ def parse_runner_output(stdout: str, where: str = "peer runner") -> dict:
     if not lines:
         raise PeerRunError(f"{where}: printed no {RESULT_PREFIX.strip()} line")
     try:
-        result = json.loads(lines[-1][len(RESULT_PREFIX):])
+        result = json.loads(lines[-1][len(RESULT_PREFIX) :])
     except json.JSONDecodeError as exc:
         raise PeerRunError(f"{where}: its {RESULT_PREFIX.strip()} line is not JSON ({exc})") from exc
     if not isinstance(result, dict):
@@ -67,8 +68,9 @@ def parse_runner_output(stdout: str, where: str = "peer runner") -> dict:
     return result
 
 
-def run_job(python: str | os.PathLike, job: dict, *, timeout: float = 1800, log: Path | None = None,
-            nice: int = 0) -> dict:
+def run_job(
+    python: str | os.PathLike, job: dict, *, timeout: float = 1800, log: Path | None = None, nice: int = 0
+) -> dict:
     """Run ``job`` in a fresh ``python peer_runner.py`` process and return its result.
 
     ``log`` receives the runner's stderr (the peers' warnings); ``nice`` lowers its priority.
@@ -78,8 +80,15 @@ def run_job(python: str | os.PathLike, job: dict, *, timeout: float = 1800, log:
         command = ["nice", "-n", str(nice), *command]
     where = f"{job.get('system')} runner ({python})"
     try:
-        done = subprocess.run(command, input=json.dumps({"protocol": PROTOCOL, **job}), capture_output=True,
-                              text=True, timeout=timeout, env=runner_env(python), check=False)
+        done = subprocess.run(
+            command,
+            input=json.dumps({"protocol": PROTOCOL, **job}),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=runner_env(python),
+            check=False,
+        )
     except subprocess.TimeoutExpired as exc:
         raise PeerRunError(f"{where}: no answer within {timeout:g} s") from exc
     if log is not None:

@@ -36,16 +36,24 @@ def side_by_side_table(results: dict) -> str:
     rows = []
     for row in results["ratios"]:
         lerobot_aim, lance_aim = AIMS.get(row["scenario"], (1.0, 1.0))
-        rows.append([f"{row['scenario']} {row['description']}"]
-                    + [_n(row["per_s"].get(key)) for key, _ in COLUMNS]
-                    + [_ratio(row, "lerobot", lerobot_aim), _ratio(row, "lancedb", lance_aim)])
+        rows.append(
+            [f"{row['scenario']} {row['description']}"]
+            + [_n(row["per_s"].get(key)) for key, _ in COLUMNS]
+            + [_ratio(row, "lerobot", lerobot_aim), _ratio(row, "lancedb", lance_aim)]
+        )
     storage = results.get("storage") or {}
     if storage:
-        rows.append(["bytes per camera frame"] + [_bytes(storage, key) for key, _ in COLUMNS]
-                    + [_storage_ratio(storage, "lerobot-torchcodec"), _storage_ratio(storage, "lancedb")])
+        rows.append(
+            ["bytes per camera frame"]
+            + [_bytes(storage, key) for key, _ in COLUMNS]
+            + [_storage_ratio(storage, "lerobot-torchcodec"), _storage_ratio(storage, "lancedb")]
+        )
         camera = storage.get("quality_camera", "top")
-        rows.append([f"PSNR of `{camera}` vs the source, dB"] + [_psnr(storage, key) for key, _ in COLUMNS]
-                    + [_psnr_delta(storage, "lerobot-torchcodec"), _psnr_delta(storage, "lancedb")])
+        rows.append(
+            [f"PSNR of `{camera}` vs the source, dB"]
+            + [_psnr(storage, key) for key, _ in COLUMNS]
+            + [_psnr_delta(storage, "lerobot-torchcodec"), _psnr_delta(storage, "lancedb")]
+        )
     header = ["scenario (samples/s)"] + [label for _, label in COLUMNS] + ["robodata / LeRobot", "robodata / LanceDB"]
     return _table(header, rows)
 
@@ -79,9 +87,16 @@ def _psnr_delta(storage: dict, key: str) -> str:
 def loader_table(results: dict) -> str:
     """Scenario D in detail: steady samples/s, time to the first batch, every round's figure."""
     summary = results["summary"].get("D", {})
-    rows = [[label, _n(summary[key]["per_s"]), _n(summary[key]["first_batch_s"], 2),
-             ", ".join(_n(v) for v in summary[key]["rounds"])]
-            for key, label in COLUMNS if key in summary]
+    rows = [
+        [
+            label,
+            _n(summary[key]["per_s"]),
+            _n(summary[key]["first_batch_s"], 2),
+            ", ".join(_n(v) for v in summary[key]["rounds"]),
+        ]
+        for key, label in COLUMNS
+        if key in summary
+    ]
     return _table(["system", "steady samples/s", "first batch s", "samples/s per round"], rows)
 
 
@@ -89,8 +104,9 @@ def render_peer_report(results: dict) -> str:
     """The whole report.md of a peers run."""
     m, d, f = results["machine"], results["dataset"], results["footage"]
     systems = results["systems"]
-    versions = "; ".join(f"{v['label']}: " + ", ".join(f"{k} {x}" for k, x in v["versions"].items())
-                         for v in systems.values())
+    versions = "; ".join(
+        f"{v['label']}: " + ", ".join(f"{k} {x}" for k, x in v["versions"].items()) for v in systems.values()
+    )
     same = results["loader_same_rows"]
     parts = [
         "# robodata against LeRobot 0.6.1 and LanceDBDataset",
@@ -133,48 +149,57 @@ def _sweep_section(results: dict) -> list[str]:
     if not sweep:
         return []
     limits, chosen = sweep["limits"], sweep["chosen"]
-    bound = (f"within LeRobot's {limits['max_bytes_per_frame']:,.0f} bytes per frame and at least its "
-             f"{limits['min_psnr_db']:.2f} dB" if limits.get("max_bytes_per_frame") and limits.get("min_psnr_db")
-             else "(no LeRobot figures to bound it)")
-    verdict = (f"**G={chosen['gop_size']}, CRF {chosen['crf']}**" if chosen else "no point qualifies")
-    return ["## G x CRF sweep",
-            "The same footage ingested at every (G, CRF); D is robodata's DataLoader as above (one process per "
-            "point, not interleaved with the peers), PSNR against the source on the same rows. A point is on the "
-            "frontier when no other has at least its D throughput, at most its bytes and at least its PSNR, and "
-            f"beats it on one. Highest D throughput on the frontier {bound}: {verdict}.",
-            sweep["table"]]
+    bound = (
+        f"within LeRobot's {limits['max_bytes_per_frame']:,.0f} bytes per frame and at least its "
+        f"{limits['min_psnr_db']:.2f} dB"
+        if limits.get("max_bytes_per_frame") and limits.get("min_psnr_db")
+        else "(no LeRobot figures to bound it)"
+    )
+    verdict = f"**G={chosen['gop_size']}, CRF {chosen['crf']}**" if chosen else "no point qualifies"
+    return [
+        "## G x CRF sweep",
+        "The same footage ingested at every (G, CRF); D is robodata's DataLoader as above (one process per "
+        "point, not interleaved with the peers), PSNR against the source on the same rows. A point is on the "
+        "frontier when no other has at least its D throughput, at most its bytes and at least its PSNR, and "
+        f"beats it on one. Highest D throughput on the frontier {bound}: {verdict}.",
+        sweep["table"],
+    ]
 
 
 def _misses(results: dict) -> str:
     lines = missed_aim_lines(results["aims"])
     if not lines:
         return "Every aim was met in this run."
-    lines.append("\nProfiles are cProfile of the calling thread in each system's own process (robodata with one "
-                 "decode thread; LeRobot decodes its cameras on threads that cProfile does not see, so its "
-                 "'waiting on worker threads' share is its decode). Top functions are in results.json.")
+    lines.append(
+        "\nProfiles are cProfile of the calling thread in each system's own process (robodata with one "
+        "decode thread; LeRobot decodes its cameras on threads that cProfile does not see, so its "
+        "'waiting on worker threads' share is its decode). Top functions are in results.json."
+    )
     return "\n".join(lines)
 
 
 def _method(results: dict) -> str:
     cfg = results["config"]
-    return "\n".join([
-        f"- {cfg['rounds']} rounds. Per round and system one process reads A ({cfg['single_samples']} samples, "
-        f"one `ds[i]` each), B ({cfg['batches']} random batches of {cfg['batch_size']}: robodata "
-        "`take_blobs_decoded(concurrency=cpu_count)` plus the rows' state and action, LanceDBDataset "
-        "`__getitems__`, LeRobotDataset one `ds[i]` per row as its DataLoader does) and C "
-        f"({cfg['windows']} windows of {cfg['window_frames']} consecutive camera frames x every camera: robodata "
-        "`take_windows`, the peers `delta_timestamps` of k / fps); another process runs D. Each process warms up "
-        "on one sample before timing.",
-        "- Peers run in their own venv (`scripts/peers.sh`: Python 3.12, lerobot[dataset]==0.6.1, "
-        "lerobot-lancedb==0.3.1, torchcodec on Debian's FFmpeg 5) through `robodata/bench/peer_runner.py`, "
-        "`return_uint8=True`; robodata runs the same runner with its own Python.",
-        "- Rows pair by the camera frame they show (`robodata/bench/pairing.py`), so every system decodes the "
-        "same pictures; at the camera rate one robodata row is one LeRobot frame when control and camera rates "
-        "match (gym-aloha: 50 Hz both).",
-        "- Bytes per camera frame: robodata's GOP bytes; LeRobot's MP4 bytes; LanceDB's videos.lance folder. "
-        f"PSNR against the source frames on {results['storage'].get('quality_rows', 0)} random rows "
-        "(gym-aloha footage is stored losslessly, so the source is the rendered image).",
-    ])
+    return "\n".join(
+        [
+            f"- {cfg['rounds']} rounds. Per round and system one process reads A ({cfg['single_samples']} samples, "
+            f"one `ds[i]` each), B ({cfg['batches']} random batches of {cfg['batch_size']}: robodata "
+            "`take_blobs_decoded(concurrency=cpu_count)` plus the rows' state and action, LanceDBDataset "
+            "`__getitems__`, LeRobotDataset one `ds[i]` per row as its DataLoader does) and C "
+            f"({cfg['windows']} windows of {cfg['window_frames']} consecutive camera frames x every camera: robodata "
+            "`take_windows`, the peers `delta_timestamps` of k / fps); another process runs D. Each process warms up "
+            "on one sample before timing.",
+            "- Peers run in their own venv (`scripts/peers.sh`: Python 3.12, lerobot[dataset]==0.6.1, "
+            "lerobot-lancedb==0.3.1, torchcodec on Debian's FFmpeg 5) through `robodata/bench/peer_runner.py`, "
+            "`return_uint8=True`; robodata runs the same runner with its own Python.",
+            "- Rows pair by the camera frame they show (`robodata/bench/pairing.py`), so every system decodes the "
+            "same pictures; at the camera rate one robodata row is one LeRobot frame when control and camera rates "
+            "match (gym-aloha: 50 Hz both).",
+            "- Bytes per camera frame: robodata's GOP bytes; LeRobot's MP4 bytes; LanceDB's videos.lance folder. "
+            f"PSNR against the source frames on {results['storage'].get('quality_rows', 0)} random rows "
+            "(gym-aloha footage is stored losslessly, so the source is the rendered image).",
+        ]
+    )
 
 
 def write_peer_plot(results: dict, path: Path) -> Path:

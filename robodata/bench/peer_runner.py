@@ -76,9 +76,15 @@ class RobodataSystem:
     def loader(self, measurement: dict):
         from robodata.reader.torch_dataset import make_dataloader
 
-        loader = make_dataloader(self.uri, batch_size=measurement["batch_size"], num_workers=measurement["workers"],
-                                 seed=measurement["seed"], shuffle="global", version=self.ds.version,
-                                 storage_options=self.ds._storage_options)  # noqa: SLF001 - as opened
+        loader = make_dataloader(
+            self.uri,
+            batch_size=measurement["batch_size"],
+            num_workers=measurement["workers"],
+            seed=measurement["seed"],
+            shuffle="global",
+            version=self.ds.version,
+            storage_options=self.ds._storage_options,
+        )  # noqa: SLF001 - as opened
         return loader, lambda batch: [int(i) for i in batch["index"]], loader.close
 
 
@@ -96,8 +102,13 @@ class LeRobotSystem:
         self.versions = _versions("lerobot", "torch", "torchcodec", "av", "numpy")
 
     def _open(self, delta_timestamps):
-        return self.cls("local/bench", root=self.root, video_backend=self.backend, return_uint8=True,
-                        delta_timestamps=delta_timestamps)
+        return self.cls(
+            "local/bench",
+            root=self.root,
+            video_backend=self.backend,
+            return_uint8=True,
+            delta_timestamps=delta_timestamps,
+        )
 
     def sample(self, index: int):
         return self.ds[index]
@@ -116,8 +127,12 @@ class LeRobotSystem:
     def loader(self, measurement: dict):
         from torch.utils.data import DataLoader
 
-        loader = DataLoader(self.ds, batch_sampler=measurement["batches"], num_workers=measurement["workers"],
-                            multiprocessing_context="spawn" if measurement["workers"] else None)
+        loader = DataLoader(
+            self.ds,
+            batch_sampler=measurement["batches"],
+            num_workers=measurement["workers"],
+            multiprocessing_context="spawn" if measurement["workers"] else None,
+        )
         return loader, lambda batch: [int(i) for i in batch["index"]], lambda: None
 
 
@@ -147,8 +162,12 @@ class LanceDBSystem(LeRobotSystem):
         from torch.utils.data import DataLoader
 
         workers = measurement["workers"]
-        loader = DataLoader(self.ds, batch_sampler=measurement["batches"], num_workers=workers,
-                            multiprocessing_context=lance_mp_context() if workers else None)
+        loader = DataLoader(
+            self.ds,
+            batch_sampler=measurement["batches"],
+            num_workers=workers,
+            multiprocessing_context=lance_mp_context() if workers else None,
+        )
         return loader, lambda batch: [int(i) for i in batch["index"]], lambda: None
 
 
@@ -156,7 +175,7 @@ def _camera_name(key: str) -> str:
     """``observation.images.top`` / ``observation_images_top`` -> ``top``."""
     for prefix in ("observation.images.", "observation_images_"):
         if key.startswith(prefix):
-            return key[len(prefix):]
+            return key[len(prefix) :]
     return key
 
 
@@ -164,8 +183,9 @@ def _stack_items(items: list[dict], video_keys) -> dict:
     """Frames of LeRobot-style items (C x H x W tensors) as {camera: [N, H, W, 3] uint8}."""
     import numpy as np
 
-    return {_camera_name(key): np.stack([np.asarray(item[key]).transpose(1, 2, 0) for item in items])
-            for key in video_keys}
+    return {
+        _camera_name(key): np.stack([np.asarray(item[key]).transpose(1, 2, 0) for item in items]) for key in video_keys
+    }
 
 
 def open_system(job: dict):
@@ -292,8 +312,15 @@ def run_job(job: dict) -> dict:
         raise ValueError(f"job speaks protocol {job.get('protocol')}, this runner {PROTOCOL}")
     system = open_system(job)
     measurements = [measure(system, m, job.get("warmup", [0])) for m in job.get("measurements", [])]
-    return {"protocol": PROTOCOL, "system": job["system"], "label": system.label, "versions": system.versions,
-            "python": sys.version.split()[0], "pid": os.getpid(), "measurements": measurements}
+    return {
+        "protocol": PROTOCOL,
+        "system": job["system"],
+        "label": system.label,
+        "versions": system.versions,
+        "python": sys.version.split()[0],
+        "pid": os.getpid(),
+        "measurements": measurements,
+    }
 
 
 def main() -> int:

@@ -63,8 +63,16 @@ class PeerConfig:
 
     @classmethod
     def small(cls) -> PeerConfig:
-        return cls(rounds=1, single_samples=3, batches=1, batch_size=8, windows=2, loader_batches=3,
-                   loader_workers=0, quality_rows=3)
+        return cls(
+            rounds=1,
+            single_samples=3,
+            batches=1,
+            batch_size=8,
+            windows=2,
+            loader_batches=3,
+            loader_workers=0,
+            quality_rows=3,
+        )
 
 
 def plan_round(rng: np.random.Generator, rows: int, config: PeerConfig, round_index: int) -> dict:
@@ -101,15 +109,26 @@ def scenario_jobs(system: System, plan: dict, paired: np.ndarray, config: PeerCo
         {"name": "B", "kind": "batch", "batches": [index(b) for b in plan["B"]]},
         {"name": "C", "kind": "window", "indices": index(plan["C"]), "frames": config.window_frames, **window},
     ]
-    loader = {"name": "D", "kind": "loader", "batches": [index(b) for b in plan["D"]], "batch_size": config.batch_size,
-              "workers": config.loader_workers, "seed": plan["seed"]}
+    loader = {
+        "name": "D",
+        "kind": "loader",
+        "batches": [index(b) for b in plan["D"]],
+        "batch_size": config.batch_size,
+        "workers": config.loader_workers,
+        "seed": plan["seed"],
+    }
     return [reads, [loader]]
 
 
 def job_for(system: System, root: str, measurements: list[dict], warmup: list[int]) -> dict:
     """The JSON job a runner process reads."""
-    return {"system": system.runner, "root": root, "backend": system.backend, "warmup": warmup,
-            "measurements": measurements}
+    return {
+        "system": system.runner,
+        "root": root,
+        "backend": system.backend,
+        "warmup": warmup,
+        "measurements": measurements,
+    }
 
 
 def loader_rows_match(expected: list[list[int]], delivered: list[list[int]]) -> bool:
@@ -123,9 +142,12 @@ def round_figures(measurement: dict) -> dict:
     """samples/s of one measurement in one round (total samples / total seconds), the median
     call in ms and, for a loader, the seconds to its first batch."""
     seconds, samples = measurement["seconds"], measurement["samples"]
-    figures = {"per_s": sum(samples) / sum(seconds) if seconds and sum(seconds) > 0 else float("nan"),
-               "median_ms": 1000 * statistics.median(seconds) if seconds else float("nan"),
-               "calls": len(seconds), "samples": sum(samples)}
+    figures = {
+        "per_s": sum(samples) / sum(seconds) if seconds and sum(seconds) > 0 else float("nan"),
+        "median_ms": 1000 * statistics.median(seconds) if seconds else float("nan"),
+        "calls": len(seconds),
+        "samples": sum(samples),
+    }
     if measurement["kind"] == "loader":
         figures["first_batch_s"] = measurement["first_batch_s"]
     return figures
@@ -165,9 +187,12 @@ def ratio_rows(summary: dict[str, dict[str, dict]], config: PeerConfig | None = 
         if "robodata" not in figures:
             continue
         ours = figures["robodata"]["per_s"]
-        row = {"scenario": scenario, "description": SCENARIOS.get(scenario, scenario).format(**sizes),
-               "per_s": {k: v["per_s"] for k, v in figures.items()},
-               "ratios": {k: ours / v["per_s"] for k, v in figures.items() if k != "robodata" and v["per_s"] > 0}}
+        row = {
+            "scenario": scenario,
+            "description": SCENARIOS.get(scenario, scenario).format(**sizes),
+            "per_s": {k: v["per_s"] for k, v in figures.items()},
+            "ratios": {k: ours / v["per_s"] for k, v in figures.items() if k != "robodata" and v["per_s"] > 0},
+        }
         if scenario == "D":
             row["first_batch_s"] = {k: v["first_batch_s"] for k, v in figures.items()}
         for group in PEER_GROUPS:
@@ -180,15 +205,23 @@ def ratio_rows(summary: dict[str, dict[str, dict]], config: PeerConfig | None = 
 
 def _aim(key: str, text: str, target: float, measured: float, at_least: bool = True, **extra) -> dict:
     met = measured >= target if at_least else measured <= target
-    aim = {"key": key, "aim": text, "comparison": ">=" if at_least else "<=", "target": target,
-           "measured": measured, "met": bool(met), **extra}
+    aim = {
+        "key": key,
+        "aim": text,
+        "comparison": ">=" if at_least else "<=",
+        "target": target,
+        "measured": measured,
+        "met": bool(met),
+        **extra,
+    }
     if not met:
         aim["missed_by"] = abs(target - measured) / target
     return aim
 
 
-def peer_aims(summary: dict[str, dict[str, dict]], storage: dict | None = None,
-              config: PeerConfig | None = None) -> list[dict]:
+def peer_aims(
+    summary: dict[str, dict[str, dict]], storage: dict | None = None, config: PeerConfig | None = None
+) -> list[dict]:
     """The issue's aims: A-D ratios against LeRobot (its faster backend) and LanceDB, then bytes
     per frame (no more than LeRobot's) and PSNR of the top camera (at least LeRobot's)."""
     aims = []
@@ -200,14 +233,35 @@ def peer_aims(summary: dict[str, dict[str, dict]], storage: dict | None = None,
             versus = row.get(f"vs_{group}")
             if versus is not None:
                 name = "LeRobot" if group == "lerobot" else "LanceDBDataset"
-                aims.append(_aim(f"{row['scenario']}-{group}", f"{row['scenario']} {row['description']}: "
-                                 f"robodata / {name}", target, versus["ratio"], against=versus["against"]))
+                aims.append(
+                    _aim(
+                        f"{row['scenario']}-{group}",
+                        f"{row['scenario']} {row['description']}: robodata / {name}",
+                        target,
+                        versus["ratio"],
+                        against=versus["against"],
+                    )
+                )
     if storage:
         ours, theirs = storage.get("robodata", {}), storage.get("lerobot-torchcodec", {})
         if ours.get("bytes_per_frame") and theirs.get("bytes_per_frame"):
-            aims.append(_aim("bytes", "video bytes per frame: robodata / LeRobot", 1.0,
-                             ours["bytes_per_frame"] / theirs["bytes_per_frame"], at_least=False))
+            aims.append(
+                _aim(
+                    "bytes",
+                    "video bytes per frame: robodata / LeRobot",
+                    1.0,
+                    ours["bytes_per_frame"] / theirs["bytes_per_frame"],
+                    at_least=False,
+                )
+            )
         if ours.get("psnr_top_db") is not None and theirs.get("psnr_top_db") is not None:
-            aims.append(_aim("psnr", "PSNR of the top camera vs the source (dB): robodata at least LeRobot's",
-                             theirs["psnr_top_db"], ours["psnr_top_db"], against="lerobot-torchcodec"))
+            aims.append(
+                _aim(
+                    "psnr",
+                    "PSNR of the top camera vs the source (dB): robodata at least LeRobot's",
+                    theirs["psnr_top_db"],
+                    ours["psnr_top_db"],
+                    against="lerobot-torchcodec",
+                )
+            )
     return aims

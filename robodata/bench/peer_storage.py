@@ -35,8 +35,13 @@ def psnr_figures(reference: Mapping[str, list[np.ndarray]], test: Mapping[str, n
     }
 
 
-def peer_storage(ds: RoboDataset, uploads: Mapping[int, str | Path] | None, rows: np.ndarray,
-                 frames: Mapping[str, Mapping[str, np.ndarray]], roots: Mapping[str, str]) -> dict[str, dict]:
+def peer_storage(
+    ds: RoboDataset,
+    uploads: Mapping[int, str | Path] | None,
+    rows: np.ndarray,
+    frames: Mapping[str, Mapping[str, np.ndarray]],
+    roots: Mapping[str, str],
+) -> dict[str, dict]:
     """``{system: {video_bytes, camera_frames, bytes_per_frame, psnr_top_db, psnr_db}}``.
 
     ``frames`` are each peer's decoded frames of ``rows`` (paired), per camera. PSNR is against
@@ -48,11 +53,16 @@ def peer_storage(ds: RoboDataset, uploads: Mapping[int, str | Path] | None, rows
     sizes = {
         "robodata": (video_bytes(ds), own_frames, "H.264 GOPs in gops.lance"),
         "lerobot-torchcodec": (reader.video_bytes(), peer_frames, "MP4 files of the LeRobot v3.0 export"),
-        "lancedb": (folder_bytes(Path(roots["lance"]) / "videos.lance"), peer_frames,
-                    "videos.lance (the MP4s as blobs, with their byte index)"),
+        "lancedb": (
+            folder_bytes(Path(roots["lance"]) / "videos.lance"),
+            peer_frames,
+            "videos.lance (the MP4s as blobs, with their byte index)",
+        ),
     }
-    figures = {key: {"video_bytes": size, "camera_frames": count, "bytes_per_frame": size / count, "what": what}
-               for key, (size, count, what) in sizes.items()}
+    figures = {
+        key: {"video_bytes": size, "camera_frames": count, "bytes_per_frame": size / count, "what": what}
+        for key, (size, count, what) in sizes.items()
+    }
     sample = quality_sample(ds, uploads, rows)
     camera = quality_camera(ds.cameras)
     ours = {c: s["robodata"] for c, s in sample.items()}
@@ -63,8 +73,9 @@ def peer_storage(ds: RoboDataset, uploads: Mapping[int, str | Path] | None, rows
             figures[key].update(psnr_figures(source, decoded, camera))
     else:
         for key, decoded in frames.items():
-            figures[key].update({f"{k.replace('psnr', 'psnr_vs_robodata')}": v
-                                 for k, v in psnr_figures(ours, decoded, camera).items()})
+            figures[key].update(
+                {f"{k.replace('psnr', 'psnr_vs_robodata')}": v for k, v in psnr_figures(ours, decoded, camera).items()}
+            )
     figures["quality_camera"] = camera
     figures["quality_rows"] = len(rows)
     return figures

@@ -17,8 +17,14 @@ def storage_vs_gop(sweep: list[dict], path: Path, baseline_vs_jpeg: float | None
     fig, ax = plt.subplots(figsize=(6.4, 4))
     ax.plot(sizes, ratios, "o-", label="robodata (H.264 closed GOPs)")
     for size, ratio, row in zip(sizes, ratios, sweep, strict=True):
-        ax.annotate(f"{row['robodata_psnr_db']:.1f} dB", (size, ratio), textcoords="offset points", xytext=(0, 6),
-                    ha="center", fontsize=7)
+        ax.annotate(
+            f"{row['robodata_psnr_db']:.1f} dB",
+            (size, ratio),
+            textcoords="offset points",
+            xytext=(0, 6),
+            ha="center",
+            fontsize=7,
+        )
     ax.axhline(0.5, color="grey", linestyle="--", linewidth=1, label="aim at G=8: 0.5x JPEG")
     if baseline_vs_jpeg is not None:
         ax.axhline(baseline_vs_jpeg, color="tab:red", linestyle=":", label="LeRobot layout (AV1, g=2)")
@@ -57,8 +63,14 @@ def scenario_comparison(scenarios: list[dict], path: Path) -> Path:
     ax.bar([i - width / 2 for i in x], [s["robodata_per_s"] for s in scenarios], width, label="robodata")
     ax.bar([i + width / 2 for i in x], [s["baseline_per_s"] for s in scenarios], width, label="LeRobot layout (PyAV)")
     for i, s in zip(x, scenarios, strict=True):
-        ax.annotate(f"{s['ratio']:.1f}x", (i, s["robodata_per_s"]), textcoords="offset points", xytext=(0, 3),
-                    ha="center", fontsize=8)
+        ax.annotate(
+            f"{s['ratio']:.1f}x",
+            (i, s["robodata_per_s"]),
+            textcoords="offset points",
+            xytext=(0, 3),
+            ha="center",
+            fontsize=8,
+        )
     ax.set_yscale("log")
     ax.set_xticks(list(x), names)
     ax.set_ylabel("samples/s (median)")

@@ -48,7 +48,11 @@ def sequential_decode_fps(ds: RoboDataset, column: str, threads: int | None = No
 
 
 def measure_readpath(
-    ds: RoboDataset, samples: int = 200, batch_size: int = 64, column: str | None = None, seed: int = 0,
+    ds: RoboDataset,
+    samples: int = 200,
+    batch_size: int = 64,
+    column: str | None = None,
+    seed: int = 0,
     progress: bool = False,
 ) -> dict[str, float]:
     """Read-path figures for one image column (default: the largest camera) of ``ds``.

@@ -38,35 +38,78 @@ def headline_table(results: dict) -> str:
 
 def scenario_table(results: dict) -> str:
     rows = [
-        [s["scenario"], s["description"], str(s["trials"]), _n(s["robodata_per_s"], 1), _n(s["baseline_per_s"], 1),
-         f"**{_n(s['ratio'])}x**", _n(s["robodata_median_ms"], 1), _n(s["baseline_median_ms"], 1)]
+        [
+            s["scenario"],
+            s["description"],
+            str(s["trials"]),
+            _n(s["robodata_per_s"], 1),
+            _n(s["baseline_per_s"], 1),
+            f"**{_n(s['ratio'])}x**",
+            _n(s["robodata_median_ms"], 1),
+            _n(s["baseline_median_ms"], 1),
+        ]
         for s in results["scenarios"]
     ]
-    header = ["", "scenario", "trials", "robodata samples/s", "LeRobot layout samples/s", "ratio",
-              "robodata median ms", "LeRobot median ms"]
+    header = [
+        "",
+        "scenario",
+        "trials",
+        "robodata samples/s",
+        "LeRobot layout samples/s",
+        "ratio",
+        "robodata median ms",
+        "LeRobot median ms",
+    ]
     return _table(header, rows)
 
 
 def sweep_table(results: dict) -> str:
     rows = [
-        [str(r["gop_size"]), _n(r["robodata_vs_jpeg_bytes"], 3), _n(r["robodata_psnr_db"], 1),
-         f"q{r['jpeg_quality']} {r['jpeg_subsampling']} ({_n(r['jpeg_psnr_db'], 1)} dB)",
-         _n(r["single_frame_fps"], 1), _n(r["batched_fps"], 1),
-         _n(r["decode_bound_fps"], 1), _n(r["batched_vs_bound"]), _n(r["single_vs_bound"]),
-         str(r["gops_of_read_camera"]), _n(r["ingest_frames_per_s"], 0)]
+        [
+            str(r["gop_size"]),
+            _n(r["robodata_vs_jpeg_bytes"], 3),
+            _n(r["robodata_psnr_db"], 1),
+            f"q{r['jpeg_quality']} {r['jpeg_subsampling']} ({_n(r['jpeg_psnr_db'], 1)} dB)",
+            _n(r["single_frame_fps"], 1),
+            _n(r["batched_fps"], 1),
+            _n(r["decode_bound_fps"], 1),
+            _n(r["batched_vs_bound"]),
+            _n(r["single_vs_bound"]),
+            str(r["gops_of_read_camera"]),
+            _n(r["ingest_frames_per_s"], 0),
+        ]
         for r in results["sweep"]
     ]
-    header = ["G", "bytes / JPEG", "PSNR dB", "matched JPEG (PSNR)", "single fps", "batched fps", "decode bound fps",
-              "batched / bound", "single / bound", "GOPs read from", "ingest fps"]
+    header = [
+        "G",
+        "bytes / JPEG",
+        "PSNR dB",
+        "matched JPEG (PSNR)",
+        "single fps",
+        "batched fps",
+        "decode bound fps",
+        "batched / bound",
+        "single / bound",
+        "GOPs read from",
+        "ingest fps",
+    ]
     return _table(header, rows)
 
 
 def storage_table(results: dict) -> str:
     s = results["storage"]
-    rows = [["robodata (H.264, G=" + str(results["dataset"]["gop_size"]) + ")", f"{s['robodata_video_bytes']:,}",
-             _n(s["robodata_psnr_db"], 1) if "robodata_psnr_db" in s else "n/a"],
-            ["LeRobot layout (" + _encoding(results) + ")", f"{s['baseline_video_bytes']:,}",
-             _n(s["baseline_psnr_db"], 1) if "baseline_psnr_db" in s else "n/a"]]
+    rows = [
+        [
+            "robodata (H.264, G=" + str(results["dataset"]["gop_size"]) + ")",
+            f"{s['robodata_video_bytes']:,}",
+            _n(s["robodata_psnr_db"], 1) if "robodata_psnr_db" in s else "n/a",
+        ],
+        [
+            "LeRobot layout (" + _encoding(results) + ")",
+            f"{s['baseline_video_bytes']:,}",
+            _n(s["baseline_psnr_db"], 1) if "baseline_psnr_db" in s else "n/a",
+        ],
+    ]
     if "jpeg_bytes" in s:
         jpeg = f"JPEG per frame, quality {s['jpeg_quality']} {s['jpeg_subsampling']}"
         rows.append([jpeg, f"{round(s['jpeg_bytes']):,}", _n(s["jpeg_psnr_db"], 1)])
@@ -75,8 +118,10 @@ def storage_table(results: dict) -> str:
 
 def _encoding(results: dict) -> str:
     e = results["baseline"]["encoding"]
-    return (f"{e.get('codec', '?')} g={e.get('g', '?')} crf={e.get('crf', '?')} {e.get('pix_fmt', '')} "
-            f"@ {e.get('fps', '?')} fps")
+    return (
+        f"{e.get('codec', '?')} g={e.get('g', '?')} crf={e.get('crf', '?')} {e.get('pix_fmt', '')} "
+        f"@ {e.get('fps', '?')} fps"
+    )
 
 
 def render_report(results: dict) -> str:
@@ -107,7 +152,7 @@ def render_report(results: dict) -> str:
         f"robodata / LeRobot layout bytes: **{_n(s['robodata_vs_baseline_bytes'], 3)}x**. The exporter encodes "
         f"robodata's decoded frames, so the baseline's PSNR against its own input is "
         f"{_n(s['baseline_psnr_vs_robodata_db'], 1)} dB; against the source it also carries robodata's loss. "
-        f"The baseline is exported at the camera rate (`rate=\"camera\"`, {_n(b['fps'], 0)} fps), as LeRobot "
+        f'The baseline is exported at the camera rate (`rate="camera"`, {_n(b["fps"], 0)} fps), as LeRobot '
         "records: one LeRobot frame per camera frame, each camera frame once in its MP4, state and action from the "
         "robodata row nearest in time. Each robodata row is paired with the baseline frame showing the same camera "
         "frame, so both sides decode the same picture.",
@@ -149,8 +194,10 @@ def missed_aim_lines(aims: list[dict]) -> list[str]:
         if aim["met"]:
             continue
         why = aim.get("why", "no read path to profile: the figure is the measured storage itself")
-        lines.append(f"- **{aim['aim']}**: measured {_n(aim['measured'])} against {aim['comparison']} "
-                     f"{_n(aim['target'])}, short by {aim['missed_by']:.1%}. Why (cProfile): {why}.")
+        lines.append(
+            f"- **{aim['aim']}**: measured {_n(aim['measured'])} against {aim['comparison']} "
+            f"{_n(aim['target'])}, short by {aim['missed_by']:.1%}. Why (cProfile): {why}."
+        )
     return lines
 
 
@@ -159,44 +206,48 @@ def _misses(results: dict) -> str:
     if not lines:
         return "Every aim was met in this run."
     m = results["machine"]
-    lines.append(f"\nLoad average {m['load_average_at_start']} at start and {m['load_average_at_end']} at end on "
-                 f"{m['cpu_count']} CPUs: where it exceeds the CPU count, other processes take cores from the "
-                 "parallel (batched) reads, and a thread speedup below the thread count shows it.")
+    lines.append(
+        f"\nLoad average {m['load_average_at_start']} at start and {m['load_average_at_end']} at end on "
+        f"{m['cpu_count']} CPUs: where it exceeds the CPU count, other processes take cores from the "
+        "parallel (batched) reads, and a thread speedup below the thread count shows it."
+    )
     lines.append("Full profiles (top functions by own time) are in results.json under `profiles`.")
     return "\n".join(lines)
 
 
 def _method(results: dict) -> str:
     b = results["baseline"]
-    return "\n".join([
-        "- The baseline reader is a **re-implementation** of LeRobot's PyAV video backend, not LeRobot itself "
-        "(`robodata/bench/lerobot_baseline.py`). It mirrors, from huggingface/lerobot (main, Aug 2026): "
-        "`lerobot.datasets.video_utils.decode_video_frames_pyav` (successor of "
-        "`decode_video_frames_torchvision(..., backend=\"pyav\")`): per sample, open the camera's MP4, seek backward "
-        "to the keyframe before the timestamp (episode `from_timestamp` + frame timestamp), decode forward, take the "
-        "nearest frame and reject it if further than `tolerance_s = 1e-4`; and `LeRobotDataset.__getitem__` "
-        "(`DatasetReader.get_item`, `_get_query_indices`, `_get_query_timestamps`, `_query_videos`, one thread per "
-        "camera). Frames are returned as uint8 numpy arrays on both sides. The newest release on the package "
-        "index, lerobot 0.4.4, reads through `decode_video_frames_torchvision` with the same seek-and-decode-forward "
-        "logic but decodes the cameras one after another; mirroring main, with a thread per camera, is the faster, "
-        "conservative baseline.",
-        f"- The `lerobot` package: {b['lerobot_package']}. Where it is importable the harness also measures "
-        "`LeRobotDataset(root, video_backend=\"pyav\")[idx]` (scenario A3-lerobot); it is not installed here because "
-        "it pulls in a large dependency set.",
-        "- A1 reads one camera frame (robodata `take_blobs_decoded(column, [i])`; baseline a one-camera sample). "
-        "A3 is `ds[i]` against `LeRobotDataset[idx]`. B reads random batches with `take_blobs_decoded(..., "
-        "concurrency=cpu_count)` plus the rows' state and action, against the baseline reading the same rows one "
-        "by one (its DataLoader path). C reads 8 consecutive camera frames of every camera per sample: "
-        "`take_windows` against LeRobot's delta_timestamps path.",
-        "- The baseline is a camera-rate export (one LeRobot frame per camera frame, as LeRobot records). Each "
-        "robodata row is paired with the baseline sample of the same episode showing the same camera frame (by the "
-        "frame times the export records), so both sides decode the same picture.",
-        "- When an aim is missed, both sides are profiled with cProfile in one Python thread (cProfile does not see "
-        "worker threads): robodata with `concurrency=1` and single-threaded decoders, the baseline with its cameras "
-        "one after another (its AV1 decoder, dav1d, still uses its own threads, as LeRobot leaves the thread count "
-        "at auto). The time is split into video decode, YUV to RGB, file open/seek/demux, Lance reads, Arrow rows, "
-        "waiting on threads and Python.",
-    ])
+    return "\n".join(
+        [
+            "- The baseline reader is a **re-implementation** of LeRobot's PyAV video backend, not LeRobot itself "
+            "(`robodata/bench/lerobot_baseline.py`). It mirrors, from huggingface/lerobot (main, Aug 2026): "
+            "`lerobot.datasets.video_utils.decode_video_frames_pyav` (successor of "
+            '`decode_video_frames_torchvision(..., backend="pyav")`): per sample, open the camera\'s MP4, seek backward '
+            "to the keyframe before the timestamp (episode `from_timestamp` + frame timestamp), decode forward, take the "
+            "nearest frame and reject it if further than `tolerance_s = 1e-4`; and `LeRobotDataset.__getitem__` "
+            "(`DatasetReader.get_item`, `_get_query_indices`, `_get_query_timestamps`, `_query_videos`, one thread per "
+            "camera). Frames are returned as uint8 numpy arrays on both sides. The newest release on the package "
+            "index, lerobot 0.4.4, reads through `decode_video_frames_torchvision` with the same seek-and-decode-forward "
+            "logic but decodes the cameras one after another; mirroring main, with a thread per camera, is the faster, "
+            "conservative baseline.",
+            f"- The `lerobot` package: {b['lerobot_package']}. Where it is importable the harness also measures "
+            '`LeRobotDataset(root, video_backend="pyav")[idx]` (scenario A3-lerobot); it is not installed here because '
+            "it pulls in a large dependency set.",
+            "- A1 reads one camera frame (robodata `take_blobs_decoded(column, [i])`; baseline a one-camera sample). "
+            "A3 is `ds[i]` against `LeRobotDataset[idx]`. B reads random batches with `take_blobs_decoded(..., "
+            "concurrency=cpu_count)` plus the rows' state and action, against the baseline reading the same rows one "
+            "by one (its DataLoader path). C reads 8 consecutive camera frames of every camera per sample: "
+            "`take_windows` against LeRobot's delta_timestamps path.",
+            "- The baseline is a camera-rate export (one LeRobot frame per camera frame, as LeRobot records). Each "
+            "robodata row is paired with the baseline sample of the same episode showing the same camera frame (by the "
+            "frame times the export records), so both sides decode the same picture.",
+            "- When an aim is missed, both sides are profiled with cProfile in one Python thread (cProfile does not see "
+            "worker threads): robodata with `concurrency=1` and single-threaded decoders, the baseline with its cameras "
+            "one after another (its AV1 decoder, dav1d, still uses its own threads, as LeRobot leaves the thread count "
+            "at auto). The time is split into video decode, YUV to RGB, file open/seek/demux, Lance reads, Arrow rows, "
+            "waiting on threads and Python.",
+        ]
+    )
 
 
 def _storage_matched(results: dict) -> str:

@@ -99,7 +99,13 @@ def scenario_b(pair: Pair, batch_sizes: list[int], repeats: int, rng: np.random.
         mine, base = interleaved(batches, ours, theirs, pair.tick)
         results.append(
             _figures(
-                f"B{size}", "samples/s", size, mine, base, batch_size=size, concurrency=workers,
+                f"B{size}",
+                "samples/s",
+                size,
+                mine,
+                base,
+                batch_size=size,
+                concurrency=workers,
                 description=f"batch of {size} random rows, all cameras",
             )
         )
@@ -118,7 +124,12 @@ def scenario_c(pair: Pair, rows: np.ndarray, frames: int) -> dict:
         pair.tick,
     )
     return _figures(
-        "C", "samples/s", 1, ours, theirs, frames=frames,
+        "C",
+        "samples/s",
+        1,
+        ours,
+        theirs,
+        frames=frames,
         description=f"{frames} consecutive frames x {len(ds.cameras)} cameras",
     )
 
@@ -136,5 +147,11 @@ def scenario_real_lerobot(pair: Pair, lerobot_dataset, rows: np.ndarray) -> dict
     ours, theirs = interleaved(
         list(rows), lambda i: pair.ds[int(i)], lambda i: lerobot_dataset[int(pair.paired[i])], pair.tick
     )
-    return _figures("A3-lerobot", "samples/s", 1, ours, theirs,
-                    description="single sample, all cameras, against lerobot's own LeRobotDataset")
+    return _figures(
+        "A3-lerobot",
+        "samples/s",
+        1,
+        ours,
+        theirs,
+        description="single sample, all cameras, against lerobot's own LeRobotDataset",
+    )

@@ -29,8 +29,10 @@ def main(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         _write_new_episodes(local, args.episodes)
         print(f"{args.episodes} episodes written one ingest each in {time.perf_counter() - start:.0f} s")
-        print(f"{'where':>6} {'state':>7} {'fragments':>10} {'versions':>9} {'open s':>8} {'ds[i] ms':>9} "
-              f"{'batch64 ms':>11} {'filter ms':>10} {'upkeep s':>9}")
+        print(
+            f"{'where':>6} {'state':>7} {'fragments':>10} {'versions':>9} {'open s':>8} {'ds[i] ms':>9} "
+            f"{'batch64 ms':>11} {'filter ms':>10} {'upkeep s':>9}"
+        )
         if "s3" in args.where:
             from robodata.bench.moto_server import local_s3
 
@@ -89,14 +91,18 @@ def _report(where: str, state: str, uri: str, episodes: int, options, upkeep_s: 
     open_s = time.perf_counter() - start
     ds[int(rng.integers(rows))]  # loads the GOP index once
     single = [_timed(lambda: ds[int(rng.integers(rows))]) for _ in range(10)]
-    batch = [_timed(lambda: ds.take_blobs_decoded(rng.choice(rows, 64, replace=False).tolist(), ds.image_columns))
-             for _ in range(3)]
+    batch = [
+        _timed(lambda: ds.take_blobs_decoded(rng.choice(rows, 64, replace=False).tolist(), ds.image_columns))
+        for _ in range(3)
+    ]
     filtered = [_timed(lambda: ds.to_table(filter=episode_filter(int(rng.integers(episodes))))) for _ in range(5)]
     frames = ds.lance_dataset
-    print(f"{where:>6} {state:>7} {len(frames.get_fragments()):>10} {len(frames.versions()):>9} {open_s:>8.2f} "
-          f"{1000 * statistics.median(single):>9.1f} {1000 * statistics.median(batch):>11.1f} "
-          f"{1000 * statistics.median(filtered):>10.1f} {'' if upkeep_s is None else f'{upkeep_s:.1f}':>9}",
-          flush=True)
+    print(
+        f"{where:>6} {state:>7} {len(frames.get_fragments()):>10} {len(frames.versions()):>9} {open_s:>8.2f} "
+        f"{1000 * statistics.median(single):>9.1f} {1000 * statistics.median(batch):>11.1f} "
+        f"{1000 * statistics.median(filtered):>10.1f} {'' if upkeep_s is None else f'{upkeep_s:.1f}':>9}",
+        flush=True,
+    )
 
 
 def _timed(action) -> float:

@@ -92,4 +92,3 @@ def plain_decode_gop(data: bytes, codec: str = "h264") -> list[np.ndarray]:
         frames.extend(ctx.decode(packet))
     frames.extend(ctx.decode(None))
     return [f.to_ndarray(format="rgb24") for f in frames]
-

@@ -36,9 +36,7 @@ class GopEncoder:
     >>> gops = [g for f in frames for g in enc.add(f)] + enc.finish()  # doctest: +SKIP
     """
 
-    def __init__(
-        self, width: int, height: int, fps: float, settings: EncoderSettings | None = None
-    ) -> None:
+    def __init__(self, width: int, height: int, fps: float, settings: EncoderSettings | None = None) -> None:
         self.settings = settings or EncoderSettings()
         self.width, self.height = width, height
         ctx = codec_named(self.settings.codec).open_encoder(width, height, fps, self.settings)
@@ -51,8 +49,7 @@ class GopEncoder:
         """Encode one H x W x 3 uint8 frame; returns the GOPs this frame closed (0 or 1)."""
         if rgb.shape != (self.height, self.width, 3):
             raise ValueError(
-                f"frame {self._pts} is {rgb.shape[1]}x{rgb.shape[0]}, "
-                f"stream is {self.width}x{self.height}"
+                f"frame {self._pts} is {rgb.shape[1]}x{rgb.shape[0]}, stream is {self.width}x{self.height}"
             )
         frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
         frame.pts = self._pts

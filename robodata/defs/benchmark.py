@@ -91,8 +91,15 @@ def _peers_benchmark(store: DatasetStore, version: int, peers_venv: str, small: 
     from robodata.bench.report import headline_table
 
     out = _local_out(store, f"peers_v{version}")
-    result = run_peer_benchmark(out, peers_venv, dataset_uri=store.root, version=version,
-                                storage_options=store.storage_options(), small=small, progress=False)
+    result = run_peer_benchmark(
+        out,
+        peers_venv,
+        dataset_uri=store.root,
+        version=version,
+        storage_options=store.storage_options(),
+        small=small,
+        progress=False,
+    )
     plots = "\n\n".join(
         f"![{name}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
         for name, path in result.plots.items()
@@ -100,8 +107,12 @@ def _peers_benchmark(store: DatasetStore, version: int, peers_venv: str, small: 
     return {
         "peers": dg.MetadataValue.md(result.table_markdown + "\n\n" + headline_table(result.results) + "\n\n" + plots),
         "peers_report_path": dg.MetadataValue.path(str(result.report_path)),
-        **{f"peers_{row['scenario']}_vs_{group}": row[f"vs_{group}"]["ratio"]
-           for row in result.results["ratios"] for group in ("lerobot", "lancedb") if f"vs_{group}" in row},
+        **{
+            f"peers_{row['scenario']}_vs_{group}": row[f"vs_{group}"]["ratio"]
+            for row in result.results["ratios"]
+            for group in ("lerobot", "lancedb")
+            if f"vs_{group}" in row
+        },
     }
 
 

@@ -66,8 +66,9 @@ def _gops_match_checksums(store: DatasetStore, episode_index: int) -> IntegrityR
 
 @dg.multi_asset_check(
     specs=[
-        dg.AssetCheckSpec(name, asset=aligned_frames, blocking=True, description=description,
-                          partitions_def=episode_partitions)
+        dg.AssetCheckSpec(
+            name, asset=aligned_frames, blocking=True, description=description, partitions_def=episode_partitions
+        )
         for name, description in CHECK_DESCRIPTIONS.items()
     ],
     description="The episode's checks on its committed rows and GOPs, in one step.",

@@ -120,8 +120,13 @@ def aligned_frames(context: dg.AssetExecutionContext, store: DatasetStore) -> dg
         result, restaged = commit_episode_frames(episode, store.root, options)
     except (RoboDataError, FileNotFoundError) as exc:
         raise failure(store, exc) from None
-    extra = {"episode_index": result.episode_index, "gops": result.gops, "restaged_gops": restaged is not None,
-             "labels_kept_rows": result.labels_kept_rows, "labels_dropped_rows": result.labels_dropped_rows}
+    extra = {
+        "episode_index": result.episode_index,
+        "gops": result.gops,
+        "restaged_gops": restaged is not None,
+        "labels_kept_rows": result.labels_kept_rows,
+        "labels_dropped_rows": result.labels_dropped_rows,
+    }
     if restaged is not None:
         extra["gops_written"] = restaged.gops_written
     extra |= episode_view_metadata(context, store, result.episode_index, result.frames_version)

@@ -145,7 +145,8 @@ def plan_tick(
     new_hwm = max([cursor.hwm, *(u.last_write for u in window)])
     if digest != cursor.window:
         candidates = [
-            u for u in window
+            u
+            for u in window
             if (u.episode_id not in pending or pending[u.episode_id].fingerprint != u.fingerprint)
             and failed.get(u.episode_id) != u.fingerprint
         ]

@@ -99,9 +99,7 @@ def _split_unmatched(frames, labels: pa.Table) -> tuple[pa.Table, pa.Table]:
     present = pa.compute.and_(
         pa.compute.is_valid(labels["episode_index"]), pa.compute.is_valid(labels["frame_index"])
     ).to_numpy(zero_copy_only=False)
-    keys = _key(
-        labels["episode_index"].fill_null(0).to_numpy(), labels["frame_index"].fill_null(0).to_numpy()
-    )
+    keys = _key(labels["episode_index"].fill_null(0).to_numpy(), labels["frame_index"].fill_null(0).to_numpy())
     matched = present & np.isin(keys, stored_keys)
     return labels.filter(pa.array(matched)), labels.filter(pa.array(~matched))
 

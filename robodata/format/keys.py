@@ -33,8 +33,7 @@ def with_primary_key(schema: pa.Schema, columns: tuple[str, ...]) -> pa.Schema:
 def has_primary_key(schema: pa.Schema, columns: tuple[str, ...]) -> bool:
     key = PRIMARY_KEY_METADATA.items()
     return all(
-        {(k.decode(), v.decode()) for k, v in (schema.field(c).metadata or {}).items()} >= set(key)
-        for c in columns
+        {(k.decode(), v.decode()) for k, v in (schema.field(c).metadata or {}).items()} >= set(key) for c in columns
     )
 
 

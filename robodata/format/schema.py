@@ -116,10 +116,7 @@ class DatasetMetadata:
         for name, cam in other.cameras.items():
             mine = self.cameras.get(name)
             if mine and (mine.width, mine.height) != (cam.width, cam.height):
-                problems.append(
-                    f"camera {name!r} is {cam.width}x{cam.height}, dataset's is "
-                    f"{mine.width}x{mine.height}"
-                )
+                problems.append(f"camera {name!r} is {cam.width}x{cam.height}, dataset's is {mine.width}x{mine.height}")
         if self.gop_size != other.gop_size:
             problems.append(f"gop_size {other.gop_size} != dataset's {self.gop_size}")
         if not math.isclose(self.control_hz, other.control_hz, rel_tol=1e-9):

@@ -118,7 +118,11 @@ def summary(moments: dict) -> dict[str, np.ndarray]:
 
 # --- storage -------------------------------------------------------------------------------------
 def record_episode_moments(
-    root: str, episode_index: int, frames_version: int, rows: int, moments: dict[str, dict],
+    root: str,
+    episode_index: int,
+    frames_version: int,
+    rows: int,
+    moments: dict[str, dict],
     storage_options: dict | None = None,
 ) -> None:
     """Store one episode write's moments (feature -> moments), valid from ``frames_version`` on."""
@@ -146,8 +150,11 @@ def episode_moments_at(
         stored = table.to_table(filter=f"frames_version <= {int(version)}")
         latest: dict[int, tuple[int, int, str]] = {}
         for episode, written, rows, text in zip(
-            stored["episode_index"].to_pylist(), stored["frames_version"].to_pylist(),
-            stored["rows"].to_pylist(), stored["moments"].to_pylist(), strict=True,
+            stored["episode_index"].to_pylist(),
+            stored["frames_version"].to_pylist(),
+            stored["rows"].to_pylist(),
+            stored["moments"].to_pylist(),
+            strict=True,
         ):
             if episode in episode_rows and (episode not in latest or written >= latest[episode][0]):
                 latest[episode] = (written, rows, text)

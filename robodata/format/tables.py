@@ -63,13 +63,24 @@ def append_or_create(
         return created
     options = lance_options(uri, storage_options)
     fragments = call_with_deadline(
-        uri, storage_options, write_fragments,
-        table, uri, schema=schema, storage_options=options, enable_stable_row_ids=True
+        uri,
+        storage_options,
+        write_fragments,
+        table,
+        uri,
+        schema=schema,
+        storage_options=options,
+        enable_stable_row_ids=True,
     )
     latest = open_table(uri, storage_options)
     return call_with_deadline(
-        uri, storage_options, lance.LanceDataset.commit,
-        uri, lance.LanceOperation.Append(fragments), read_version=latest.version, storage_options=options
+        uri,
+        storage_options,
+        lance.LanceDataset.commit,
+        uri,
+        lance.LanceOperation.Append(fragments),
+        read_version=latest.version,
+        storage_options=options,
     )
 
 
@@ -92,12 +103,20 @@ def create_once(
         return None
     options = lance_options(uri, storage_options)
     fragments = call_with_deadline(
-        uri, storage_options, write_fragments,
-        table, uri, schema=schema, storage_options=options, enable_stable_row_ids=True
+        uri,
+        storage_options,
+        write_fragments,
+        table,
+        uri,
+        schema=schema,
+        storage_options=options,
+        enable_stable_row_ids=True,
     )
     try:
         return call_with_deadline(
-            uri, storage_options, lance.LanceDataset.commit,
+            uri,
+            storage_options,
+            lance.LanceDataset.commit,
             uri,
             lance.LanceOperation.Overwrite(schema, fragments),
             read_version=0,

@@ -23,9 +23,7 @@ def nearest_frames(row_times_ns: np.ndarray, frame_times_ns: np.ndarray, fps: fl
     after = np.searchsorted(frame_times_ns, row_times_ns, side="left")
     after = np.clip(after, 0, len(frame_times_ns) - 1)
     before = np.clip(after - 1, 0, len(frame_times_ns) - 1)
-    pick_before = np.abs(row_times_ns - frame_times_ns[before]) <= np.abs(
-        frame_times_ns[after] - row_times_ns
-    )
+    pick_before = np.abs(row_times_ns - frame_times_ns[before]) <= np.abs(frame_times_ns[after] - row_times_ns)
     nearest = np.where(pick_before, before, after)
     error = np.abs(frame_times_ns[nearest] - row_times_ns)
     half_period_ns = 0.5e9 / fps

@@ -60,8 +60,7 @@ def audit_staged_episode(
     failed = [f"{name}: {result.description}" for name, result in results.items() if not result.passed]
     if failed:
         raise EpisodeAuditError(
-            f"{label} was not committed (the dataset's version is unchanged); its checks failed: "
-            + " | ".join(failed),
+            f"{label} was not committed (the dataset's version is unchanged); its checks failed: " + " | ".join(failed),
             results,
         )
     return results

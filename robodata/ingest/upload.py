@@ -264,9 +264,7 @@ def _read_cameras(fs, upload: str, cameras: dict) -> list:
     for path in fs.ls(upload, detail=False):
         name = posixpath.basename(path)
         if name.lower().endswith(VIDEO_SUFFIXES) and name not in listed:
-            raise BadUploadError(
-                posixpath.join(upload, name), "video file for a camera not listed in episode.json"
-            )
+            raise BadUploadError(posixpath.join(upload, name), "video file for a camera not listed in episode.json")
     return [
         probe_camera(
             name,

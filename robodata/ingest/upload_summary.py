@@ -28,9 +28,7 @@ class UploadSummary:
     notes: list[str]  # what ingest changes in the frames: rotated upright, cropped to even sizes
 
 
-def describe_upload(
-    upload: str, storage_options: dict | None = None, uploads_root: str | None = None
-) -> UploadSummary:
+def describe_upload(upload: str, storage_options: dict | None = None, uploads_root: str | None = None) -> UploadSummary:
     """Validate ``upload`` as ``ingest_episode`` would (BadUploadError naming the file and the
     problem otherwise) and summarise it.
 

@@ -32,8 +32,7 @@ def check_signals(
         if values.ndim != 2 or values.shape != (n, n_joints):
             raise BadUploadError(
                 path,
-                f"{name} has shape {tuple(values.shape)}, expected ({n}, {n_joints}) "
-                f"for {n_joints} joint names",
+                f"{name} has shape {tuple(values.shape)}, expected ({n}, {n_joints}) for {n_joints} joint names",
             )
         bad = ~np.isfinite(values)
         if bad.any():

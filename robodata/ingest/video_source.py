@@ -133,6 +133,4 @@ def _decode(
         if count == 0:
             raise BadUploadError(path, "video has no decodable frames")
         if expected and count < expected:
-            raise BadUploadError(
-                path, f"video is truncated: the container lists {expected} frames, {count} decode"
-            )
+            raise BadUploadError(path, f"video is truncated: the container lists {expected} frames, {count} decode")

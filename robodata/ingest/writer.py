@@ -183,9 +183,7 @@ def build_rows(episode: EpisodeData, cameras: dict[str, CameraGops], schema: pa.
         "observation_state": pa.FixedSizeListArray.from_arrays(
             pa.array(episode.observation_state.reshape(-1), pa.float32()), joints
         ),
-        "action": pa.FixedSizeListArray.from_arrays(
-            pa.array(episode.action.reshape(-1), pa.float32()), joints
-        ),
+        "action": pa.FixedSizeListArray.from_arrays(pa.array(episode.action.reshape(-1), pa.float32()), joints),
         "language_instruction": [episode.language_instruction] * n,
         "source": episode.source if episode.source is not None else ["human"] * n,
         "is_intervention": (
@@ -256,9 +254,7 @@ def write_gops(
     if not replace:
         _check_episode_index_free(episode, dataset_uri, storage_options)  # before anything is written
     with ThreadPoolExecutor(max_workers=max(1, len(episode.cameras))) as pool:
-        futures = {
-            c.name: pool.submit(encode_camera, episode.episode_index, c, settings) for c in episode.cameras
-        }
+        futures = {c.name: pool.submit(encode_camera, episode.episode_index, c, settings) for c in episode.cameras}
         encoded = {name: f.result() for name, f in futures.items()}
     # Build the rows once before writing anything, so an upload whose cameras do not cover its
     # states (or whose columns do not fit) fails with nothing written, not with orphan GOPs.
@@ -311,8 +307,10 @@ def write_frames(
     built = build_rows(episode, staged.cameras, _with_extra_fields(frames_schema(meta), episode))
     reserved = sorted(set(UPLOAD_COLUMNS) & set(built.column_names))
     if reserved:
-        raise IncompatibleEpisodeError(f"{episode.origin or episode.episode_id}: columns {reserved} are reserved "
-                                       "for the episode's upload (robodata.format.episodes)")
+        raise IncompatibleEpisodeError(
+            f"{episode.origin or episode.episode_id}: columns {reserved} are reserved "
+            "for the episode's upload (robodata.format.episodes)"
+        )
     recorded = [*built.column_names, *UPLOAD_COLUMNS]  # every other column is an annotation
     for name, values in upload_columns(built.num_rows, episode.episode_id, episode.fingerprint, episode.origin).items():
         built = built.append_column(name, values)
@@ -339,9 +337,7 @@ def write_frames(
     )
 
 
-def _frames_schema(
-    episode: EpisodeData, meta: DatasetMetadata, dataset_uri: str, storage_options
-) -> pa.Schema:
+def _frames_schema(episode: EpisodeData, meta: DatasetMetadata, dataset_uri: str, storage_options) -> pa.Schema:
     """The frames.lance schema ``episode`` will be written with; IncompatibleEpisodeError if the
     dataset's cameras, joints or GOP size differ from the episode's."""
     with storage_step("reading the dataset's schema", frames_uri(dataset_uri), storage_options):
@@ -456,7 +452,9 @@ def _replace_episode_rows(
         builder = frames.merge_insert(list(FRAMES_KEY))
         builder = builder.when_matched_fail() if stored is None else builder.when_matched_update_all()
         try:
-            builder.when_not_matched_insert_all().when_not_matched_by_source_delete(episode_filter(index)).execute(source)
+            builder.when_not_matched_insert_all().when_not_matched_by_source_delete(episode_filter(index)).execute(
+                source
+            )
             return frames.version, labels
         except (OSError, ValueError):
             latest = open_table(uri, storage_options)

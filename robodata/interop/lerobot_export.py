@@ -231,8 +231,9 @@ def _splits(episodes: list[_Episode]) -> dict[str, str]:
 
 
 class _Writer:
-    def __init__(self, ds, staging: Path, fps: int, rate: Rate, features: dict, extras: list[str], video,
-                 storage_options):
+    def __init__(
+        self, ds, staging: Path, fps: int, rate: Rate, features: dict, extras: list[str], video, storage_options
+    ):
         self.ds, self.staging, self.fps, self.rate = ds, staging, fps, rate
         self.features, self.extras = features, extras
         self.vcodec, self.g, self.crf, self.pix_fmt, self.preset = video

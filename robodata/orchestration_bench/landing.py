@@ -21,8 +21,9 @@ import numpy as np
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seconds", type=float, nargs="+", default=[1.0, 30.0], help="episode lengths")
-    p.add_argument("--executors", nargs="+", default=["in_process", "multiprocess"],
-                   choices=["in_process", "multiprocess"])
+    p.add_argument(
+        "--executors", nargs="+", default=["in_process", "multiprocess"], choices=["in_process", "multiprocess"]
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -60,8 +61,15 @@ def _run_job(executor: str, key: str, root: Path, uploads: Path, home: Path) -> 
     job = "ingest_episode" if executor == "in_process" else "ingest_episode_multiprocess"
     env = dict(os.environ, ROBODATA_ROOT=str(root), ROBODATA_UPLOADS=str(uploads), DAGSTER_HOME=str(home))
     command = [
-        os.path.join(os.path.dirname(sys.executable), "dagster"), "job", "execute",
-        "-m", "robodata.orchestration_bench.landing_defs", "-j", job, "--tags", json.dumps({"dagster/partition": key}),
+        os.path.join(os.path.dirname(sys.executable), "dagster"),
+        "job",
+        "execute",
+        "-m",
+        "robodata.orchestration_bench.landing_defs",
+        "-j",
+        job,
+        "--tags",
+        json.dumps({"dagster/partition": key}),
     ]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:

@@ -27,14 +27,16 @@ from robodata.bench.moto_server import LocalS3, local_s3
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--uploads", type=int, nargs="+", default=[2000, 10000], help="upload counts, ascending")
-    p.add_argument("--max-requests-per-tick", type=int, default=100)
+    p.add_argument("--max-requests-per-tick", type=int, default=100, help="the sensor's cap on run requests per tick")
 
 
 def main(args: argparse.Namespace) -> int:
     counts = sorted(args.uploads)
     print(f"upload sensor on moto S3 (127.0.0.1), cap {args.max_requests_per_tick} runs per tick")
-    print(f"{'uploads':>8} {'objects':>8} {'first tick s':>13} {'requests':>9} {'catch-up s':>11} "
-          f"{'idle tick s':>12} {'(sensor CPU)':>12} {'new-upload s':>13} {'cursor max B':>13} {'LIST reqs':>10}")
+    print(
+        f"{'uploads':>8} {'objects':>8} {'first tick s':>13} {'requests':>9} {'catch-up s':>11} "
+        f"{'idle tick s':>12} {'(sensor CPU)':>12} {'new-upload s':>13} {'cursor max B':>13} {'LIST reqs':>10}"
+    )
     with local_s3() as s3, _environ(s3.environ):
         root = s3.uri("sensor-bench")
         written = 0
@@ -42,12 +44,16 @@ def main(args: argparse.Namespace) -> int:
             _write_uploads(s3, f"{root}/uploads", written, count)
             written = count
             row = _measure(s3, root, count, args.max_requests_per_tick)
-            print(f"{count:>8} {2 * count:>8} {row['first']:>13.2f} {row['requests']:>9} {row['catch_up']:>11.2f} "
-                  f"{row['idle']:>12.2f} {row['idle_cpu']:>12.2f} {row['new']:>13.2f} {row['cursor']:>13} "
-                  f"{row['lists']:>10}")
+            print(
+                f"{count:>8} {2 * count:>8} {row['first']:>13.2f} {row['requests']:>9} {row['catch_up']:>11.2f} "
+                f"{row['idle']:>12.2f} {row['idle_cpu']:>12.2f} {row['new']:>13.2f} {row['cursor']:>13} "
+                f"{row['lists']:>10}"
+            )
             _delete(s3, f"{root}/uploads/episode_new_{count}")
-    print("Wall times include moto's ListObjectsV2, which sorts the whole bucket for every 1,000-key page;\n"
-          "the sensor's own work per tick is the CPU column (parsing the listing, the bookkeeping).")
+    print(
+        "Wall times include moto's ListObjectsV2, which sorts the whole bucket for every 1,000-key page;\n"
+        "the sensor's own work per tick is the CPU column (parsing the listing, the bookkeeping)."
+    )
     return 0
 
 
@@ -88,8 +94,16 @@ def _measure(s3: LocalS3, root: str, count: int, cap: int) -> dict:
         new, new_s = tick(idle.cursor)
     assert len(new.run_requests) == 1, "the new upload was not requested"
     cursor = max(len(r.cursor) for r in (first, catch_up, idle, new))
-    return {"first": first_s, "requests": len(first.run_requests), "catch_up": catch_up_s, "idle": idle_s,
-            "new": new_s, "cursor": cursor, "lists": list_count, "idle_cpu": idle_cpu}
+    return {
+        "first": first_s,
+        "requests": len(first.run_requests),
+        "catch_up": catch_up_s,
+        "idle": idle_s,
+        "new": new_s,
+        "cursor": cursor,
+        "lists": list_count,
+        "idle_cpu": idle_cpu,
+    }
 
 
 def _list_requests(s3: LocalS3, action) -> int:

@@ -94,8 +94,9 @@ class BatchReader:
             return name
         if name in cameras and image_column(name) in self.image_columns:
             return image_column(name)
-        raise ValueError(f"offsets name {name!r}, which is not among the columns read: "
-                         f"{self.image_columns + self.columns}")
+        raise ValueError(
+            f"offsets name {name!r}, which is not among the columns read: {self.image_columns + self.columns}"
+        )
 
     # --- lazily opened state (never pickled) ------------------------------------------------
     @property

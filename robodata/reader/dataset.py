@@ -27,9 +27,7 @@ _ITEM_FRAMES = ThreadPoolExecutor(4, thread_name_prefix="robodata-item")  # ds[i
 RowIndices: TypeAlias = Sequence[int] | np.ndarray
 
 
-def open_dataset(
-    uri: str, *, version: int | str | None = None, storage_options: dict | None = None
-) -> RoboDataset:
+def open_dataset(uri: str, *, version: int | str | None = None, storage_options: dict | None = None) -> RoboDataset:
     """Open the dataset at ``uri`` (a directory or s3://) at ``version`` (a number or a tag).
 
     >>> ds = robodata.open("data/demo", version="run-42")  # doctest: +SKIP

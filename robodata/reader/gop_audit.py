@@ -20,9 +20,7 @@ from robodata.format.checksum import CHECKSUM_COLUMN
 from robodata.reader.decode_pool import default_concurrency
 from robodata.reader.gop_checksums import checksum_problem
 
-GOP_COLUMNS = [
-    "ref_id", "episode_index", "camera", "gop_index", "n_frames", "packet_sizes", "width", "height", "codec"
-]
+GOP_COLUMNS = ["ref_id", "episode_index", "camera", "gop_index", "n_frames", "packet_sizes", "width", "height", "codec"]
 READ_CHUNK = 256  # GOPs per coalesced blob read: bounds memory on a dataset of any size
 
 

@@ -83,9 +83,7 @@ def _metadata_problems(body: dict, schema: pa.Schema) -> list[str]:
     return problems
 
 
-def check_references(
-    dataset_uri: str, episode_index: int, storage_options: dict | None = None
-) -> IntegrityResult:
+def check_references(dataset_uri: str, episode_index: int, storage_options: dict | None = None) -> IntegrityResult:
     """Every row's camera references resolve to a gops.lance row of the same episode and camera
     whose gop_index matches and which holds the referenced frame."""
     refs = RowRefs.of_episode(dataset_uri, episode_index, storage_options)
@@ -107,16 +105,13 @@ def references_result(refs: RowRefs, label: str) -> IntegrityResult:
             at = f"episode {first[0]}, {at}"
         return IntegrityResult(
             False,
-            f"{label}: rows point at GOPs that are missing or belong elsewhere "
-            f"(per camera {bad}; first at {at})",
+            f"{label}: rows point at GOPs that are missing or belong elsewhere (per camera {bad}; first at {at})",
             {**details, "bad_references": bad},
         )
     return IntegrityResult(True, f"{label}: all {refs.rows} rows' references resolve", details)
 
 
-def check_alignment(
-    dataset_uri: str, episode_index: int, storage_options: dict | None = None
-) -> IntegrityResult:
+def check_alignment(dataset_uri: str, episode_index: int, storage_options: dict | None = None) -> IntegrityResult:
     """Every row's frame is within one camera period of the row's time (half a period, plus
     half a period of frame-time jitter)."""
     refs = RowRefs.of_episode(dataset_uri, episode_index, storage_options)
@@ -136,9 +131,7 @@ def alignment_result(refs: RowRefs, label: str) -> IntegrityResult:
         worst_ms[camera] = round(float(error.max()) / 1e6, 3) if len(error) else 0.0
         tolerance = alignment_tolerance_ns(refs.fps[camera])
         if (error > tolerance).any():
-            problems.append(
-                f"{camera}: a row is {worst_ms[camera]} ms from its frame (limit {tolerance / 1e6:.1f} ms)"
-            )
+            problems.append(f"{camera}: a row is {worst_ms[camera]} ms from its frame (limit {tolerance / 1e6:.1f} ms)")
     details = {"max_error_ms": worst_ms}
     if problems:
         return IntegrityResult(False, f"{label}: " + "; ".join(problems), details)
@@ -170,14 +163,10 @@ def check_sample_decodes(
 ) -> IntegrityResult:
     """``samples`` random rows of the episode decode, every camera, to the recorded frame size."""
     ds = open_dataset(dataset_uri, storage_options=storage_options)
-    positions = np.flatnonzero(
-        ds.to_table(columns=["episode_index"])["episode_index"].to_numpy() == episode_index
-    )
+    positions = np.flatnonzero(ds.to_table(columns=["episode_index"])["episode_index"].to_numpy() == episode_index)
     if len(positions) == 0:
         return IntegrityResult(False, f"episode {episode_index} has no rows")
-    chosen = np.sort(
-        np.random.default_rng(seed).choice(positions, min(samples, len(positions)), replace=False)
-    )
+    chosen = np.sort(np.random.default_rng(seed).choice(positions, min(samples, len(positions)), replace=False))
     try:
         frames = ds.take_blobs_decoded(chosen, ds.image_columns)
     except (KeyError, ValueError, OSError) as exc:  # missing GOPs, undecodable bytes
@@ -189,9 +178,7 @@ def check_sample_decodes(
             wrong[camera] = f"{frames[column].shape[1:]} != {(info.height, info.width, 3)}"
     details = {"sampled_rows": len(chosen)}
     if wrong:
-        return IntegrityResult(
-            False, f"episode {episode_index}: decoded frames have the wrong size {wrong}", details
-        )
+        return IntegrityResult(False, f"episode {episode_index}: decoded frames have the wrong size {wrong}", details)
     return IntegrityResult(
         True, f"episode {episode_index}: {len(chosen)} sampled rows decode to the recorded size", details
     )

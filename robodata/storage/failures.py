@@ -15,9 +15,7 @@ from robodata.storage.uris import is_remote, redact
 F = TypeVar("F", bound=Callable)
 
 # What Lance / object_store put in an error when a request failed...
-_IO_MARKERS = (
-    "LanceError(IO)", "error sending request", "Generic S3 error", "Commit result", "Connection refused"
-)
+_IO_MARKERS = ("LanceError(IO)", "error sending request", "Generic S3 error", "Commit result", "Connection refused")
 # ... and when the store did answer, with an error status (a missing bucket, access denied).
 _ANSWERED_MARKER = "non-2xx status code"
 
@@ -81,8 +79,10 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
             raise StorageError(redact(message, storage_options)) from None
         message = f"{uri}: could not reach {where} while {action}: {exc}"
         if "Commit result" in str(exc) or (isinstance(exc, TimeoutError) and "commit" in action):
-            message += (" (the commit may or may not have landed; re-running the ingest is safe: it replaces "
-                        "the episode, leaving one copy)")
+            message += (
+                " (the commit may or may not have landed; re-running the ingest is safe: it replaces "
+                "the episode, leaving one copy)"
+            )
         raise StorageUnreachableError(redact(message, storage_options)) from None
     finally:
         current_step.reset(token)

@@ -198,7 +198,9 @@ class LeRobotCompatDataset(Dataset):
         for cam in self.cameras:
             info = ds.metadata.cameras[cam]
             features[video_key(cam)] = {
-                "dtype": "video", "shape": [info.height, info.width, 3], "names": ["height", "width", "channels"],
+                "dtype": "video",
+                "shape": [info.height, info.width, 3],
+                "names": ["height", "width", "channels"],
                 "fps": info.fps,
             }
         schema = ds.lance_dataset.schema
@@ -207,13 +209,19 @@ class LeRobotCompatDataset(Dataset):
             if column in RENAMED:
                 feature["names"] = list(ds.metadata.joint_names)
             features[RENAMED.get(column, column)] = feature
-        for name, dtype in (("timestamp", "float32"), ("frame_index", "int64"), ("episode_index", "int64"),
-                            ("index", "int64"), ("task_index", "int64")):
+        for name, dtype in (
+            ("timestamp", "float32"),
+            ("frame_index", "int64"),
+            ("episode_index", "int64"),
+            ("index", "int64"),
+            ("task_index", "int64"),
+        ):
             features[name] = {"dtype": dtype, "shape": [1], "names": None}
         selected = set(rows.episode_index[self._arrays["rows"]].tolist()) if len(self._arrays["rows"]) else set()
         episodes = [
             {"episode_index": e, "length": n, "tasks": [self._episode_task[e]]}
-            for e, n in self._episode_lengths.items() if e in selected
+            for e, n in self._episode_lengths.items()
+            if e in selected
         ]
         fps = self.control_hz
         return LeRobotMeta(
@@ -255,8 +263,9 @@ class LeRobotCompatDataset(Dataset):
         unique, inverse = np.unique(np.concatenate([n.reshape(-1) for n in needed]), return_inverse=True)
         table = ds.lance_dataset.take(unique.tolist(), columns=self.item_columns) if self.item_columns else None
         positions, cursor = {}, 0
-        for name, array in zip(["__rows__", *[k for k in windows if self._key_column(k) in self.item_columns]],
-                               needed, strict=True):
+        for name, array in zip(
+            ["__rows__", *[k for k in windows if self._key_column(k) in self.item_columns]], needed, strict=True
+        ):
             positions[name] = inverse[cursor : cursor + array.size].reshape(array.shape)
             cursor += array.size
         for column in self.item_columns:
@@ -320,8 +329,15 @@ class LeRobotCompatDataset(Dataset):
         >>> sampler = ds.sampler(batch_size=32, rank=r, world_size=w)  # doctest: +SKIP
         >>> DataLoader(ds, batch_sampler=sampler, collate_fn=collate_batch)  # doctest: +SKIP
         """
-        return RowSampler(len(self), batch_size=batch_size, rank=rank, world_size=world_size, seed=seed,
-                          dataset_version=self.version, **options)
+        return RowSampler(
+            len(self),
+            batch_size=batch_size,
+            rank=rank,
+            world_size=world_size,
+            seed=seed,
+            dataset_version=self.version,
+            **options,
+        )
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -331,8 +347,10 @@ class LeRobotCompatDataset(Dataset):
         return state
 
     def __repr__(self) -> str:
-        return (f"LeRobotCompatDataset({self.uri!r}, version={self.version}, frames={len(self)}, "
-                f"cameras={self.cameras}, delta_timestamps={list(self.offsets)})")
+        return (
+            f"LeRobotCompatDataset({self.uri!r}, version={self.version}, frames={len(self)}, "
+            f"cameras={self.cameras}, delta_timestamps={list(self.offsets)})"
+        )
 
 
 def _as_torch(values: np.ndarray):

@@ -146,4 +146,3 @@ def _facts(ds: RoboDataset, rows: EpisodeRows) -> str:
         f'<div data-fact="{html.escape(k, quote=True)}"><dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd></div>'
         for k, v in facts.items()
     )
-

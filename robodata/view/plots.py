@@ -86,8 +86,9 @@ def episode_plot(rows: EpisodeRows, joint_names: list[str]) -> EpisodePlot:
     bands = band_columns(rows)
     heights = [3.0, 3.0] + [0.45] * len(bands)
     fig = Figure(figsize=(12, sum(heights) + 1.1), dpi=100)
-    fig.subplots_adjust(left=LEFT, right=RIGHT, top=1 - 0.25 / fig.get_figheight(),
-                        bottom=0.6 / fig.get_figheight(), hspace=0.15)
+    fig.subplots_adjust(
+        left=LEFT, right=RIGHT, top=1 - 0.25 / fig.get_figheight(), bottom=0.6 / fig.get_figheight(), hspace=0.15
+    )
     grid = fig.add_gridspec(len(heights), 1, height_ratios=heights)
     axes = [fig.add_subplot(grid[0])]
     axes += [fig.add_subplot(grid[i], sharex=axes[0]) for i in range(1, len(heights))]
@@ -102,8 +103,15 @@ def episode_plot(rows: EpisodeRows, joint_names: list[str]) -> EpisodePlot:
             ax.axvspan(*_span(rows, segment), color=KNOWN_COLOURS["intervention"], alpha=0.12, linewidth=0)
         ax.set_ylabel(title)
         ax.grid(alpha=0.3)
-    axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, ncol=1 + len(joint_names) // 16,
-                   frameon=False, title="joints", title_fontsize=8)
+    axes[0].legend(
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=7,
+        ncol=1 + len(joint_names) // 16,
+        frameon=False,
+        title="joints",
+        title_fontsize=8,
+    )
     handles = []
     palette = itertools.cycle(PALETTE)  # shared: no two columns' values look alike
     for ax, column in zip(axes[2:], bands, strict=True):

@@ -33,18 +33,23 @@ from robodata.bench.quality import psnr
 
 # --- the runner protocol -------------------------------------------------------------------------
 def test_parse_takes_the_last_result_line_among_the_peers_output():
-    out = "INFO loading\nPEER_RESULT {\"protocol\": 1, \"system\": \"old\"}\nnoise\n" \
-          'PEER_RESULT {"protocol": 1, "system": "lancedb", "measurements": []}\ntrailing log\n'
+    out = (
+        'INFO loading\nPEER_RESULT {"protocol": 1, "system": "old"}\nnoise\n'
+        'PEER_RESULT {"protocol": 1, "system": "lancedb", "measurements": []}\ntrailing log\n'
+    )
     assert parse_runner_output(out)["system"] == "lancedb"
 
 
-@pytest.mark.parametrize(("stdout", "message"), [
-    ("just logs\n", "printed no PEER_RESULT line"),
-    ("PEER_RESULT {not json\n", "is not JSON"),
-    ("PEER_RESULT [1, 2]\n", "is not a JSON object"),
-    ('PEER_RESULT {"protocol": 1, "error": "FileNotFoundError: meta/info.json"}\n', "FileNotFoundError: meta"),
-    ('PEER_RESULT {"protocol": 7, "system": "robodata"}\n', "speaks protocol 7, expected 1"),
-])
+@pytest.mark.parametrize(
+    ("stdout", "message"),
+    [
+        ("just logs\n", "printed no PEER_RESULT line"),
+        ("PEER_RESULT {not json\n", "is not JSON"),
+        ("PEER_RESULT [1, 2]\n", "is not a JSON object"),
+        ('PEER_RESULT {"protocol": 1, "error": "FileNotFoundError: meta/info.json"}\n', "FileNotFoundError: meta"),
+        ('PEER_RESULT {"protocol": 7, "system": "robodata"}\n', "speaks protocol 7, expected 1"),
+    ],
+)
 def test_parse_names_what_is_wrong(stdout, message):
     with pytest.raises(PeerRunError, match=message):
         parse_runner_output(stdout, "lancedb runner")
@@ -59,13 +64,18 @@ def test_runner_measures_robodata_in_its_own_process(ingested, tmp_path):
     ds = robodata.open(ingested)
     out = tmp_path / "frames.npz"
     batches = [[0, 5, 9], [len(ds) - 1, 3, 4]]
-    job = {"system": "robodata", "root": ingested, "warmup": [1], "measurements": [
-        {"name": "A", "kind": "sample", "indices": [2, 7, 11]},
-        {"name": "B", "kind": "batch", "batches": batches},
-        {"name": "C", "kind": "window", "indices": [4, 40], "frames": 8, "row_offsets": [0, 3, 7, 10]},
-        {"name": "F", "kind": "frames", "indices": [6, 1], "out": str(out)},
-        {"name": "P", "kind": "profile", "of": "batch", "batches": batches},
-    ]}
+    job = {
+        "system": "robodata",
+        "root": ingested,
+        "warmup": [1],
+        "measurements": [
+            {"name": "A", "kind": "sample", "indices": [2, 7, 11]},
+            {"name": "B", "kind": "batch", "batches": batches},
+            {"name": "C", "kind": "window", "indices": [4, 40], "frames": 8, "row_offsets": [0, 3, 7, 10]},
+            {"name": "F", "kind": "frames", "indices": [6, 1], "out": str(out)},
+            {"name": "P", "kind": "profile", "of": "batch", "batches": batches},
+        ],
+    }
     result = run_job(sys.executable, job)  # a real subprocess speaking the protocol
     assert result["system"] == "robodata" and result["label"] == "robodata"
     assert result["versions"]["pylance"] != "not installed"
@@ -127,13 +137,21 @@ def _measurement(name, kind, seconds, samples, **extra):
 def _fake_rounds():
     """Two rounds. robodata: A 10/s then 30/s (median 20), B 400/s, C 8/s, D 300/s. LeRobot torchcodec
     A 10/s, pyav 5/s; LanceDB A 8/s. Built so every ratio is known exactly."""
+
     def system(a, b, c, d, first):
-        return [_measurement("A", "sample", [1 / a, 1 / a], [1, 1]),
-                _measurement("B", "batch", [0.08], [b * 0.08]),
-                _measurement("C", "window", [1 / c], [1]),
-                _measurement("D", "loader", [32 / d] * 3, [32] * 3, first_batch_s=first, delivered=[])]
-    first = {"robodata": system(10, 400, 8, 300, 2.0), "lerobot-torchcodec": system(10, 100, 4, 100, 9.0),
-             "lerobot-pyav": system(5, 50, 2, 50, 9.5), "lancedb": system(8, 200, 4, 150, 5.0)}
+        return [
+            _measurement("A", "sample", [1 / a, 1 / a], [1, 1]),
+            _measurement("B", "batch", [0.08], [b * 0.08]),
+            _measurement("C", "window", [1 / c], [1]),
+            _measurement("D", "loader", [32 / d] * 3, [32] * 3, first_batch_s=first, delivered=[]),
+        ]
+
+    first = {
+        "robodata": system(10, 400, 8, 300, 2.0),
+        "lerobot-torchcodec": system(10, 100, 4, 100, 9.0),
+        "lerobot-pyav": system(5, 50, 2, 50, 9.5),
+        "lancedb": system(8, 200, 4, 150, 5.0),
+    }
     second = {**first, "robodata": system(30, 400, 8, 300, 4.0)}
     return [first, second]
 
@@ -155,8 +173,10 @@ def test_summary_is_the_median_over_rounds_and_ratios_use_the_faster_lerobot():
 
 
 def test_aims_say_which_are_met_and_by_how_much_the_others_miss():
-    storage = {"robodata": {"bytes_per_frame": 4000.0, "psnr_top_db": 36.0},
-               "lerobot-torchcodec": {"bytes_per_frame": 5000.0, "psnr_top_db": 36.5}}
+    storage = {
+        "robodata": {"bytes_per_frame": 4000.0, "psnr_top_db": 36.0},
+        "lerobot-torchcodec": {"bytes_per_frame": 5000.0, "psnr_top_db": 36.5},
+    }
     aims = {a["key"]: a for a in peer_aims(summarize(_fake_rounds()), storage)}
     assert (aims["A-lerobot"]["met"], aims["A-lerobot"]["missed_by"]) == (False, pytest.approx(1 / 3))
     assert aims["A-lancedb"]["met"] and aims["A-lancedb"]["measured"] == pytest.approx(2.5)
@@ -168,29 +188,55 @@ def test_aims_say_which_are_met_and_by_how_much_the_others_miss():
 
 def _fake_results(tmp_path):
     summary = summarize(_fake_rounds())
-    storage = {"robodata": {"bytes_per_frame": 4000.0, "psnr_top_db": 36.0},
-               "lerobot-torchcodec": {"bytes_per_frame": 5000.0, "psnr_top_db": 36.5},
-               "lancedb": {"bytes_per_frame": 5100.0, "psnr_top_db": 36.5}, "quality_camera": "top",
-               "quality_rows": 4}
+    storage = {
+        "robodata": {"bytes_per_frame": 4000.0, "psnr_top_db": 36.0},
+        "lerobot-torchcodec": {"bytes_per_frame": 5000.0, "psnr_top_db": 36.5},
+        "lancedb": {"bytes_per_frame": 5100.0, "psnr_top_db": 36.5},
+        "quality_camera": "top",
+        "quality_rows": 4,
+    }
     aims = peer_aims(summary, storage)
     aims[0]["why"] = "robodata (sample, 1 decode thread): 5.0 ms per call, 60% video decode"
     return {
-        "command": "robodata bench out --peers .peers-venv", "config": PeerConfig().__dict__,
-        "machine": {"cpu_count": 2, "processor": "x86_64", "python": "3.11", "load_average_at_start": "9.00 1 1",
-                    "load_average_at_end": "8.00 1 1", "wall_seconds": 90.0},
-        "footage": {"source": "gym-aloha"}, "layouts_seconds": {"export_lerobot": 3.0, "lerobot_lance_convert": 9.0},
-        "dataset": {"uri": "out/work/dataset", "version": 3, "episodes": 3, "rows": 300, "control_hz": 50.0,
-                    "cameras": {"top": "640x480@50"}, "gop_size": 8, "codec": "h264"},
+        "command": "robodata bench out --peers .peers-venv",
+        "config": PeerConfig().__dict__,
+        "machine": {
+            "cpu_count": 2,
+            "processor": "x86_64",
+            "python": "3.11",
+            "load_average_at_start": "9.00 1 1",
+            "load_average_at_end": "8.00 1 1",
+            "wall_seconds": 90.0,
+        },
+        "footage": {"source": "gym-aloha"},
+        "layouts_seconds": {"export_lerobot": 3.0, "lerobot_lance_convert": 9.0},
+        "dataset": {
+            "uri": "out/work/dataset",
+            "version": 3,
+            "episodes": 3,
+            "rows": 300,
+            "control_hz": 50.0,
+            "cameras": {"top": "640x480@50"},
+            "gop_size": 8,
+            "codec": "h264",
+        },
         "systems": {s.key: {"label": s.label, "versions": {"torch": "2.11.0"}} for s in SYSTEMS},
-        "summary": summary, "ratios": ratio_rows(summary), "storage": storage, "aims": aims, "profiles": {},
-        "loader_same_rows": [{"round": 0, "system": "robodata", "same_rows": True}], "plots": {"peers": "peers.png"},
+        "summary": summary,
+        "ratios": ratio_rows(summary),
+        "storage": storage,
+        "aims": aims,
+        "profiles": {},
+        "loader_same_rows": [{"round": 0, "system": "robodata", "same_rows": True}],
+        "plots": {"peers": "peers.png"},
     }
 
 
 def test_side_by_side_table_on_a_fake_peer_result(tmp_path):
     lines = side_by_side_table(_fake_results(tmp_path)).splitlines()
-    assert lines[0] == ("| scenario (samples/s) | robodata | LeRobot 0.6.1 (torchcodec) | LeRobot 0.6.1 (pyav) | "
-                        "LanceDBDataset (lerobot-lancedb 0.3.1) | robodata / LeRobot | robodata / LanceDB |")
+    assert lines[0] == (
+        "| scenario (samples/s) | robodata | LeRobot 0.6.1 (torchcodec) | LeRobot 0.6.1 (pyav) | "
+        "LanceDBDataset (lerobot-lancedb 0.3.1) | robodata / LeRobot | robodata / LanceDB |"
+    )
     a = next(line for line in lines if line.startswith("| A "))
     assert a.endswith("| 20.0 | 10.0 | 5.0 | 8.0 | **2.00x** (aim 3x, missed by 33%) | **2.50x** (aim 2x, met) |")
     b = next(line for line in lines if line.startswith("| B "))
@@ -202,8 +248,14 @@ def test_side_by_side_table_on_a_fake_peer_result(tmp_path):
 def test_report_has_every_system_the_aims_the_load_and_the_reasons(tmp_path):
     results = _fake_results(tmp_path)
     text = render_peer_report(results)
-    for heading in ("## Side by side", "## Aims", "## D: the training DataLoader", "## Where the time goes",
-                    "## Method", "## Figures"):
+    for heading in (
+        "## Side by side",
+        "## Aims",
+        "## D: the training DataLoader",
+        "## Where the time goes",
+        "## Method",
+        "## Figures",
+    ):
         assert heading in text
     assert "`robodata bench out --peers .peers-venv`" in text and "load average 9.00 1 1" in text
     assert "**gym-aloha**" in text and "60% video decode" in text and "short by 33.3%" in text
@@ -253,17 +305,26 @@ def test_result_prefix_is_what_the_parser_reads():
 
 # --- the G x CRF sweep's choice -------------------------------------------------------------------
 def _point(g, crf, per_s, size, db):
-    return {"gop_size": g, "crf": crf, "loader_samples_per_s": per_s, "loader_first_batch_s": 1.0,
-            "bytes_per_frame": size, "psnr_top_db": db, "psnr_db": db}
+    return {
+        "gop_size": g,
+        "crf": crf,
+        "loader_samples_per_s": per_s,
+        "loader_first_batch_s": 1.0,
+        "bytes_per_frame": size,
+        "psnr_top_db": db,
+        "psnr_db": db,
+    }
 
 
 def test_frontier_and_default_within_lerobots_bytes_and_psnr():
-    points = mark_frontier([
-        _point(4, 23, 300.0, 6000.0, 36.0),
-        _point(8, 23, 280.0, 4500.0, 36.5),
-        _point(8, 28, 270.0, 4600.0, 35.0),  # beaten by G=8 crf 23 on every axis
-        _point(2, 28, 320.0, 7000.0, 33.0),
-    ])
+    points = mark_frontier(
+        [
+            _point(4, 23, 300.0, 6000.0, 36.0),
+            _point(8, 23, 280.0, 4500.0, 36.5),
+            _point(8, 28, 270.0, 4600.0, 35.0),  # beaten by G=8 crf 23 on every axis
+            _point(2, 28, 320.0, 7000.0, 33.0),
+        ]
+    )
     assert [p["on_frontier"] for p in points] == [True, True, False, True]
     chosen = choose_default(points, max_bytes_per_frame=6200.0, min_psnr_db=35.5)
     assert (chosen["gop_size"], chosen["crf"]) == (4, 23)  # fastest within the limits; G=2 is too big

@@ -87,7 +87,11 @@ def test_a_corrupt_gop_fails_the_checks_and_a_reingest_repairs_it(store):
     )
     only_checks = dg.materialize(
         [*EPISODE_ASSETS, *checks.episode_checks],
-        selection=selection, partition_key=key, instance=instance, resources={"store": store}, raise_on_error=False,
+        selection=selection,
+        partition_key=key,
+        instance=instance,
+        resources={"store": store},
+        raise_on_error=False,
     )
     found = evaluations(only_checks)
     assert sorted(found) == CHECK_NAMES

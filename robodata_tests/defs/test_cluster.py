@@ -25,8 +25,18 @@ def test_a_backfill_of_six_episodes_lands_each_once_across_two_celery_workers(s3
     with robodata_cluster(tmp_path / "cluster", env, workers=2) as cluster:
         keys = cluster.run("robodata", "register-uploads").split()
         assert keys == [u.name for u in uploads]
-        cluster.run("dagster", "job", "backfill", "-m", "robodata.definitions", "-j", "ingest_episode",
-                    "--partitions", ",".join(keys), "--noprompt")
+        cluster.run(
+            "dagster",
+            "job",
+            "backfill",
+            "-m",
+            "robodata.definitions",
+            "-j",
+            "ingest_episode",
+            "--partitions",
+            ",".join(keys),
+            "--noprompt",
+        )
         for name, value in cluster.env.items():
             if name.startswith(("DAGSTER_", "AWS_", "ROBODATA_")):
                 monkeypatch.setenv(name, value)
@@ -44,8 +54,10 @@ def test_a_backfill_of_six_episodes_lands_each_once_across_two_celery_workers(s3
     expected = {i: pq.read_metadata(u / "states.parquet").num_rows for i, u in enumerate(uploads)}
     assert dict(zip(*[ds.episodes()[c].to_pylist() for c in ("episode_index", "rows")], strict=True)) == expected
 
-    done = {name: len(re.findall(r"Task execute_job\[[^\]]+\] succeeded", log.read_text()))
-            for name, log in cluster.worker_logs.items()}
+    done = {
+        name: len(re.findall(r"Task execute_job\[[^\]]+\] succeeded", log.read_text()))
+        for name, log in cluster.worker_logs.items()
+    }
     assert sum(done.values()) == 6 and min(done.values()) >= 1, done  # both workers took runs
 
 

@@ -30,7 +30,11 @@ def test_definitions_validate_from_the_repository_root_without_dagster_home():
     before = set(REPO.iterdir())
     done = subprocess.run(
         [str(dagster), "definitions", "validate", "-m", "robodata.definitions"],
-        cwd=REPO, env=_env_without_dagster_home(), capture_output=True, text=True, timeout=300,
+        cwd=REPO,
+        env=_env_without_dagster_home(),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "All code locations passed validation" in done.stderr + done.stdout
@@ -67,7 +71,10 @@ def test_instance_config_ships_in_the_wheel(tmp_path):
     shutil.copytree(REPO / "robodata", source / "robodata", ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), "."],
-        cwd=source, check=True, capture_output=True, timeout=300,
+        cwd=source,
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     [wheel] = tmp_path.glob("robodata-*.whl")
     with zipfile.ZipFile(wheel) as archive:
@@ -93,7 +100,9 @@ def test_store_fields_name_the_environment_variables_that_set_them(monkeypatch, 
     monkeypatch.delenv("ROBODATA_UPLOADS", raising=False)
     shown = _configured(resources.store_from_env())
     assert shown == {
-        "root": {"env": "ROBODATA_ROOT"}, "uploads_root": "s3://lab/robodata/uploads", "storage_timeout_s": None
+        "root": {"env": "ROBODATA_ROOT"},
+        "uploads_root": "s3://lab/robodata/uploads",
+        "storage_timeout_s": None,
     }
     monkeypatch.setenv("ROBODATA_UPLOADS", "s3://lab/incoming")
     assert _configured(resources.store_from_env())["uploads_root"] == {"env": "ROBODATA_UPLOADS"}

@@ -21,9 +21,16 @@ def test_aligned_frames_reports_kept_labels_and_replace_is_a_config_flag(uploads
     key = uploads[0].name
     first = materialize_episode(instance, store, key, assets=EPISODE_ASSETS)
     rows = metadata_of(first, "aligned_frames")["rows_written"]
-    robodata.add_annotations(store.root, pa.table({
-        "episode_index": np.zeros(rows, dtype=np.int64), "frame_index": np.arange(rows), "success": np.ones(rows, bool),
-    }))
+    robodata.add_annotations(
+        store.root,
+        pa.table(
+            {
+                "episode_index": np.zeros(rows, dtype=np.int64),
+                "frame_index": np.arange(rows),
+                "success": np.ones(rows, bool),
+            }
+        ),
+    )
     again = metadata_of(materialize_episode(instance, store, key, assets=EPISODE_ASSETS), "aligned_frames")
     assert (again["labels_kept_rows"], again["labels_dropped_rows"]) == (rows, 0)
     assert robodata.open(store.root).to_table(["success"])["success"].to_pylist() == [True] * rows

@@ -214,8 +214,13 @@ def test_uploads_written_before_the_high_water_mark_are_not_looked_at_again():
 
 
 def test_a_folder_without_episode_json_for_too_long_is_warned_about():
-    listing = UploadListing([], [IncompleteUpload("late", "s3://b/uploads/late", 1000.0),
-                                 IncompleteUpload("busy", "s3://b/uploads/busy", 4000.0)])
+    listing = UploadListing(
+        [],
+        [
+            IncompleteUpload("late", "s3://b/uploads/late", 1000.0),
+            IncompleteUpload("busy", "s3://b/uploads/busy", 4000.0),
+        ],
+    )
     settings = TickSettings(stalled_after_s=3600)
     assert plan_tick(listing, UploadCursor(), dict, [], now=4500, settings=settings).warnings == []
     [warning] = plan_tick(listing, UploadCursor(), dict, [], now=5000, settings=settings).warnings

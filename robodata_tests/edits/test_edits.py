@@ -59,8 +59,14 @@ def test_append_adds_gop_files_and_changes_none(dataset_copy, sample_uploads, tm
 def test_annotations_add_and_correct_columns_without_touching_video(dataset_copy):
     files = _gops_data_files(dataset_copy)
     start = robodata.open(dataset_copy).version
-    labels = pa.table({"episode_index": [0, 0, 2], "frame_index": [0, 5, 7],
-                       "success": [True, False, True], "grasp_score": [0.5, 0.25, 1.0]})
+    labels = pa.table(
+        {
+            "episode_index": [0, 0, 2],
+            "frame_index": [0, 5, 7],
+            "success": [True, False, True],
+            "grasp_score": [0.5, 0.25, 1.0],
+        }
+    )
     version = robodata.add_annotations(dataset_copy, labels)
     assert version == start + 1
     table = robodata.open(dataset_copy).to_table(columns=["episode_index", "frame_index", "success", "grasp_score"])
@@ -75,8 +81,9 @@ def test_annotations_add_and_correct_columns_without_touching_video(dataset_copy
     assert _gops_data_files(dataset_copy) == files
     assert "success" not in robodata.open(dataset_copy, version=start).columns
     with pytest.raises(ValueError, match="cannot overwrite"):
-        robodata.add_annotations(dataset_copy, pa.table({"episode_index": [0], "frame_index": [0],
-                                                         "observation_images_top_ref_id": [1]}))
+        robodata.add_annotations(
+            dataset_copy, pa.table({"episode_index": [0], "frame_index": [0], "observation_images_top_ref_id": [1]})
+        )
 
 
 def test_garbage_collection_removes_only_unreferenced_gops(dataset_copy):

@@ -32,11 +32,15 @@ def test_a_corrupt_staged_gop_is_never_committed(eight_short_uploads, tmp_path):
     with pytest.raises(EpisodeAuditError) as error:
         write_frames(episode, root, staged)
     message = str(error.value)
-    assert message.startswith("episode 1 was not committed (the dataset's version is unchanged); its checks failed: "
-                              "staged_gops_decode: 1 problem(s) with the staged GOPs: GOP 1 of episode 1, "
-                              f"camera 'wrist_left' (ref_id {ref}) is corrupt: xxh3_64")
+    assert message.startswith(
+        "episode 1 was not committed (the dataset's version is unchanged); its checks failed: "
+        "staged_gops_decode: 1 problem(s) with the staged GOPs: GOP 1 of episode 1, "
+        f"camera 'wrist_left' (ref_id {ref}) is corrupt: xxh3_64"
+    )
     assert {name: r.passed for name, r in error.value.results.items()} == {
-        "staged_gops_decode": False, "references_resolve": True, "alignment_within_half_period": True,
+        "staged_gops_decode": False,
+        "references_resolve": True,
+        "alignment_within_half_period": True,
         "row_count_matches_upload": True,
     }
     assert current_versions(root).frames == first.frames_version

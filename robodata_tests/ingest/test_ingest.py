@@ -17,17 +17,16 @@ from robodata_tests.conftest import REAL_VIDEO
 
 
 def _gops(root):
-    return open_table(gops_uri(root)).to_table(columns=["ref_id", "episode_index", "camera", "gop_index",
-                                                        "n_frames", "timestamps_ns", "packet_sizes"])
+    return open_table(gops_uri(root)).to_table(
+        columns=["ref_id", "episode_index", "camera", "gop_index", "n_frames", "timestamps_ns", "packet_sizes"]
+    )
 
 
 def test_every_row_points_at_the_nearest_camera_frame(ingested, sample_uploads):
     ds = robodata.open(ingested)
     rows = ds.to_table()
     gops = _gops(ingested)
-    times = {
-        (r["episode_index"], r["camera"], r["gop_index"]): r["timestamps_ns"] for r in gops.to_pylist()
-    }
+    times = {(r["episode_index"], r["camera"], r["gop_index"]): r["timestamps_ns"] for r in gops.to_pylist()}
     for camera, info in ds.metadata.cameras.items():
         ref_id, gop_index, in_gop = ref_columns(camera)
         for episode in range(3):
@@ -36,8 +35,10 @@ def test_every_row_points_at_the_nearest_camera_frame(ingested, sample_uploads):
                 [times[(episode, camera, j)] for j in range(max(mine[gop_index].to_pylist()) + 1)]
             )
             pointed = np.asarray(
-                [times[(episode, camera, g)][k] for g, k in zip(mine[gop_index].to_pylist(), mine[in_gop].to_pylist(),
-                                                                strict=True)]
+                [
+                    times[(episode, camera, g)][k]
+                    for g, k in zip(mine[gop_index].to_pylist(), mine[in_gop].to_pylist(), strict=True)
+                ]
             )
             row_times = mine["timestamp_ns"].to_numpy()
             error = np.abs(pointed - row_times)
@@ -73,7 +74,10 @@ def test_schema_metadata_describes_the_dataset(ingested):
     assert meta.gop_size == 8
     assert len(meta.joint_names) == 14 and meta.joint_names[0] == "left_waist"
     assert {c: (i.width, i.height, round(i.fps)) for c, i in meta.cameras.items()} == {
-        "top": (640, 480, 30), "wrist_left": (320, 240, 30), "wrist_right": (320, 240, 30)}
+        "top": (640, 480, 30),
+        "wrist_left": (320, 240, 30),
+        "wrist_right": (320, 240, 30),
+    }
     assert meta.camera_fps == {c: i.fps for c, i in meta.cameras.items()}
     assert meta.codec["name"] == "h264" and meta.codec["crf"] == 23
     assert meta.format_version == "2"  # 2: GOP checksums
@@ -96,8 +100,9 @@ def test_reingest_replaces_the_episode_in_one_commit(uploads, tmp_path):
     assert open_table(gops_uri(root)).count_rows() == gop_rows
     keys = after.to_table(columns=["episode_index", "frame_index"]).to_pylist()
     assert len({(k["episode_index"], k["frame_index"]) for k in keys}) == len(keys)
-    np.testing.assert_array_equal(after.take_blobs_decoded([10], "observation_images_top")["observation_images_top"],
-                                  frame)
+    np.testing.assert_array_equal(
+        after.take_blobs_decoded([10], "observation_images_top")["observation_images_top"], frame
+    )
 
 
 def test_reingest_with_new_states_swaps_old_copy_for_new(uploads, tmp_path):
@@ -122,17 +127,26 @@ def test_a_real_camera_video_ingests(tmp_path):
     import pyarrow as pa
 
     pq.write_table(
-        pa.table({
-            "timestamp_ns": np.arange(n, dtype=np.int64) * 10_000_000,
-            "observation_state": [[0.0, 1.0]] * n,
-            "action": [[0.5, 0.5]] * n,
-        }),
+        pa.table(
+            {
+                "timestamp_ns": np.arange(n, dtype=np.int64) * 10_000_000,
+                "observation_state": [[0.0, 1.0]] * n,
+                "action": [[0.5, 0.5]] * n,
+            }
+        ),
         upload / "states.parquet",
     )
-    (upload / "episode.json").write_text(json.dumps({
-        "episode_index": 0, "joint_names": ["a", "b"], "control_hz": 100,
-        "cameras": {"car": {"file": "car.mp4"}}, "task": "drive",
-    }))
+    (upload / "episode.json").write_text(
+        json.dumps(
+            {
+                "episode_index": 0,
+                "joint_names": ["a", "b"],
+                "control_hz": 100,
+                "cameras": {"car": {"file": "car.mp4"}},
+                "task": "drive",
+            }
+        )
+    )
     episode = read_upload(str(upload))
     assert (episode.cameras[0].width, episode.cameras[0].height) == (176, 144)
     result = robodata.ingest_episode(str(upload), str(tmp_path / "ds"))

@@ -33,9 +33,16 @@ def test_a_dataset_from_before_keys_and_upload_columns_takes_new_ingests(uploads
     n = _write_like_the_previous_release(uploads[0], root)
     assert not has_primary_key(open_table(frames_uri(root)).schema, FRAMES_KEY)
     assert stored_uploads(root) == {}
-    robodata.add_annotations(root, pa.table({
-        "episode_index": np.zeros(n, dtype=np.int64), "frame_index": np.arange(n), "success": np.ones(n, bool),
-    }))
+    robodata.add_annotations(
+        root,
+        pa.table(
+            {
+                "episode_index": np.zeros(n, dtype=np.int64),
+                "frame_index": np.arange(n),
+                "success": np.ones(n, bool),
+            }
+        ),
+    )
 
     robodata.ingest_episode(str(uploads[1]), root)
     again = robodata.ingest_episode(str(uploads[0]), root)  # the old episode is adopted, labels kept
@@ -44,7 +51,8 @@ def test_a_dataset_from_before_keys_and_upload_columns_takes_new_ingests(uploads
     assert has_primary_key(frames.schema, FRAMES_KEY) and has_primary_key(gops.schema, GOPS_KEY)
     assert set(UPLOAD_COLUMNS) <= set(frames.schema.names)
     assert {u.episode_id: u.episode_index for u in stored_uploads(root).values()} == {
-        uploads[0].name: 0, uploads[1].name: 1,
+        uploads[0].name: 0,
+        uploads[1].name: 1,
     }
     ds = robodata.open(root)
     table = ds.to_table(["episode_index", "success"])

@@ -80,8 +80,10 @@ def test_two_writers_of_a_new_episode_leave_one_copy_on_a_local_disk(
 ):
     roots = iter(range(ROUNDS))
     counts = _rounds(monkeypatch, eight_short_uploads, lambda: str(tmp_path / f"ds{next(roots)}"), None)
-    print(f"\nlocal: {counts['races']} forced races, {counts['extra_frame_rows']} duplicate rows, "
-          f"{counts['extra_gop_rows']} duplicate GOP rows")
+    print(
+        f"\nlocal: {counts['races']} forced races, {counts['extra_frame_rows']} duplicate rows, "
+        f"{counts['extra_gop_rows']} duplicate GOP rows"
+    )
     assert counts == {"races": 2 * ROUNDS, "extra_frame_rows": 0, "extra_gop_rows": 0}
 
 
@@ -90,8 +92,10 @@ def test_two_writers_of_a_new_episode_leave_one_copy_on_s3(monkeypatch, s3, eigh
     # busy machine that wait can pass the 60 s default, which is not what this test is about.
     monkeypatch.setenv("ROBODATA_STORAGE_TIMEOUT_S", "900")
     counts = _rounds(monkeypatch, eight_short_uploads, lambda: s3.fresh_uri("one-copy"), s3.storage_options)
-    print(f"\ns3: {counts['races']} forced races, {counts['extra_frame_rows']} duplicate rows, "
-          f"{counts['extra_gop_rows']} duplicate GOP rows")
+    print(
+        f"\ns3: {counts['races']} forced races, {counts['extra_frame_rows']} duplicate rows, "
+        f"{counts['extra_gop_rows']} duplicate GOP rows"
+    )
     assert counts == {"races": 2 * ROUNDS, "extra_frame_rows": 0, "extra_gop_rows": 0}
 
 

@@ -29,10 +29,14 @@ def _labels(root: str, episode: int) -> dict[int, tuple]:
 
 def _label(root: str, episode: int, n: int) -> dict[int, tuple]:
     frames = np.arange(n)
-    labels = pa.table({
-        "episode_index": np.full(n, episode, dtype=np.int64), "frame_index": frames,
-        "success": frames % 3 == 0, "score": (frames * 0.5).astype(np.float64),
-    })
+    labels = pa.table(
+        {
+            "episode_index": np.full(n, episode, dtype=np.int64),
+            "frame_index": frames,
+            "success": frames % 3 == 0,
+            "score": (frames * 0.5).astype(np.float64),
+        }
+    )
     robodata.add_annotations(root, labels)
     return {int(f): (bool(f % 3 == 0), float(f * 0.5)) for f in frames}
 
@@ -70,9 +74,7 @@ def test_every_episode_knows_its_upload(uploads, tmp_path):
     for upload in uploads[:2]:
         robodata.ingest_episode(str(upload), root)
     listed = {u.episode_id: u for u in list_complete_uploads(str(uploads[0].parent))}
-    expected = {
-        u.name: StoredUpload(u.name, i, listed[u.name].fingerprint, str(u)) for i, u in enumerate(uploads[:2])
-    }
+    expected = {u.name: StoredUpload(u.name, i, listed[u.name].fingerprint, str(u)) for i, u in enumerate(uploads[:2])}
     assert stored_uploads(root) == expected
     assert stored_uploads(root, version=1) == {uploads[0].name: expected[uploads[0].name]}
     assert upload_fingerprint(str(uploads[0])) == listed[uploads[0].name].fingerprint

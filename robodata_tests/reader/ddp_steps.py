@@ -40,8 +40,11 @@ def main() -> int:
         assert all(s == states[0] for s in states), states
     # The same with the loader over a real dataset: batches read and decoded in every rank.
     loader = TrainingLoader.create(
-        sys.argv[1], batch_size=59, sampler_options={"rank": rank, "world_size": world, "seed": 2},
-        cameras=["wrist_left"], columns=["episode_index"],
+        sys.argv[1],
+        batch_size=59,
+        sampler_options={"rank": rank, "world_size": world, "seed": 2},
+        cameras=["wrist_left"],
+        columns=["episode_index"],
     )
     real, padded = run_steps((b["index"], np.asarray(b["padding"])) for b in loader)
     states = [None] * world

@@ -118,8 +118,9 @@ def test_a_dataloader_worker_reports_the_corrupt_gop(corrupted):
     from robodata.reader.torch_dataset import make_dataloader
 
     root, bad, _, _, version = corrupted
-    loader = make_dataloader(root, batch_size=64, num_workers=1, cameras=["top"], shuffle="none",
-                             persistent_workers=False)
+    loader = make_dataloader(
+        root, batch_size=64, num_workers=1, cameras=["top"], shuffle="none", persistent_workers=False
+    )
     with pytest.raises(CorruptGopError) as error:
         list(loader)
     assert f"{root} version {version}: GOP 2 of episode 1, camera 'top'" in str(error.value)

@@ -25,12 +25,23 @@ def test_three_gloo_ranks_never_wait_on_each_other(ingested):
     port, world = free_port(), 3
     procs = []
     for rank in range(world):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), PYTHONPATH=str(REPO))
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "robodata_tests.reader.ddp_steps", ingested],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        ))
+        env = dict(
+            os.environ,
+            RANK=str(rank),
+            WORLD_SIZE=str(world),
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(port),
+            PYTHONPATH=str(REPO),
+        )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "robodata_tests.reader.ddp_steps", ingested],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
     outputs = []
     try:
         for proc in procs:

@@ -21,14 +21,13 @@ DELTAS = {
 }
 
 
-
-
 @pytest.fixture(scope="module")
 def lossless_export(short_dataset, tmp_path_factory) -> str:
     """The LeRobot export with lossless RGB video, so pixels compare exactly."""
     root = tmp_path_factory.mktemp("export") / "lerobot"
-    export_lerobot(short_dataset, root, vcodec="libx264rgb", pix_fmt="rgb24", crf=0, g=2, preset="ultrafast",
-                   progress=False)
+    export_lerobot(
+        short_dataset, root, vcodec="libx264rgb", pix_fmt="rgb24", crf=0, g=2, preset="ultrafast", progress=False
+    )
     return str(root)
 
 
@@ -50,8 +49,12 @@ def test_items_equal_the_lerobot_export_read_by_a_reference_reader(short_dataset
     reference = LeRobotReference(lossless_export, delta_timestamps=DELTAS)
     n = len(reference)
     assert len(ours) == n and n > 100
-    edges = {i for e in reference.episodes for f in (e["dataset_from_index"], e["dataset_to_index"])
-             for i in (f - 2, f - 1, f, f + 1)}
+    edges = {
+        i
+        for e in reference.episodes
+        for f in (e["dataset_from_index"], e["dataset_to_index"])
+        for i in (f - 2, f - 1, f, f + 1)
+    }
     picked = sorted({i for i in edges if 0 <= i < n} | set(range(5, n, 17)) | {0, 1, 2, 3})
     reference.prepare_videos(picked)
     for idx in picked:
@@ -80,8 +83,9 @@ def test_uint8_output_and_transforms_on_tensors(short_dataset):
 
 
 def test_camera_rate_offsets_read_the_previous_camera_frame(short_dataset, lossless_export):
-    ds = LeRobotCompatDataset(short_dataset, delta_timestamps={"observation.images.top": [-1 / 30, 0]},
-                              return_uint8=True)
+    ds = LeRobotCompatDataset(
+        short_dataset, delta_timestamps={"observation.images.top": [-1 / 30, 0]}, return_uint8=True
+    )
     reference = LeRobotReference(lossless_export)
     times = reference._columns["robodata.frame_timestamp_ns.top"]
     episode = reference.episodes[1]
@@ -89,8 +93,9 @@ def test_camera_rate_offsets_read_the_previous_camera_frame(short_dataset, lossl
     for idx in (0, 3, 4, 20, first, first + 1, first + 4, end - 1):
         item = ds[idx]
         episode_start = max(e["dataset_from_index"] for e in reference.episodes if e["dataset_from_index"] <= idx)
-        episode_end = next(e["dataset_to_index"] for e in reference.episodes
-                           if e["dataset_from_index"] == episode_start)
+        episode_end = next(
+            e["dataset_to_index"] for e in reference.episodes if e["dataset_from_index"] == episode_start
+        )
         previous = times[idx] - round(1e9 / 30)
         # The first row of the episode showing the previous camera frame (by its timestamp).
         rows = [r for r in range(episode_start, episode_end) if abs(times[r] - previous) < 1e5]

@@ -49,8 +49,9 @@ def test_windows_float_and_channel_first_match_take_windows(ingested):
         transform=lambda batch: {**batch, "transformed": np.array(True)},
     )
     first_rows = ds.lance_dataset.take([0], columns=["episode_index"]).to_pydict()
-    episode_start = int(np.flatnonzero(ds.to_table(["episode_index"])["episode_index"].to_numpy()
-                                       == first_rows["episode_index"][0])[0])
+    episode_start = int(
+        np.flatnonzero(ds.to_table(["episode_index"])["episode_index"].to_numpy() == first_rows["episode_index"][0])[0]
+    )
     indices = np.array([episode_start, 100, 7])
     batch = reader.read(indices)
     frames = ds.take_windows(indices, [-3, 0], WRIST)
@@ -134,7 +135,10 @@ def test_pinned_version_ignores_rows_appended_after_it(dataset_copy, extra_uploa
 
 def test_episode_pools_cover_every_row_and_stay_inside_few_episodes(ingested):
     loader = TrainingLoader.create(
-        ingested, batch_size=32, cameras=[], columns=["episode_index"],
+        ingested,
+        batch_size=32,
+        cameras=[],
+        columns=["episode_index"],
         sampler_options={"shuffle": "episode", "pool_episodes": 1, "seed": 6},
     )
     batches = list(loader)

@@ -22,8 +22,14 @@ def test_loader_reads_a_pinned_s3_version_exactly_once(s3, s3_root, eight_short_
     pinned = robodata.open(root, storage_options=options)
     pinned.tag("run-s3")
     loader = make_dataloader(
-        root, version="run-s3", storage_options=options, batch_size=16, seed=3,
-        cameras=["wrist_left"], columns=["episode_index"], budget_bytes=1 << 20,
+        root,
+        version="run-s3",
+        storage_options=options,
+        batch_size=16,
+        seed=3,
+        cameras=["wrist_left"],
+        columns=["episode_index"],
+        budget_bytes=1 << 20,
     )
     robodata.ingest_episode(str(eight_short_uploads[2]), root, storage_options=options)
     assert len(robodata.open(root, storage_options=options)) > len(pinned)

@@ -33,8 +33,7 @@ def test_item_holds_row_values_and_every_camera_frame(ingested):
     assert item["observation_images_top"].shape == (480, 640, 3)
     assert item["observation_images_wrist_left"].shape == (240, 320, 3)
     for camera in ds.cameras:
-        np.testing.assert_array_equal(item[f"observation_images_{camera}"],
-                                      _reference_frame(ingested, ds, camera, 123))
+        np.testing.assert_array_equal(item[f"observation_images_{camera}"], _reference_frame(ingested, ds, camera, 123))
 
 
 def test_item_holds_the_users_columns_with_their_own_types(dataset_copy):
@@ -97,11 +96,14 @@ def test_windows_pad_at_episode_edges(ingested):
     window = ds.take_windows([first_of_second, last_of_first, 50], offsets, ["action", "observation_images_top"])
     assert window["action"].shape == (3, 5, 14)
     assert window["observation_images_top"].shape == (3, 5, 480, 640, 3)
-    np.testing.assert_array_equal(window["action_is_pad"], [
-        [True, True, False, False, False],
-        [False, False, False, True, True],
-        [False, False, False, False, False],
-    ])
+    np.testing.assert_array_equal(
+        window["action_is_pad"],
+        [
+            [True, True, False, False, False],
+            [False, False, False, True, True],
+            [False, False, False, False, False],
+        ],
+    )
     actions = ds.to_table(columns=["action"])["action"].to_pylist()
     # Padding repeats the episode's edge row; it never crosses into the neighbouring episode.
     np.testing.assert_allclose(window["action"][0, 0], actions[first_of_second])

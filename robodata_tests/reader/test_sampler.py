@@ -50,8 +50,9 @@ def test_every_row_exactly_once_across_ranks_and_four_workers(world_size, shuffl
 )
 @pytest.mark.parametrize("num_workers", [1, 2])
 def test_every_rank_takes_the_same_steps_and_padding_is_flagged(rows, world_size, batch_size, num_workers):
-    samplers = [RowSampler(rows, batch_size=batch_size, rank=r, world_size=world_size, seed=4)
-                for r in range(world_size)]
+    samplers = [
+        RowSampler(rows, batch_size=batch_size, rank=r, world_size=world_size, seed=4) for r in range(world_size)
+    ]
     steps = [sum(len(s.padded_batches(WorkerShard(w, num_workers))) for w in range(num_workers)) for s in samplers]
     assert steps == [-(-rows // (world_size * batch_size))] * world_size
     # Within a step every rank's batch has the same size; only the last step carries padding.

@@ -29,8 +29,23 @@ def run(command: list[str], timeout: float = 240) -> list[dict]:
 
 def test_trains_from_a_tag_and_resumes_mid_epoch(short_dataset, tmp_path):
     checkpoint = str(tmp_path / "ckpt.pt")
-    base = [sys.executable, str(EXAMPLE), short_dataset, "--tag", "policy-run", "--steps", "6", "--batch-size", "8",
-            "--workers", "2", "--checkpoint", checkpoint, "--save-every", "2"]
+    base = [
+        sys.executable,
+        str(EXAMPLE),
+        short_dataset,
+        "--tag",
+        "policy-run",
+        "--steps",
+        "6",
+        "--batch-size",
+        "8",
+        "--workers",
+        "2",
+        "--checkpoint",
+        checkpoint,
+        "--save-every",
+        "2",
+    ]
     first = run(base + ["--stop-after", "3"])
     version = robodata.open(short_dataset).tags["policy-run"]
     start = next(e for e in first if e["event"] == "start")
@@ -49,9 +64,27 @@ def test_trains_from_a_tag_and_resumes_mid_epoch(short_dataset, tmp_path):
 
 def test_runs_under_torchrun_with_two_gloo_processes(short_dataset, tmp_path):
     torchrun = Path(sys.executable).with_name("torchrun")
-    events = run([str(torchrun), "--standalone", "--nproc_per_node", "2", str(EXAMPLE), short_dataset,
-                  "--tag", "ddp-run", "--steps", "3", "--batch-size", "4", "--workers", "0",
-                  "--checkpoint", str(tmp_path / "ddp.pt")], timeout=400)
+    events = run(
+        [
+            str(torchrun),
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            str(EXAMPLE),
+            short_dataset,
+            "--tag",
+            "ddp-run",
+            "--steps",
+            "3",
+            "--batch-size",
+            "4",
+            "--workers",
+            "0",
+            "--checkpoint",
+            str(tmp_path / "ddp.pt"),
+        ],
+        timeout=400,
+    )
     start = next(e for e in events if e["event"] == "start")
     assert start["world_size"] == 2 and start["version"] == robodata.open(short_dataset).tags["ddp-run"]
     assert events[-1]["event"] == "done" and events[-1]["step"] == 3

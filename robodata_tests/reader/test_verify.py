@@ -29,8 +29,11 @@ def test_a_sound_dataset_verifies_with_and_without_decoding(ingested, capsys):
 def test_verify_names_a_corrupt_gop_and_fails(dataset_copy, capsys):
     ds = robodata.open(dataset_copy)
     rows = ds.to_table(columns=["episode_index", "observation_images_top_gop_index"])
-    row = int(np.flatnonzero((rows["episode_index"].to_numpy() == 2)
-                             & (rows["observation_images_top_gop_index"].to_numpy() == 5))[0])
+    row = int(
+        np.flatnonzero(
+            (rows["episode_index"].to_numpy() == 2) & (rows["observation_images_top_gop_index"].to_numpy() == 5)
+        )[0]
+    )
     [ref] = ds.gops.refs([row], TOP)
     flip_gop_bytes(dataset_copy, ds.gops.read([ref])[int(ref)], at=0.7)
     report = verify_dataset(dataset_copy)
@@ -66,14 +69,21 @@ def test_decode_finds_a_gop_whose_frames_have_the_wrong_size(dataset_copy, capsy
     wrist = gops.to_table(columns=columns, filter=first + "'wrist_left'", with_row_id=True)
     [(_, data)] = gops.read_blobs("gop", ids=wrist["_rowid"].to_pylist())
     row = top.drop_columns(["_rowid"]).to_pylist()[0]
-    row.update(ref_id=12345, gop_index=99, packet_sizes=wrist["packet_sizes"][0].as_py(),
-               n_frames=wrist["n_frames"][0].as_py(), gop_xxh3=gop_checksum(data), gop=data)
+    row.update(
+        ref_id=12345,
+        gop_index=99,
+        packet_sizes=wrist["packet_sizes"][0].as_py(),
+        n_frames=wrist["n_frames"][0].as_py(),
+        gop_xxh3=gop_checksum(data),
+        gop=data,
+    )
     table = lance_table([row])
     append_or_create(gops_uri(dataset_copy), table, GOPS_SCHEMA)
     assert verify_dataset(dataset_copy).ok  # the checksum matches the (wrong) bytes
     [problem] = verify_dataset(dataset_copy, decode=True).problems
-    assert problem == ("GOP 99 of episode 0, camera 'top' (ref_id 12345) decodes to 320x240 frames, "
-                       "its row says 640x480")
+    assert problem == (
+        "GOP 99 of episode 0, camera 'top' (ref_id 12345) decodes to 320x240 frames, its row says 640x480"
+    )
     assert cli(["verify", dataset_copy, "--decode"]) == 1
 
 

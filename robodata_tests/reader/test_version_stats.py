@@ -22,17 +22,22 @@ def expected_stats(uri: str, version: int) -> dict:
     out = {}
     for column, key in (("observation_state", "observation.state"), ("action", "action")):
         values = np.asarray(table[column].to_pylist(), dtype=np.float64)
-        out[key] = {"mean": values.mean(0), "std": values.std(0), "min": values.min(0), "max": values.max(0),
-                    "count": len(values)}
+        out[key] = {
+            "mean": values.mean(0),
+            "std": values.std(0),
+            "min": values.min(0),
+            "max": values.max(0),
+            "count": len(values),
+        }
     for camera in ds.cameras:
         column = image_column(camera)
-        refs = ds.to_table(columns=["episode_index", "frame_index", f"{column}_ref_id",
-                                    f"{column}_frame_index_in_gop"])
+        refs = ds.to_table(columns=["episode_index", "frame_index", f"{column}_ref_id", f"{column}_frame_index_in_gop"])
         sampled = []
         for episode in np.unique(refs["episode_index"].to_numpy()):
             # The rows showing a GOP's first frame, in time order; the first row per GOP.
-            rows = np.flatnonzero((refs["episode_index"].to_numpy() == episode)
-                                  & (refs[f"{column}_frame_index_in_gop"].to_numpy() == 0))
+            rows = np.flatnonzero(
+                (refs["episode_index"].to_numpy() == episode) & (refs[f"{column}_frame_index_in_gop"].to_numpy() == 0)
+            )
             rows = rows[np.argsort(refs["frame_index"].to_numpy()[rows], kind="stable")]
             _, keep = np.unique(refs[f"{column}_ref_id"].to_numpy()[rows], return_index=True)
             keep = np.sort(keep)
@@ -40,8 +45,11 @@ def expected_stats(uri: str, version: int) -> dict:
             sampled += rows[keep[np.unique(spread)]].tolist()
         frames = ds.take_blobs_decoded(columns=column, indices=sampled)[column]
         pixels = frames[:, ::4, ::4].reshape(-1, 3) / 255.0
-        out[f"observation.images.{camera}"] = {"mean": pixels.mean(0).reshape(3, 1, 1),
-                                               "std": pixels.std(0).reshape(3, 1, 1), "count": len(frames)}
+        out[f"observation.images.{camera}"] = {
+            "mean": pixels.mean(0).reshape(3, 1, 1),
+            "std": pixels.std(0).reshape(3, 1, 1),
+            "count": len(frames),
+        }
     return out
 
 

@@ -26,9 +26,17 @@ from PIL import Image
 
 WINDOW = (1280, 1500)
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--hide-scrollbars", "--mute-audio", "--autoplay-policy=no-user-gesture-required",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--mute-audio",
+    "--autoplay-policy=no-user-gesture-required",
 ]
 
 # Chromium reads DevTools commands on fd 3 and answers on fd 4.
@@ -55,9 +63,21 @@ class Chromium:
         # A small trampoline moves the pipe ends onto fds 3 and 4, then becomes chromium (a
         # preexec_fn would fork this process, which Lance warns about).
         self._process = subprocess.Popen(
-            [sys.executable, "-c", _ONTO_3_AND_4, str(to_browser_r), str(from_browser_w), path, *FLAGS,
-             f"--user-data-dir={self._profile.name}", "--remote-debugging-pipe", "about:blank"],
-            pass_fds=(to_browser_r, from_browser_w), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-c",
+                _ONTO_3_AND_4,
+                str(to_browser_r),
+                str(from_browser_w),
+                path,
+                *FLAGS,
+                f"--user-data-dir={self._profile.name}",
+                "--remote-debugging-pipe",
+                "about:blank",
+            ],
+            pass_fds=(to_browser_r, from_browser_w),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         os.close(to_browser_r)
         os.close(from_browser_w)
@@ -90,8 +110,9 @@ class Chromium:
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
         session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         tab = Tab(self, session)
-        tab.call("Emulation.setDeviceMetricsOverride", width=WINDOW[0], height=WINDOW[1], deviceScaleFactor=1,
-                 mobile=False)
+        tab.call(
+            "Emulation.setDeviceMetricsOverride", width=WINDOW[0], height=WINDOW[1], deviceScaleFactor=1, mobile=False
+        )
         tab.call("Page.enable")
         tab.call("Page.navigate", url=url)
         return tab

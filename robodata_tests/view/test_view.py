@@ -40,12 +40,14 @@ def labelled(ingested, tmp_path_factory) -> str:
     robodata.open(root).tag("plain")
     keys = robodata.open(root).to_table(columns=["episode_index", "frame_index"])
     frame = keys["frame_index"].to_numpy()
-    labels = pa.table({
-        "episode_index": keys["episode_index"],
-        "frame_index": keys["frame_index"],
-        "success": pa.array(frame >= 100),
-        "phase": pa.array(np.where(frame < 60, "reach", "grasp")),
-    })
+    labels = pa.table(
+        {
+            "episode_index": keys["episode_index"],
+            "frame_index": keys["frame_index"],
+            "success": pa.array(frame >= 100),
+            "phase": pa.array(np.where(frame < 60, "reach", "grasp")),
+        }
+    )
     robodata.add_annotations(root, labels)
     return root
 
@@ -103,7 +105,7 @@ def test_page_states_the_episode_its_version_and_labels_as_bands(labelled):
     rows = episode_rows(ds, EPISODE)
     first = ds.lance_dataset.take([int(rows[0])], columns=["task", "language_instruction"]).to_pylist()[0]
     assert f'data-episode="{EPISODE}" data-version="{ds.version}"' in page
-    assert f"<h1>Episode {EPISODE} <span class=\"task\">{first['task']}</span></h1>" in page
+    assert f'<h1>Episode {EPISODE} <span class="task">{first["task"]}</span></h1>' in page
     assert f'<p class="instruction" id="instruction">{first["language_instruction"]}</p>' in page
     assert len(data["seconds"]) == len(rows) and data["duration"] == pytest.approx(len(rows) / 100)
     assert list(data["bands"]) == ["source", "is_intervention", "success", "phase"]
@@ -207,8 +209,10 @@ def test_serve_answers_on_loopback_until_interrupted(labelled, capsys):
         assert missing.value.code == 404
         # A second server cannot take the same port: one line, exit 2.
         assert main(["view", labelled, "--episode", "0", "--serve", "--port", match.group(2)]) == 2
-        assert capsys.readouterr().err == f"robodata view: cannot serve on 127.0.0.1:{match.group(2)}: " \
+        assert (
+            capsys.readouterr().err == f"robodata view: cannot serve on 127.0.0.1:{match.group(2)}: "
             "Address already in use\n"
+        )
         server.send_signal(signal.SIGINT)
         assert server.wait(timeout=30) == 0
     finally:
