@@ -19,8 +19,14 @@ import numpy as np
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--episodes", type=int, default=2000)
-    p.add_argument("--where", nargs="+", default=["local", "s3"], choices=["local", "s3"])
+    p.add_argument("--episodes", type=int, default=2000, help="tiny episodes to append one by one")
+    p.add_argument(
+        "--where",
+        nargs="+",
+        default=["local", "s3"],
+        choices=["local", "s3"],
+        help="local disk and/or a moto s3:// server",
+    )
 
 
 def main(args: argparse.Namespace) -> int:

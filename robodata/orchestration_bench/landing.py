@@ -22,7 +22,11 @@ import numpy as np
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seconds", type=float, nargs="+", default=[1.0, 30.0], help="episode lengths")
     p.add_argument(
-        "--executors", nargs="+", default=["in_process", "multiprocess"], choices=["in_process", "multiprocess"]
+        "--executors",
+        nargs="+",
+        default=["in_process", "multiprocess"],
+        choices=["in_process", "multiprocess"],
+        help="Dagster executors to time the ingest job with",
     )
 
 
