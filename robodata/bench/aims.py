@@ -16,7 +16,8 @@ JPEG_AIM_AT_G8 = 0.5  # video bytes / JPEG bytes at matched PSNR
 BOUND_AIM = 0.8  # batched frames/s / decode bound
 
 
-def _aim(key: str, text: str, target: float, measured: float, at_least: bool) -> dict:
+def _aim(key: str, text: str, target: float, measured: float, at_least: bool = True, **extra) -> dict:
+    """One aim's verdict: met or not, and by how much it was missed (relative)."""
     met = measured >= target if at_least else measured <= target
     aim = {
         "key": key,
@@ -25,6 +26,7 @@ def _aim(key: str, text: str, target: float, measured: float, at_least: bool) ->
         "target": target,
         "measured": measured,
         "met": bool(met),
+        **extra,
     }
     if not met:
         aim["missed_by"] = abs(target - measured) / target  # relative shortfall

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from robodata.bench.aims import _aim
 from robodata.reader.sampler import RowSampler
 
 
@@ -201,22 +202,6 @@ def ratio_rows(summary: dict[str, dict[str, dict]], config: PeerConfig | None = 
                 row[f"vs_{group}"] = {"ratio": ours / best[1]["per_s"], "against": best[0]}
         rows.append(row)
     return rows
-
-
-def _aim(key: str, text: str, target: float, measured: float, at_least: bool = True, **extra) -> dict:
-    met = measured >= target if at_least else measured <= target
-    aim = {
-        "key": key,
-        "aim": text,
-        "comparison": ">=" if at_least else "<=",
-        "target": target,
-        "measured": measured,
-        "met": bool(met),
-        **extra,
-    }
-    if not met:
-        aim["missed_by"] = abs(target - measured) / target
-    return aim
 
 
 def peer_aims(

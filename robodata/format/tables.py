@@ -62,16 +62,7 @@ def append_or_create(
     if created is not None:
         return created
     options = lance_options(uri, storage_options)
-    fragments = call_with_deadline(
-        uri,
-        storage_options,
-        write_fragments,
-        table,
-        uri,
-        schema=schema,
-        storage_options=options,
-        enable_stable_row_ids=True,
-    )
+    fragments = _write_data_files(uri, table, schema, storage_options)
     latest = open_table(uri, storage_options)
     return call_with_deadline(
         uri,
@@ -102,16 +93,7 @@ def create_once(
     if open_table(uri, storage_options) is not None:
         return None
     options = lance_options(uri, storage_options)
-    fragments = call_with_deadline(
-        uri,
-        storage_options,
-        write_fragments,
-        table,
-        uri,
-        schema=schema,
-        storage_options=options,
-        enable_stable_row_ids=True,
-    )
+    fragments = _write_data_files(uri, table, schema, storage_options)
     try:
         return call_with_deadline(
             uri,
@@ -128,3 +110,17 @@ def create_once(
         if open_table(uri, storage_options) is None:
             raise  # nobody else created it: a real failure
         return None
+
+
+def _write_data_files(uri: str, table: pa.Table, schema: pa.Schema, storage_options: dict | None):
+    """Write ``table``'s data files under ``uri`` (not yet part of any version), within the deadline."""
+    return call_with_deadline(
+        uri,
+        storage_options,
+        write_fragments,
+        table,
+        uri,
+        schema=schema,
+        storage_options=lance_options(uri, storage_options),
+        enable_stable_row_ids=True,
+    )
