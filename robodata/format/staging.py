@@ -23,9 +23,11 @@ from datetime import timedelta
 from robodata.errors import StorageError, StorageUnreachableError
 from robodata.format.ids import validate_episode_index
 from robodata.storage import fsspec_filesystem, is_remote, join_uri
+from robodata.storage.deadlines import TIMEOUT_OPTION, storage_timeout_s
 from robodata.storage.uris import redact
 
 STAGING_DIR = "_staging"
+RELEASE_WAIT_S = 5.0  # how long removing a lease may wait on a store that does not answer
 
 
 def staged_gops_uri(dataset_uri: str, episode_index: int) -> str:
@@ -66,8 +68,10 @@ def release(lease_uri: str, storage_options: dict | None = None) -> None:
     abandoned by garbage collection once it is older than gc's ``min_age``."""
     if not lease_uri:
         return
+    # Best effort after a failure must not keep the user waiting a full deadline (twice) more.
+    wait = min(storage_timeout_s(storage_options), RELEASE_WAIT_S)
     try:
-        fsspec_filesystem(lease_uri, storage_options).rm_file(lease_uri)
+        fsspec_filesystem(lease_uri, {**(storage_options or {}), TIMEOUT_OPTION: str(wait)}).rm_file(lease_uri)
     except Exception:  # noqa: BLE001 - never hide the error that made the ingest release early
         pass
 

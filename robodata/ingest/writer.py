@@ -34,6 +34,7 @@ from robodata.ingest.alignment import nearest_frames
 from robodata.ingest.audit import audit_staged_episode
 from robodata.ingest.episode import CameraStream, EpisodeData
 from robodata.ingest.stats import record_episode_stats
+from robodata.storage.deadlines import DeadlineExceeded, call_with_deadline
 from robodata.storage.failures import storage_step
 
 
@@ -451,11 +452,12 @@ def _replace_episode_rows(
         labels = _count_labels(frames, index, [c for c in frames.schema.names if c not in recorded], source.num_rows)
         builder = frames.merge_insert(list(FRAMES_KEY))
         builder = builder.when_matched_fail() if stored is None else builder.when_matched_update_all()
+        commit = builder.when_not_matched_insert_all().when_not_matched_by_source_delete(episode_filter(index))
         try:
-            builder.when_not_matched_insert_all().when_not_matched_by_source_delete(episode_filter(index)).execute(
-                source
-            )
+            call_with_deadline(uri, storage_options, commit.execute, source)
             return frames.version, labels
+        except DeadlineExceeded:
+            raise
         except (OSError, ValueError):
             latest = open_table(uri, storage_options)
             if stored is not None or stored_upload_of(latest, index) is None:
