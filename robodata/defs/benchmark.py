@@ -75,10 +75,7 @@ def _full_benchmark(store: DatasetStore, version: int, small: bool) -> dict:
         small=small,
         progress=False,
     )
-    plots = "\n\n".join(
-        f"![{name}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
-        for name, path in result.plots.items()
-    )
+    plots = _embedded_plots(result.plots)
     return {
         "benchmark": dg.MetadataValue.md(result.table_markdown + "\n\n" + plots),
         "benchmark_report_path": dg.MetadataValue.path(str(result.report_path)),
@@ -100,10 +97,7 @@ def _peers_benchmark(store: DatasetStore, version: int, peers_venv: str, small: 
         small=small,
         progress=False,
     )
-    plots = "\n\n".join(
-        f"![{name}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
-        for name, path in result.plots.items()
-    )
+    plots = _embedded_plots(result.plots)
     return {
         "peers": dg.MetadataValue.md(result.table_markdown + "\n\n" + headline_table(result.results) + "\n\n" + plots),
         "peers_report_path": dg.MetadataValue.path(str(result.report_path)),
@@ -124,3 +118,11 @@ def _local_out(store: DatasetStore, name: str) -> Path:
 
 
 defs = dg.Definitions(assets=[benchmark_report])
+
+
+def _embedded_plots(plots: dict) -> str:
+    """Markdown that shows each PNG inline in the Dagster UI (no file server needed)."""
+    return "\n\n".join(
+        f"![{name}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
+        for name, path in plots.items()
+    )
