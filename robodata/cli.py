@@ -124,6 +124,8 @@ def _ingest(args: argparse.Namespace) -> int:
             )
         summary = f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}"
         tqdm.write(summary + labels)
+        for adjustment in result.camera_adjustments:  # stored with the episode, too
+            tqdm.write("".join(f"  {note}\n" for note in adjustment["done"]).rstrip("\n"))
     return 0
 
 
