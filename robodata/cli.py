@@ -62,8 +62,9 @@ def _encoder_settings(args: argparse.Namespace):
 
 
 def _print_import(result) -> None:
+    changed = f", {result.changed} again as their source changed" if result.changed else ""
     print(
-        f"imported episodes {result.imported} ({result.rows} rows), skipped {result.skipped} "
+        f"imported episodes {result.imported} ({result.rows} rows){changed}, skipped {result.skipped} "
         f"already present; dataset version {result.frames_version}"
     )
 

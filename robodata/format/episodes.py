@@ -95,6 +95,22 @@ def stored_uploads(
     return {u.episode_id: u for u in _read(frames, _FIRST_ROW)}
 
 
+def stored_episodes(
+    root: str, *, storage_options: dict | None = None, version: int | None = None
+) -> dict[int, StoredUpload]:
+    """Every episode of frames.lance (latest, or ``version``) by episode_index, with where it came
+    from (an empty id and fingerprint for an episode stored before robodata kept them); ``{}``
+    when there is no dataset yet.
+
+    >>> stored_episodes("data/demo")[0].source_uri  # doctest: +SKIP
+    'demo/uploads/episode_000000'
+    """
+    frames = open_table(frames_uri(root), storage_options, version)
+    if frames is None:
+        return {}
+    return {u.episode_index: u for u in _read(frames, _FIRST_ROW, keep_unnamed=True)}
+
+
 def stored_upload_of(frames: lance.LanceDataset, episode_index: int) -> StoredUpload | None:
     """The upload behind ``episode_index`` in ``frames``; None if the episode is not stored.
     An episode stored before robodata kept upload columns comes back with an empty id."""
