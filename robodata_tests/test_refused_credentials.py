@@ -58,7 +58,7 @@ def _assert_clear(message: str, server) -> None:
 
 
 @pytest.mark.s3
-def test_refused_credentials_are_one_clear_line_and_write_nothing(refusing_store, sample_uploads):
+def test_refused_credentials_are_one_clear_line_and_write_nothing(refusing_store, sample_uploads, tmp_path):
     server, root, _ = refusing_store
     options = _refused_options(server)
     new_root = server.uri("new-ds")
@@ -73,6 +73,16 @@ def test_refused_credentials_are_one_clear_line_and_write_nothing(refusing_store
         f"{new_root}: access to bucket '{server.bucket}' at {server.endpoint} was denied (Forbidden); "
         "check the credentials and the bucket policy. Nothing was written"
     )
+
+    # Importing (here ALOHA HDF5) is refused the same way, before any episode is read.
+    from robodata.interop import import_hdf5
+    from robodata_tests.interop.test_hdf5_import import _write_episode
+
+    (tmp_path / "aloha").mkdir()
+    _write_episode(tmp_path / "aloha" / "episode_0.hdf5", 0, compress=False)
+    with pytest.raises(DatasetLocationError, match=f"^{new_root}: access to bucket .* was denied") as raised:
+        import_hdf5(str(tmp_path / "aloha" / "episode_*.hdf5"), new_root, storage_options=options, progress=False)
+    _assert_clear(str(raised.value), server)
 
     # Reading the existing dataset: Lance's first request is refused.
     with pytest.raises(StorageError) as raised:

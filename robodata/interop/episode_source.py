@@ -22,8 +22,11 @@ from tqdm import tqdm
 from robodata.codec import EncoderSettings
 from robodata.errors import BadUploadError
 from robodata.format.episodes import StoredUpload, stored_episodes
+from robodata.format.tables import frames_uri
 from robodata.ingest import EpisodeData, write_episode
 from robodata.interop.import_result import ImportResult, SourceIndexTakenError
+from robodata.storage.dataset_root import check_dataset_location
+from robodata.storage.failures import storage_step
 
 
 class EpisodeSource(Protocol):
@@ -73,7 +76,9 @@ def import_episodes(
         if unknown:
             raise BadUploadError(source.location, f"has no episodes {unknown}")
         numbers = [n for n in numbers if n in set(episodes)]
-    stored = stored_episodes(dataset_uri, storage_options=storage_options)
+    check_dataset_location(dataset_uri, storage_options)  # a missing bucket, refused credentials
+    with storage_step("reading which episodes the dataset holds", frames_uri(dataset_uri), storage_options):
+        stored = stored_episodes(dataset_uri, storage_options=storage_options)
     result = ImportResult(dataset_uri)
     todo = []
     for number in numbers:
