@@ -22,6 +22,7 @@ RUN = [
     "robodata.format.staging",
     "robodata.format.tables",
     "robodata.storage.uris",
+    "robodata.storage.failures",
     "robodata.reader.dataset",
     "robodata.reader.batch_reader",
     "robodata.interop.lerobot_rate",
