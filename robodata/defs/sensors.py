@@ -15,7 +15,7 @@ from pydantic import Field
 
 from robodata.defs.episodes import FINGERPRINT_TAG, episode_partitions
 from robodata.defs.jobs import ingest_episode_job
-from robodata.defs.resources import DatasetStore
+from robodata.defs.resources import PER_EPISODE, DatasetStore, partitioning
 from robodata.defs.upload_cursor import RunOutcome, TickSettings, UploadCursor, plan_tick
 from robodata.format.episodes import stored_uploads
 from robodata.format.ids import validate_episode_id
@@ -102,12 +102,14 @@ def _valid_uploads(context, store: DatasetStore, listing: UploadListing) -> Uplo
     return UploadListing(valid, listing.incomplete)
 
 
-def _finished_runs(instance: dg.DagsterInstance, cursor: UploadCursor) -> list[RunOutcome]:
-    """Sensor-requested ingest runs that finished since the last tick (a minute of overlap:
+def _finished_runs(
+    instance: dg.DagsterInstance, cursor: UploadCursor, job_name: str = ingest_episode_job.name
+) -> list[RunOutcome]:
+    """Sensor-requested runs of ``job_name`` that finished since the last tick (a minute of overlap:
     outcomes are matched to pending uploads by fingerprint and attempt, so repeats are harmless)."""
     since = datetime.fromtimestamp(max(cursor.checked_at - 60.0, 0.0), tz=UTC)
     records = instance.get_run_records(
-        filters=dg.RunsFilter(job_name=ingest_episode_job.name, statuses=_FINISHED, updated_after=since)
+        filters=dg.RunsFilter(job_name=job_name, statuses=_FINISHED, updated_after=since)
     )
     outcomes = []
     for record in records:
@@ -125,4 +127,8 @@ def _finished_runs(instance: dg.DagsterInstance, cursor: UploadCursor) -> list[R
     return outcomes
 
 
-defs = dg.Definitions(sensors=[upload_sensor], resources={"upload_sensor_settings": UploadSensorSettings()})
+# With batch partitioning, robodata.defs.batches has the sensor (one run per batch); the settings serve both.
+defs = dg.Definitions(
+    sensors=[upload_sensor] if partitioning() == PER_EPISODE else [],
+    resources={"upload_sensor_settings": UploadSensorSettings()},
+)
