@@ -368,7 +368,8 @@ def _register_uploads_args(p: argparse.ArgumentParser) -> None:
 
 @command("register-uploads", _register_uploads_args)
 def _register_uploads(args: argparse.Namespace) -> int:
-    """Add a Dagster partition (in $DAGSTER_HOME's instance) for every complete upload."""
+    """Add a Dagster partition (in $DAGSTER_HOME's instance) for every complete upload (every upload
+    batch with ROBODATA_PARTITIONING=batch); no run is started."""
     from robodata.instance_commands import register_uploads_from_cli
 
     for key in register_uploads_from_cli(args.dataset, args.uploads):

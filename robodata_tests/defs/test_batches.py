@@ -1,0 +1,223 @@
+"""Batch partitioning (ROBODATA_PARTITIONING=batch): the code location loads with one partition
+per upload batch, a batch run ingests exactly its new episodes with their checks, a bad episode
+fails the batch with nothing committed, the sensor requests one run per complete batch, and
+episodes ingested per episode are not ingested again after the switch."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+import robodata
+from robodata.defs import batches, checks, resources
+from robodata.defs.batches import BATCH_ASSETS, register_upload_batches, upload_batch_sensor, upload_batches
+from robodata.defs.episodes import FINGERPRINT_TAG
+from robodata.defs.jobs import ingest_batch_job
+from robodata.defs.resources import DatasetStore
+from robodata.defs.sensors import ATTEMPT_TAG, UploadSensorSettings
+from robodata.format.episodes import stored_uploads
+from robodata.format.versions import current_versions
+from robodata.ingest.upload_summary import upload_state_samples
+from robodata.storage.upload_batches import batch_fingerprint
+from robodata.storage.uploads import scan_uploads
+from robodata_tests.defs.conftest import materialize_episode, metadata_of, new_instance
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def batch_store(base: Path, layout: dict[str, list[Path]]) -> DatasetStore:
+    """A store whose uploads root holds ``layout``: batch id -> upload folders (copied)."""
+    for batch, uploads in layout.items():
+        for upload in uploads:
+            shutil.copytree(upload, base / "uploads" / batch / upload.name)
+    return DatasetStore(root=str(base / "dataset"), uploads_root=str(base / "uploads"))
+
+
+def materialize_batch(store: DatasetStore, batch: str, instance=None) -> dg.ExecuteInProcessResult:
+    instance = instance or dg.DagsterInstance.ephemeral()
+    register_upload_batches(instance, store)
+    return dg.materialize(
+        [*BATCH_ASSETS, *checks.batch_checks],
+        partition_key=batch,
+        instance=instance,
+        resources={"store": store},
+        raise_on_error=False,
+    )
+
+
+def tick(instance, store, cursor, **settings):
+    """One tick of the batch sensor, applying its partition requests as the daemon would."""
+    resources_ = {"store": store, "upload_sensor_settings": UploadSensorSettings(**settings)}
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources_)
+    result = upload_batch_sensor(context)
+    for request in result.dynamic_partitions_requests:
+        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+    return result
+
+
+def test_batch_partitioning_loads_as_dagster_and_dg_load_it():
+    script = (
+        "import json, pathlib, dagster as dg\n"
+        "from robodata.definitions import defs\n"
+        "dg.Definitions.validate_loadable(defs)\n"
+        f"folder = dg.components.load_from_defs_folder(path_within_project=pathlib.Path({str(REPO)!r}))\n"
+        "def summary(d):\n"
+        "    repo = d.get_repository_def()\n"
+        "    return {'jobs': sorted(j for j in repo.job_names if not j.startswith('__')),\n"
+        "            'sensors': sorted(s.name for s in repo.sensor_defs),\n"
+        "            'checks': len(repo.asset_graph.asset_check_keys),\n"
+        "            'partitions': str(repo.asset_graph.get(dg.AssetKey('aligned_frames')).partitions_def)}\n"
+        "print(json.dumps([summary(defs), summary(folder)]))\n"
+    )
+    env = dict(os.environ, ROBODATA_PARTITIONING="batch", PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    module, folder = json.loads(done.stdout.strip().splitlines()[-1])
+    assert module == folder
+    assert module["partitions"] == 'Dynamic partitions: "upload_batches"'
+    assert module["sensors"] == ["upload_batch_sensor"] and "ingest_batch" in module["jobs"]
+    assert "ingest_episode" not in module["jobs"] and module["checks"] == 6
+
+
+def test_partitioning_names_its_two_values(monkeypatch):
+    monkeypatch.delenv(resources.PARTITIONING_ENV, raising=False)
+    assert resources.partitioning() == "episode"
+    monkeypatch.setenv(resources.PARTITIONING_ENV, " Batch ")
+    assert resources.partitioning() == "batch"
+    monkeypatch.setenv(resources.PARTITIONING_ENV, "daily")
+    with pytest.raises(ValueError, match="ROBODATA_PARTITIONING='daily': use 'episode' .* or 'batch'"):
+        resources.partitioning()
+
+
+def test_a_batch_run_ingests_its_episodes_with_exact_rows_and_checks(tmp_path, eight_short_uploads):
+    store = batch_store(tmp_path, {"2026-12-01": eight_short_uploads[:3]})
+    result = materialize_batch(store, "2026-12-01")
+    assert result.success
+    ids = [u.name for u in eight_short_uploads[:3]]
+    samples = {u.name: upload_state_samples(str(u)) for u in eight_short_uploads[:3]}
+
+    raw = metadata_of(result, "raw_episodes")
+    assert json.loads(raw["episodes_to_ingest"]) == ids and json.loads(raw["episodes_already_stored"]) == []
+    assert raw["state_samples"] == sum(samples.values())
+    frames = metadata_of(result, "aligned_frames")
+    assert json.loads(frames["episodes"]) == ids
+    assert json.loads(frames["rows_per_episode"]) == samples
+    assert frames["rows_written"] == sum(samples.values())
+    versions = current_versions(store.root)
+    assert frames["frames_version"] == versions.frames and frames["gops_version"] == versions.gops
+    assert json.loads(frames["frames_version_per_episode"]) == dict(zip(ids, [1, 2, 3], strict=True))
+    assert frames["dagster/row_count"] == sum(samples.values())
+
+    ds = robodata.open(store.root)
+    assert len(ds) == sum(samples.values())
+    assert sorted(stored_uploads(store.root)) == ids
+
+    evaluations = result.get_asset_check_evaluations()
+    assert len(evaluations) == 6 and all(e.passed for e in evaluations)
+    by_name = {e.check_name: e for e in evaluations}
+    assert by_name["row_count_matches_upload"].metadata["episodes_checked"].value == 3
+
+
+def test_a_bad_episode_fails_its_batch_naming_it_and_commits_nothing(tmp_path, eight_short_uploads):
+    store = batch_store(tmp_path, {"a": eight_short_uploads[:1], "b": eight_short_uploads[1:3]})
+    instance = dg.DagsterInstance.ephemeral()
+    assert materialize_batch(store, "a", instance).success
+    before = current_versions(store.root)
+    bad = Path(store.uploads_root) / "b" / eight_short_uploads[2].name / "states.parquet"
+    bad.write_bytes(b"not parquet")
+
+    result = materialize_batch(store, "b", instance)
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    message = failure.step_failure_data.error.message
+    assert f"batch b: episode {eight_short_uploads[2].name} failed" in message
+    assert str(bad) in message and "no episode of the batch was committed" in message
+    assert failure.step_key == "raw_episodes"  # found before any encoding
+    assert current_versions(store.root) == before  # frames.lance and gops.lance unchanged
+    assert sorted(stored_uploads(store.root)) == [eight_short_uploads[0].name]
+
+
+def test_the_sensor_requests_one_run_per_complete_batch_then_nothing(tmp_path, eight_short_uploads):
+    store = batch_store(tmp_path, {"a": eight_short_uploads[:2], "b": eight_short_uploads[2:4]})
+    uploads = Path(store.uploads_root)
+    still_uploading = uploads / "b" / eight_short_uploads[3].name / "episode.json"
+    held_back = still_uploading.read_bytes()
+    still_uploading.unlink()  # episode.json comes last: batch b is not complete yet
+    shutil.copytree(eight_short_uploads[4], uploads / eight_short_uploads[4].name)  # a per-episode upload
+    instance = dg.DagsterInstance.ephemeral()
+
+    first = tick(instance, store, None)
+    [request] = first.run_requests
+    assert request.partition_key == "a" and upload_batch_sensor.job_name == "ingest_batch"
+    listed = scan_uploads(str(uploads / "a")).complete
+    assert request.tags == {FINGERPRINT_TAG: batch_fingerprint(listed), ATTEMPT_TAG: "1"}
+    assert instance.get_dynamic_partitions(upload_batches.name) == ["a"]
+    assert tick(instance, store, first.cursor).run_requests == []
+
+    job = dg.Definitions(assets=BATCH_ASSETS, jobs=[ingest_batch_job], resources={"store": store})
+    run = job.resolve_job_def("ingest_batch").execute_in_process(
+        partition_key="a", instance=instance, tags=request.tags
+    )
+    assert run.success and sorted(stored_uploads(store.root)) == [u.name for u in eight_short_uploads[:2]]
+
+    still_uploading.write_bytes(held_back)
+    second = tick(instance, store, first.cursor)
+    assert [r.partition_key for r in second.run_requests] == ["b"]
+    assert instance.get_dynamic_partitions(upload_batches.name) == ["a", "b"]
+    assert tick(instance, store, second.cursor).run_requests == []  # a succeeded, b in flight
+
+
+def test_a_stalled_folder_no_longer_holds_its_batch_back(tmp_path, eight_short_uploads):
+    store = batch_store(tmp_path, {"a": eight_short_uploads[:2]})
+    (Path(store.uploads_root) / "a" / eight_short_uploads[1].name / "episode.json").unlink()
+    assert tick(dg.DagsterInstance.ephemeral(), store, None).run_requests == []
+    stalled = tick(dg.DagsterInstance.ephemeral(), store, None, stalled_after_s=0.0)
+    assert [r.partition_key for r in stalled.run_requests] == ["a"]
+
+
+def test_switching_to_batches_does_not_ingest_stored_episodes_again(tmp_path, eight_short_uploads):
+    # Per-episode partitioning first: two uploads directly under the uploads root.
+    from robodata_tests.defs.conftest import make_store
+
+    store = make_store(tmp_path, eight_short_uploads[:2])
+    instance = new_instance(store)
+    for upload in eight_short_uploads[:2]:
+        assert materialize_episode(instance, store, upload.name).success
+    stored_before = stored_uploads(store.root)
+    version_before = current_versions(store.root)
+
+    # The switch: the old uploads moved into a batch folder (a rename keeps their fingerprints),
+    # a new batch next to it. The per-episode listing no longer sees either.
+    uploads = Path(store.uploads_root)
+    for upload in eight_short_uploads[:2]:
+        shutil.move(uploads / upload.name, uploads / "legacy" / upload.name)
+    shutil.copytree(eight_short_uploads[2], uploads / "new" / eight_short_uploads[2].name)
+    shutil.copytree(eight_short_uploads[3], uploads / "legacy" / eight_short_uploads[3].name)
+    assert scan_uploads(store.uploads_root).complete == []
+
+    first = tick(instance, store, None)
+    assert sorted(r.partition_key for r in first.run_requests) == ["legacy", "new"]
+    # 'legacy' holds one new episode: only it is ingested, the stored two are skipped.
+    result = materialize_batch(store, "legacy", instance)
+    assert result.success
+    frames = metadata_of(result, "aligned_frames")
+    assert json.loads(frames["episodes"]) == [eight_short_uploads[3].name]
+    assert json.loads(frames["episodes_already_stored"]) == [u.name for u in eight_short_uploads[:2]]
+    assert current_versions(store.root).frames == version_before.frames + 1
+    after = stored_uploads(store.root)
+    assert {k: after[k] for k in stored_before} == stored_before  # same fingerprints, not rewritten
+
+    # Only stored episodes: a run writes nothing, and the sensor registers the batch without a run.
+    shutil.rmtree(uploads / "new")
+    again = materialize_batch(store, "legacy", instance)
+    assert again.success and metadata_of(again, "aligned_frames")["rows_written"] == 0
+    assert current_versions(store.root).frames == version_before.frames + 1
+    fresh = dg.DagsterInstance.ephemeral()
+    assert tick(fresh, store, None).run_requests == []
+    assert fresh.get_dynamic_partitions(upload_batches.name) == ["legacy"]
+    assert batches.register_upload_batches(fresh, store) == ["legacy"]
