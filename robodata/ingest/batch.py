@@ -26,10 +26,10 @@ import posixpath
 from dataclasses import dataclass
 
 from robodata.codec import EncoderSettings
-from robodata.errors import RoboDataError
+from robodata.errors import BadUploadError, RoboDataError
 from robodata.format.episodes import stored_uploads
 from robodata.ingest.staging import commit_episode_frames, stage_gops
-from robodata.ingest.upload import read_upload
+from robodata.ingest.upload import EPISODE_JSON, read_upload
 from robodata.ingest.upload_summary import UploadSummary, describe_upload
 from robodata.ingest.writer import IngestResult, StagedGops
 from robodata.storage.dataset_root import check_dataset_location
@@ -96,14 +96,28 @@ def plan_batch(batch_uri: str, dataset_uri: str, storage_options: dict | None = 
 
 
 def validate_batch(plan: BatchPlan, storage_options: dict | None = None) -> list[UploadSummary]:
-    """Validate every upload to ingest (nothing is written); BatchEpisodeError at the first bad one."""
-    summaries = []
+    """Validate every upload to ingest (nothing is written); BatchEpisodeError at the first bad one,
+    two uploads of the batch claiming one ``episode_index`` included."""
+    summaries, claimed = [], {}
     for upload in plan.to_ingest:
         try:
-            summaries.append(describe_upload(upload.uri, storage_options, plan.batch_uri))
+            summary = describe_upload(upload.uri, storage_options, plan.batch_uri)
+            _claim(claimed, summary.episode_index, upload)
         except (RoboDataError, FileNotFoundError) as exc:
             raise BatchEpisodeError(plan.batch_uri, upload.episode_id, exc, [], []) from exc
+        summaries.append(summary)
     return summaries
+
+
+def _claim(claimed: dict[int, str], episode_index: int, upload: UploadInfo) -> None:
+    """Two uploads of one batch with one ``episode_index`` would be found only when the second
+    commits (one episode half of the batch in): refuse before anything is written."""
+    if episode_index in claimed:
+        raise BadUploadError(
+            posixpath.join(upload.uri, EPISODE_JSON),
+            f"episode_index {episode_index} is also claimed by {claimed[episode_index]} in this batch",
+        )
+    claimed[episode_index] = upload.episode_id
 
 
 def stage_batch(
@@ -117,10 +131,11 @@ def stage_batch(
     """Encode and stage every episode to ingest; BatchEpisodeError at the first that fails (no
     row is committed; GOPs staged before it stay staged and are reused by the next attempt)."""
     check_dataset_location(dataset_uri, storage_options)  # before minutes of encoding
-    staged = []
+    staged, claimed = [], {}
     for upload in plan.to_ingest:
         try:
             episode = read_upload(upload.uri, storage_options, plan.batch_uri)
+            _claim(claimed, episode.episode_index, upload)
             staged.append(stage_gops(episode, dataset_uri, settings, storage_options, replace=replace))
         except (RoboDataError, FileNotFoundError) as exc:
             raise BatchEpisodeError(plan.batch_uri, upload.episode_id, exc, [], []) from exc

@@ -221,3 +221,10 @@ def test_switching_to_batches_does_not_ingest_stored_episodes_again(tmp_path, ei
     assert tick(fresh, store, None).run_requests == []
     assert fresh.get_dynamic_partitions(upload_batches.name) == ["legacy"]
     assert batches.register_upload_batches(fresh, store) == ["legacy"]
+
+
+def test_a_batch_repeating_an_episode_of_another_batch_is_skipped(tmp_path, eight_short_uploads):
+    # An episode id names one episode of the dataset: two batches holding it would replace each
+    # other's copy on every run.
+    store = batch_store(tmp_path, {"a": eight_short_uploads[:2], "b": eight_short_uploads[1:3], "c": eight_short_uploads[3:4]})
+    assert [r.partition_key for r in tick(dg.DagsterInstance.ephemeral(), store, None).run_requests] == ["a", "c"]

@@ -44,3 +44,18 @@ def test_a_commit_failure_names_what_landed_and_a_rerun_ingests_the_rest(tmp_pat
     assert result.episodes == ids[1:] and [u.episode_id for u in result.plan.stored] == ids[:1]
     assert current_versions(dataset).frames == version + 2  # one commit per episode
     assert len(robodata.open(dataset)) == sum(upload_state_samples(str(batch_uri / i)) for i in ids)
+
+
+def test_two_uploads_claiming_one_episode_index_fail_before_anything_is_written(tmp_path, eight_short_uploads):
+    batch_uri, dataset = tmp_path / "uploads" / "b", str(tmp_path / "dataset")
+    shutil.copytree(eight_short_uploads[0], batch_uri / "episode_a")
+    shutil.copytree(eight_short_uploads[0], batch_uri / "episode_b")  # same episode.json: same index
+    with pytest.raises(BatchEpisodeError) as failed:
+        ingest_batch(str(batch_uri), dataset)
+    assert str(failed.value) == (
+        f"batch b: episode episode_b failed: {batch_uri / 'episode_b' / 'episode.json'}: episode_index 0 is "
+        "also claimed by episode_a in this batch [no episode of the batch was committed (frames.lance unchanged)]"
+    )
+    with pytest.raises(BatchEpisodeError, match="also claimed by episode_a"):  # staging alone checks it too
+        batch.stage_batch(plan_batch(str(batch_uri), dataset), dataset)
+    assert stored_uploads(dataset) == {}
