@@ -228,3 +228,24 @@ def test_a_batch_repeating_an_episode_of_another_batch_is_skipped(tmp_path, eigh
     # other's copy on every run.
     store = batch_store(tmp_path, {"a": eight_short_uploads[:2], "b": eight_short_uploads[1:3], "c": eight_short_uploads[3:4]})
     assert [r.partition_key for r in tick(dg.DagsterInstance.ephemeral(), store, None).run_requests] == ["a", "c"]
+
+
+def test_a_batch_on_s3_lands_and_leaks_no_credentials(s3, s3_root, eight_short_uploads, monkeypatch):
+    for name, value in s3.environ.items():
+        monkeypatch.setenv(name, value)
+    uploads = f"{s3_root}/uploads"
+    for upload in eight_short_uploads[:2]:
+        s3.put_tree(upload, f"{uploads}/2026-12-01/{upload.name}")
+    store = DatasetStore(root=f"{s3_root}/dataset", uploads_root=uploads)
+    instance = dg.DagsterInstance.ephemeral()
+
+    [request] = tick(instance, store, None).run_requests
+    assert request.partition_key == "2026-12-01"
+    result = materialize_batch(store, "2026-12-01", instance)
+    assert result.success
+    frames = metadata_of(result, "aligned_frames")
+    assert json.loads(frames["episodes"]) == [u.name for u in eight_short_uploads[:2]]
+    ds = robodata.open(store.root, storage_options=s3.storage_options)
+    assert len(ds) == sum(upload_state_samples(str(u)) for u in eight_short_uploads[:2])
+    entries = [dg.serialize_value(e) for run in instance.get_runs() for e in instance.all_logs(run.run_id)]
+    assert entries and not [text for text in entries if s3.secret_key in text or s3.access_key in text]
