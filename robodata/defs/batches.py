@@ -24,7 +24,7 @@ from robodata.defs.episodes import FINGERPRINT_TAG, STORAGE_RETRY, GopBlobsConfi
 from robodata.defs.jobs import ingest_batch_job
 from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.defs.resources import PER_BATCH, DatasetStore, partitioning
-from robodata.defs.sensors import ATTEMPT_TAG, UploadSensorSettings, _finished_runs
+from robodata.defs.sensors import UploadSensorSettings, _finished_runs, tick_result
 from robodata.defs.upload_cursor import UploadCursor, plan_tick
 from robodata.errors import RoboDataError
 from robodata.format.episodes import stored_uploads
@@ -199,26 +199,7 @@ def upload_batch_sensor(
         return {b.batch_id: b.fingerprint for b in batches if all(held.get(u.episode_id) == u.fingerprint for u in b.complete)}
 
     plan = plan_tick(listing, cursor, stored_fingerprints, outcomes, now, settings)
-    for warning in plan.warnings:
-        context.log.warning(store.redact(warning))
-    requests = [
-        dg.RunRequest(
-            partition_key=r.upload.episode_id,  # the batch id: batches are the plan's units
-            run_key=f"{r.upload.episode_id}@{r.upload.fingerprint}#{r.attempt}",
-            tags={FINGERPRINT_TAG: r.upload.fingerprint, ATTEMPT_TAG: str(r.attempt)},
-        )
-        for r in plan.requests
-    ]
-    wanted = [r.upload.episode_id for r in plan.requests] + plan.known
-    new_keys = []
-    if wanted:
-        existing = set(context.instance.get_dynamic_partitions(upload_batches.name))
-        new_keys = sorted({key for key in wanted if key not in existing})
-    return dg.SensorResult(
-        run_requests=requests,
-        dynamic_partitions_requests=[upload_batches.build_add_request(new_keys)] if new_keys else [],
-        cursor=plan.cursor.dumps(),
-    )
+    return tick_result(context, store, plan, upload_batches)  # batch ids stand where episode ids do
 
 
 def batch_listing(batches: list[UploadBatch], now: float, stalled_after_s: float) -> UploadListing:

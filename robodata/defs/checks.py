@@ -86,13 +86,15 @@ def _episode_outcomes(store: DatasetStore, upload: str) -> dict[str, Callable[[]
     }
 
 
-@dg.multi_asset_check(
-    specs=[
-        dg.AssetCheckSpec(
-            name, asset=aligned_frames, blocking=True, description=description, partitions_def=episode_partitions
-        )
+def _specs(partitions: dg.PartitionsDefinition) -> list[dg.AssetCheckSpec]:
+    return [
+        dg.AssetCheckSpec(name, asset=aligned_frames, blocking=True, description=description, partitions_def=partitions)
         for name, description in CHECK_DESCRIPTIONS.items()
-    ],
+    ]
+
+
+@dg.multi_asset_check(
+    specs=_specs(episode_partitions),
     description="The episode's checks on its committed rows and GOPs, in one step.",
 )
 def episode_integrity(context: dg.AssetCheckExecutionContext, store: DatasetStore):
@@ -101,12 +103,7 @@ def episode_integrity(context: dg.AssetCheckExecutionContext, store: DatasetStor
 
 
 @dg.multi_asset_check(
-    specs=[
-        dg.AssetCheckSpec(
-            name, asset=aligned_frames, blocking=True, description=description, partitions_def=upload_batches
-        )
-        for name, description in CHECK_DESCRIPTIONS.items()
-    ],
+    specs=_specs(upload_batches),
     description="The same checks on every episode of the batch (batch partitioning), in one step.",
 )
 def batch_integrity(context: dg.AssetCheckExecutionContext, store: DatasetStore):

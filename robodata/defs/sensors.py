@@ -16,7 +16,7 @@ from pydantic import Field
 from robodata.defs.episodes import FINGERPRINT_TAG, episode_partitions
 from robodata.defs.jobs import ingest_episode_job
 from robodata.defs.resources import PER_EPISODE, DatasetStore, partitioning
-from robodata.defs.upload_cursor import RunOutcome, TickSettings, UploadCursor, plan_tick
+from robodata.defs.upload_cursor import RunOutcome, TickPlan, TickSettings, UploadCursor, plan_tick
 from robodata.format.episodes import stored_uploads
 from robodata.format.ids import validate_episode_id
 from robodata.storage.uploads import UploadListing, scan_uploads
@@ -67,6 +67,14 @@ def upload_sensor(
 
     settings = upload_sensor_settings.tick_settings()
     plan = plan_tick(listing, cursor, stored_fingerprints, outcomes, time.time(), settings)
+    return tick_result(context, store, plan, episode_partitions)
+
+
+def tick_result(
+    context: dg.SensorEvaluationContext, store: DatasetStore, plan: TickPlan, partitions: dg.DynamicPartitionsDefinition
+) -> dg.SensorResult:
+    """The tick's warnings logged, one run per requested unit (an upload, or a batch with batch
+    partitioning) keyed by its fingerprint and attempt, and partitions for units not known yet."""
     for warning in plan.warnings:
         context.log.warning(store.redact(warning))
     requests = [
@@ -80,11 +88,11 @@ def upload_sensor(
     wanted = [r.upload.episode_id for r in plan.requests] + plan.known
     new_keys = []
     if wanted:
-        existing = set(context.instance.get_dynamic_partitions(episode_partitions.name))
+        existing = set(context.instance.get_dynamic_partitions(partitions.name))
         new_keys = sorted({key for key in wanted if key not in existing})
     return dg.SensorResult(
         run_requests=requests,
-        dynamic_partitions_requests=[episode_partitions.build_add_request(new_keys)] if new_keys else [],
+        dynamic_partitions_requests=[partitions.build_add_request(new_keys)] if new_keys else [],
         cursor=plan.cursor.dumps(),
     )
 

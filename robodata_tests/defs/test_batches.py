@@ -19,13 +19,14 @@ from robodata.defs.batches import BATCH_ASSETS, register_upload_batches, upload_
 from robodata.defs.episodes import FINGERPRINT_TAG
 from robodata.defs.jobs import ingest_batch_job
 from robodata.defs.resources import DatasetStore
-from robodata.defs.sensors import ATTEMPT_TAG, UploadSensorSettings
+from robodata.defs.sensors import ATTEMPT_TAG
 from robodata.format.episodes import stored_uploads
 from robodata.format.versions import current_versions
 from robodata.ingest.upload_summary import upload_state_samples
 from robodata.storage.upload_batches import batch_fingerprint
 from robodata.storage.uploads import scan_uploads
-from robodata_tests.defs.conftest import materialize_episode, metadata_of, new_instance
+from robodata_tests.defs.conftest import make_store, materialize_episode, metadata_of, new_instance
+from robodata_tests.defs.test_sensor import evaluate
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,12 +53,7 @@ def materialize_batch(store: DatasetStore, batch: str, instance=None) -> dg.Exec
 
 def tick(instance, store, cursor, **settings):
     """One tick of the batch sensor, applying its partition requests as the daemon would."""
-    resources_ = {"store": store, "upload_sensor_settings": UploadSensorSettings(**settings)}
-    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources_)
-    result = upload_batch_sensor(context)
-    for request in result.dynamic_partitions_requests:
-        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
-    return result
+    return evaluate(instance, store, cursor, sensor=upload_batch_sensor, **settings)
 
 
 def test_batch_partitioning_loads_as_dagster_and_dg_load_it():
@@ -182,8 +178,6 @@ def test_a_stalled_folder_no_longer_holds_its_batch_back(tmp_path, eight_short_u
 
 def test_switching_to_batches_does_not_ingest_stored_episodes_again(tmp_path, eight_short_uploads):
     # Per-episode partitioning first: two uploads directly under the uploads root.
-    from robodata_tests.defs.conftest import make_store
-
     store = make_store(tmp_path, eight_short_uploads[:2])
     instance = new_instance(store)
     for upload in eight_short_uploads[:2]:
