@@ -77,7 +77,7 @@ def raw_batch_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -
     plan = _plan(store, context.partition_key)
     try:
         summaries = validate_batch(plan, store.storage_options())
-    except BatchEpisodeError as exc:
+    except RoboDataError as exc:
         raise _batch_failure(store, exc) from None
     return lineage_result(
         store,

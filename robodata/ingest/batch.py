@@ -97,7 +97,10 @@ def plan_batch(batch_uri: str, dataset_uri: str, storage_options: dict | None = 
 
 def validate_batch(plan: BatchPlan, storage_options: dict | None = None) -> list[UploadSummary]:
     """Validate every upload to ingest (nothing is written); BatchEpisodeError at the first bad one,
-    two uploads of the batch claiming one ``episode_index`` included."""
+    two uploads of the batch claiming one ``episode_index`` included. A batch folder without any
+    complete upload is a BadUploadError: there is nothing to ingest, likely a wrong name."""
+    if not plan.episodes:
+        raise BadUploadError(plan.batch_uri, "no complete upload folder in this batch (<batch>/<episode_id>/episode.json)")
     summaries, claimed = [], {}
     for upload in plan.to_ingest:
         try:

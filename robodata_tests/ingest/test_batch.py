@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 import robodata
-from robodata.errors import IncompatibleEpisodeError
+from robodata.errors import BadUploadError, IncompatibleEpisodeError
 from robodata.format.episodes import stored_uploads
 from robodata.format.versions import current_versions
 from robodata.ingest import batch
@@ -59,3 +59,9 @@ def test_two_uploads_claiming_one_episode_index_fail_before_anything_is_written(
     with pytest.raises(BatchEpisodeError, match="also claimed by episode_a"):  # staging alone checks it too
         batch.stage_batch(plan_batch(str(batch_uri), dataset), dataset)
     assert stored_uploads(dataset) == {}
+
+
+def test_a_batch_without_a_complete_upload_is_refused(tmp_path):
+    (tmp_path / "uploads" / "typo" / "episode_000000").mkdir(parents=True)  # no episode.json
+    with pytest.raises(BadUploadError, match="typo: no complete upload folder in this batch"):
+        ingest_batch(str(tmp_path / "uploads" / "typo"), str(tmp_path / "dataset"))
