@@ -587,6 +587,20 @@ def _bench_upkeep(args: argparse.Namespace) -> int:
     return upkeep_main(args)
 
 
+def _bench_batches_args(p: argparse.ArgumentParser) -> None:
+    from robodata.orchestration_bench.batches import configure
+
+    configure(p)
+
+
+@command("bench-batches", _bench_batches_args)
+def _bench_batches(args: argparse.Namespace) -> int:
+    """The same episodes ingested as one Dagster run per episode and as one run per batch."""
+    from robodata.orchestration_bench.batches import main as batches_main
+
+    return batches_main(args)
+
+
 def _version(value: str | None) -> int | str | None:
     if value is None:
         return None

@@ -243,3 +243,17 @@ def test_a_batch_on_s3_lands_and_leaks_no_credentials(s3, s3_root, eight_short_u
     assert len(ds) == sum(upload_state_samples(str(u)) for u in eight_short_uploads[:2])
     entries = [dg.serialize_value(e) for run in instance.get_runs() for e in instance.all_logs(run.run_id)]
     assert entries and not [text for text in entries if s3.secret_key in text or s3.access_key in text]
+
+
+def test_bench_batches_prints_runs_and_versions_of_both_partitionings(capsys):
+    from argparse import Namespace
+
+    from robodata.orchestration_bench.batches import main
+
+    assert main(Namespace(episodes=[2], seconds=0.5)) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    # episodes, partitioning, runs, partitions, ..., frames version, gops version: one commit per episode
+    assert [(r[0], r[1], r[2], r[3], r[6], r[7]) for r in rows] == [
+        ("2", "episode", "2", "2", "2", "2"),
+        ("2", "batch", "1", "1", "2", "2"),
+    ]
