@@ -11,7 +11,7 @@ from robodata.storage.upload_batches import batch_fingerprint, scan_upload_batch
 from robodata.storage.uploads import upload_fingerprint
 
 
-@pytest.mark.parametrize("where", ["local", "s3"])
+@pytest.mark.parametrize("where", ["local", pytest.param("s3", marks=pytest.mark.s3)])
 def test_one_listing_groups_uploads_into_batches(where, request, eight_short_uploads, tmp_path):
     layout = {"a/": eight_short_uploads[:2], "b/": eight_short_uploads[2:3], "": eight_short_uploads[3:4]}
     if where == "s3":
