@@ -199,7 +199,9 @@ def upload_batch_sensor(
         return {b.batch_id: b.fingerprint for b in batches if all(held.get(u.episode_id) == u.fingerprint for u in b.complete)}
 
     plan = plan_tick(listing, cursor, stored_fingerprints, outcomes, now, settings)
-    return tick_result(context, store, plan, upload_batches)  # batch ids stand where episode ids do
+    for warning in plan.warnings:
+        context.log.warning(store.redact(warning))
+    return tick_result(context, plan, upload_batches)  # batch ids stand where episode ids do
 
 
 def batch_listing(batches: list[UploadBatch], now: float, stalled_after_s: float) -> UploadListing:

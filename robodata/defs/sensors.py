@@ -13,10 +13,11 @@ from datetime import UTC, datetime
 import dagster as dg
 from pydantic import Field
 
+from robodata.defs import resources, upload_cursor
 from robodata.defs.episodes import FINGERPRINT_TAG, episode_partitions
 from robodata.defs.jobs import ingest_episode_job
-from robodata.defs.resources import PER_EPISODE, DatasetStore, partitioning
-from robodata.defs.upload_cursor import RunOutcome, TickPlan, TickSettings, UploadCursor, plan_tick
+from robodata.defs.resources import DatasetStore
+from robodata.defs.upload_cursor import RunOutcome, TickSettings, UploadCursor, plan_tick
 from robodata.format.episodes import stored_uploads
 from robodata.format.ids import validate_episode_id
 from robodata.storage.uploads import UploadListing, scan_uploads
@@ -67,16 +68,16 @@ def upload_sensor(
 
     settings = upload_sensor_settings.tick_settings()
     plan = plan_tick(listing, cursor, stored_fingerprints, outcomes, time.time(), settings)
-    return tick_result(context, store, plan, episode_partitions)
+    for warning in plan.warnings:
+        context.log.warning(store.redact(warning))
+    return tick_result(context, plan, episode_partitions)
 
 
 def tick_result(
-    context: dg.SensorEvaluationContext, store: DatasetStore, plan: TickPlan, partitions: dg.DynamicPartitionsDefinition
+    context: dg.SensorEvaluationContext, plan: upload_cursor.TickPlan, partitions: dg.DynamicPartitionsDefinition
 ) -> dg.SensorResult:
-    """The tick's warnings logged, one run per requested unit (an upload, or a batch with batch
-    partitioning) keyed by its fingerprint and attempt, and partitions for units not known yet."""
-    for warning in plan.warnings:
-        context.log.warning(store.redact(warning))
+    """One run per unit the plan requests (an upload, or a batch with batch partitioning), keyed
+    by its fingerprint and attempt, and partitions for the units not known yet."""
     requests = [
         dg.RunRequest(
             partition_key=r.upload.episode_id,
@@ -137,6 +138,6 @@ def _finished_runs(
 
 # With batch partitioning, robodata.defs.batches has the sensor (one run per batch); the settings serve both.
 defs = dg.Definitions(
-    sensors=[upload_sensor] if partitioning() == PER_EPISODE else [],
+    sensors=[upload_sensor] if resources.partitioning() == resources.PER_EPISODE else [],
     resources={"upload_sensor_settings": UploadSensorSettings()},
 )
