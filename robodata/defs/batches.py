@@ -208,13 +208,19 @@ def batch_listing(batches: list[UploadBatch], now: float, stalled_after_s: float
     """The batches as units of the sensor's plan: a batch is ready (complete) when it holds a
     complete upload and every folder of it without ``episode.json`` has been idle for
     ``stalled_after_s`` (those are reported as incomplete, ``<batch>/<episode_id>``, for the
-    stalled-upload warning)."""
+    stalled-upload warning).
+
+    A batch released that way counts as written when it was released (its newest incomplete
+    write plus ``stalled_after_s``): its files are old by then, and the plan treats uploads
+    written well before its high-water mark as handled.
+    """
     complete, incomplete = [], []
     for batch in batches:
         incomplete += [IncompleteUpload(f"{batch.batch_id}/{u.episode_id}", u.uri, u.last_write) for u in batch.incomplete]
-        waiting = any(now - u.last_write <= stalled_after_s for u in batch.incomplete)
-        if batch.complete and not waiting:
-            complete.append(UploadInfo(batch.batch_id, batch.uri, batch.fingerprint, batch.last_write))
+        stalled_since = max([0.0, *(u.last_write for u in batch.incomplete)])
+        if batch.complete and (not batch.incomplete or now - stalled_since > stalled_after_s):
+            ready_at = max(batch.last_write, stalled_since + stalled_after_s) if batch.incomplete else batch.last_write
+            complete.append(UploadInfo(batch.batch_id, batch.uri, batch.fingerprint, ready_at))
     return UploadListing(complete, incomplete)
 
 

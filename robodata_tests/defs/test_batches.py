@@ -257,3 +257,24 @@ def test_bench_batches_prints_runs_and_versions_of_both_partitionings(capsys):
         ("2", "episode", "2", "2", "2", "2"),
         ("2", "batch", "1", "1", "2", "2"),
     ]
+
+
+def test_a_batch_released_by_a_stalled_folder_is_requested_though_its_files_are_old():
+    from robodata.defs.batches import batch_listing
+    from robodata.defs.upload_cursor import TickSettings, UploadCursor, plan_tick
+    from robodata.storage.upload_batches import UploadBatch
+    from robodata.storage.uploads import IncompleteUpload, UploadInfo
+
+    old = UploadBatch("a", "u/a", [UploadInfo("e0", "u/a/e0", "f0", 1_000.0)], [IncompleteUpload("e1", "u/a/e1", 1_000.0)])
+    fresh = UploadBatch("b", "u/b", [UploadInfo("e2", "u/b/e2", "f2", 4_000.0)], [])
+    settings = TickSettings(stalled_after_s=3_600.0, slack_s=900.0)
+    waiting = batch_listing([old, fresh], now=4_000.0, stalled_after_s=settings.stalled_after_s)
+    assert [u.episode_id for u in waiting.complete] == ["b"] and [u.episode_id for u in waiting.incomplete] == ["a/e1"]
+    first = plan_tick(waiting, UploadCursor(), dict, [], 4_000.0, settings)
+    assert [r.upload.episode_id for r in first.requests] == ["b"]
+
+    released = batch_listing([old, fresh], now=4_700.0, stalled_after_s=settings.stalled_after_s)
+    assert [(u.episode_id, u.last_write) for u in released.complete] == [("a", 4_600.0), ("b", 4_000.0)]
+    second = plan_tick(released, first.cursor, dict, [], 4_700.0, settings)
+    assert [r.upload.episode_id for r in second.requests] == ["a"]
+    assert second.warnings and "a/e1" in second.warnings[0]
