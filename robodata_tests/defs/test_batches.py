@@ -278,3 +278,19 @@ def test_a_batch_released_by_a_stalled_folder_is_requested_though_its_files_are_
     second = plan_tick(released, first.cursor, dict, [], 4_700.0, settings)
     assert [r.upload.episode_id for r in second.requests] == ["a"]
     assert second.warnings and "a/e1" in second.warnings[0]
+
+
+def test_register_uploads_adds_batches_without_runs_in_batch_mode(tmp_path, eight_short_uploads, monkeypatch, capsys):
+    from robodata.cli import main
+    from robodata.defs.instance import prepare_dagster_home
+
+    store = batch_store(tmp_path, {"2026-12-01": eight_short_uploads[:1], "2026-12-02": eight_short_uploads[1:2]})
+    shutil.copytree(eight_short_uploads[2], Path(store.uploads_root) / eight_short_uploads[2].name)  # no batch
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(resources.PARTITIONING_ENV, "batch")
+    prepare_dagster_home(tmp_path / "home")
+    assert main(["register-uploads", "--dataset", store.root, "--uploads", store.uploads_root]) == 0
+    assert capsys.readouterr().out.split() == ["2026-12-01", "2026-12-02"]
+    with dg.DagsterInstance.get() as instance:
+        assert instance.get_dynamic_partitions(upload_batches.name) == ["2026-12-01", "2026-12-02"]
+        assert instance.get_dynamic_partitions("episodes") == [] and instance.get_runs() == []
