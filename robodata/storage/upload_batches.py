@@ -57,18 +57,16 @@ def scan_upload_batches(uploads_root: str, storage_options: dict | None = None) 
     >>> [b.batch_id for b in scan_upload_batches("uploads")]  # doctest: +SKIP
     ['2026-12-01', '2026-12-02']
     """
-    fs = fsspec_filesystem(uploads_root, storage_options)
     root = str(uploads_root).rstrip("/")
-    listed_root = fs._strip_protocol(root).rstrip("/")
     try:
-        entries = fs.find(root, detail=True)  # no maxdepth: s3fs would walk folder by folder
+        entries = _listed_files(root, storage_options)
     except FileNotFoundError:
         return []
     folders: dict[str, dict[str, list[dict]]] = {}
-    for name, entry in entries.items():
-        relative = name[len(listed_root) :].strip("/").split("/")
-        if len(relative) == 3 and entry.get("type") != "directory":
-            folders.setdefault(relative[0], {}).setdefault(relative[1], []).append(entry)
+    for relative, entry in entries:
+        parts = relative.split("/")
+        if len(parts) == 3:
+            folders.setdefault(parts[0], {}).setdefault(parts[1], []).append(entry)
     batches = []
     for batch_id, uploads in sorted(folders.items()):
         batch_uri = posixpath.join(root, batch_id)
@@ -82,6 +80,18 @@ def scan_upload_batches(uploads_root: str, storage_options: dict | None = None) 
                 incomplete.append(IncompleteUpload(episode_id, uri, last_write))
         batches.append(UploadBatch(batch_id, batch_uri, complete, incomplete))
     return batches
+
+
+def _listed_files(root: str, storage_options: dict | None) -> list[tuple[str, dict]]:
+    """(path relative to ``root``, entry) of every file under ``root``, from one recursive listing
+    (no maxdepth: s3fs would walk folder by folder)."""
+    fs = fsspec_filesystem(root, storage_options)
+    listed_root = fs._strip_protocol(root).rstrip("/")
+    return [
+        (name[len(listed_root) :].strip("/"), entry)
+        for name, entry in fs.find(root, detail=True).items()
+        if entry.get("type") != "directory"
+    ]
 
 
 __all__ = ["UploadBatch", "batch_fingerprint", "scan_upload_batches"]
