@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 import dagster as dg
 from pydantic import Field
 
+from robodata.defs import resources, upload_cursor
 from robodata.defs.episodes import FINGERPRINT_TAG, episode_partitions
 from robodata.defs.jobs import ingest_episode_job
 from robodata.defs.resources import DatasetStore
@@ -69,6 +70,14 @@ def upload_sensor(
     plan = plan_tick(listing, cursor, stored_fingerprints, outcomes, time.time(), settings)
     for warning in plan.warnings:
         context.log.warning(store.redact(warning))
+    return tick_result(context, plan, episode_partitions)
+
+
+def tick_result(
+    context: dg.SensorEvaluationContext, plan: upload_cursor.TickPlan, partitions: dg.DynamicPartitionsDefinition
+) -> dg.SensorResult:
+    """One run per unit the plan requests (an upload, or a batch with batch partitioning), keyed
+    by its fingerprint and attempt, and partitions for the units not known yet."""
     requests = [
         dg.RunRequest(
             partition_key=r.upload.episode_id,
@@ -80,11 +89,11 @@ def upload_sensor(
     wanted = [r.upload.episode_id for r in plan.requests] + plan.known
     new_keys = []
     if wanted:
-        existing = set(context.instance.get_dynamic_partitions(episode_partitions.name))
+        existing = set(context.instance.get_dynamic_partitions(partitions.name))
         new_keys = sorted({key for key in wanted if key not in existing})
     return dg.SensorResult(
         run_requests=requests,
-        dynamic_partitions_requests=[episode_partitions.build_add_request(new_keys)] if new_keys else [],
+        dynamic_partitions_requests=[partitions.build_add_request(new_keys)] if new_keys else [],
         cursor=plan.cursor.dumps(),
     )
 
@@ -102,12 +111,14 @@ def _valid_uploads(context, store: DatasetStore, listing: UploadListing) -> Uplo
     return UploadListing(valid, listing.incomplete)
 
 
-def _finished_runs(instance: dg.DagsterInstance, cursor: UploadCursor) -> list[RunOutcome]:
-    """Sensor-requested ingest runs that finished since the last tick (a minute of overlap:
+def _finished_runs(
+    instance: dg.DagsterInstance, cursor: UploadCursor, job_name: str = ingest_episode_job.name
+) -> list[RunOutcome]:
+    """Sensor-requested runs of ``job_name`` that finished since the last tick (a minute of overlap:
     outcomes are matched to pending uploads by fingerprint and attempt, so repeats are harmless)."""
     since = datetime.fromtimestamp(max(cursor.checked_at - 60.0, 0.0), tz=UTC)
     records = instance.get_run_records(
-        filters=dg.RunsFilter(job_name=ingest_episode_job.name, statuses=_FINISHED, updated_after=since)
+        filters=dg.RunsFilter(job_name=job_name, statuses=_FINISHED, updated_after=since)
     )
     outcomes = []
     for record in records:
@@ -125,4 +136,8 @@ def _finished_runs(instance: dg.DagsterInstance, cursor: UploadCursor) -> list[R
     return outcomes
 
 
-defs = dg.Definitions(sensors=[upload_sensor], resources={"upload_sensor_settings": UploadSensorSettings()})
+# With batch partitioning, robodata.defs.batches has the sensor (one run per batch); the settings serve both.
+defs = dg.Definitions(
+    sensors=[upload_sensor] if resources.partitioning() == resources.PER_EPISODE else [],
+    resources={"upload_sensor_settings": UploadSensorSettings()},
+)

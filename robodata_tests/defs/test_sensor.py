@@ -28,11 +28,11 @@ from robodata.storage.uploads import (
 from robodata_tests.defs.conftest import EPISODE_KEYS
 
 
-def evaluate(instance, store, cursor, **settings):
-    """One sensor tick, applying its partition requests as the daemon would."""
+def evaluate(instance, store, cursor, *, sensor=upload_sensor, **settings):
+    """One tick of ``sensor``, applying its partition requests as the daemon would."""
     resources = {"store": store, "upload_sensor_settings": UploadSensorSettings(**settings)}
     context = dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources)
-    result = upload_sensor(context)
+    result = sensor(context)
     for request in result.dynamic_partitions_requests:
         instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
     return result
