@@ -114,7 +114,7 @@ def listing_start(cursor: UploadCursor, now: float, settings: TickSettings) -> s
     >>> listing_start(UploadCursor(after="episode_000041", full_at=1000.0), 1030.0, TickSettings())
     'episode_000041'
     """
-    if now - cursor.full_at >= settings.full_listing_every_s:
+    if not 0 <= now - cursor.full_at < settings.full_listing_every_s:  # due, or the clock went back
         return ""
     return cursor.after
 

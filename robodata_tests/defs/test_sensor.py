@@ -203,6 +203,7 @@ def test_the_cursor_stays_small_at_ten_thousand_uploads():
     assert stored == {u.episode_id: u.fingerprint for u in listing.complete}
     assert len(sizes) == 101 and max(sizes) < 64 * 1024
     assert tick.cursor.pending == {} and tick.cursor.hwm == 1000.0 + 9_999
+    assert tick.cursor.after == "episode_009999"  # the next tail listing starts after the last upload
 
 
 def test_uploads_written_before_the_high_water_mark_are_not_looked_at_again():
@@ -244,6 +245,21 @@ def test_sensor_skips_folders_that_are_not_episode_ids(store):
     shutil.copytree(Path(store.uploads_root) / EPISODE_KEYS[0], bad)
     result = evaluate(instance, store, None)
     assert keys_of(result) == EPISODE_KEYS
+
+
+def test_sensor_lists_the_tail_and_finds_an_out_of_order_upload_on_a_full_listing(store, monkeypatch):
+    instance = dg.DagsterInstance.ephemeral()
+    uploads = Path(store.uploads_root)
+    stored_as(monkeypatch, {u.episode_id: u.fingerprint for u in list_complete_uploads(store.uploads_root)})
+    first = evaluate(instance, store, None)
+    assert first.run_requests == [] and json.loads(first.cursor)["after"] == EPISODE_KEYS[-1]
+    shutil.copytree(uploads / EPISODE_KEYS[0], uploads / "episode_000009")  # sorts last: in the tail
+    shutil.copytree(uploads / EPISODE_KEYS[0], uploads / f"{EPISODE_KEYS[0]}-b")  # sorts before the tail
+    tail = evaluate(instance, store, first.cursor, full_listing_every_s=600)
+    assert keys_of(tail) == ["episode_000009"]
+    assert evaluate(instance, store, tail.cursor, full_listing_every_s=600).run_requests == []
+    full = evaluate(instance, store, tail.cursor, full_listing_every_s=0)
+    assert keys_of(full) == [f"{EPISODE_KEYS[0]}-b"]
 
 
 def test_sensor_is_running_by_default():
