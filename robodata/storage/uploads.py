@@ -13,6 +13,8 @@ import hashlib
 import posixpath
 from dataclasses import dataclass
 from datetime import datetime
+from urllib.parse import unquote_plus
+from xml.etree import ElementTree
 
 from robodata.storage.failures import in_storage_step
 from robodata.storage.uris import fsspec_filesystem, is_remote
@@ -110,6 +112,8 @@ def _list_s3(root: str, storage_options: dict | None, after: str) -> list[tuple[
     keys, not one per folder), starting after folder ``after``'s keys. Each entry carries what
     the fingerprint needs, under the names ``fs.ls`` gives them."""
     fs = fsspec_filesystem(root, storage_options)
+    fs.connect()
+    fs.s3.meta.events.register("before-parse.s3.ListObjectsV2", _read_listed_keys)
     bucket, key, _ = fs.split_path(root)
     prefix = f"{key}/" if key else ""
     # Every key of folder ``after`` is below ``after + "0"`` ("/" < "0"), and every key of a
@@ -120,7 +124,7 @@ def _list_s3(root: str, storage_options: dict | None, after: str) -> list[tuple[
     entries = []
     while True:
         page = fs.call_s3("list_objects_v2", **request)
-        for obj in page.get("Contents", []):
+        for obj in page[_LISTED] if _LISTED in page else page.get("Contents", []):
             if obj["Key"].endswith("/"):
                 continue  # a folder marker some tools write, not a file of the upload
             entries.append(
@@ -157,6 +161,34 @@ def upload_fingerprint(upload_uri: str, storage_options: dict | None = None) -> 
     """
     uri = str(upload_uri).rstrip("/")
     return _fingerprint(fsspec_filesystem(uri, storage_options).ls(uri, detail=True))
+
+
+_LISTED = "RobodataContents"
+
+
+def _read_listed_keys(response_dict: dict, customized_response_dict: dict, **kwargs) -> None:
+    """botocore's ``before-parse`` hook for a ListObjectsV2 page: read each key's name, size,
+    ETag and time with ElementTree, and leave botocore only the page's envelope (its modeled
+    parser costs ~90 us a key, most of a full listing's CPU at thousands of uploads)."""
+    if response_dict.get("status_code") != 200:
+        return
+    page = ElementTree.fromstring(response_dict["body"])
+    ns = page.tag[: page.tag.index("}") + 1] if page.tag.startswith("{") else ""
+    url_encoded = page.findtext(f"{ns}EncodingType") == "url"
+    listed = []
+    for item in page.findall(f"{ns}Contents"):
+        key = item.findtext(f"{ns}Key")
+        listed.append(
+            {
+                "Key": unquote_plus(key) if url_encoded else key,
+                "Size": int(item.findtext(f"{ns}Size")),
+                "ETag": item.findtext(f"{ns}ETag"),
+                "LastModified": datetime.fromisoformat(item.findtext(f"{ns}LastModified")),
+            }
+        )
+        page.remove(item)
+    response_dict["body"] = ElementTree.tostring(page)
+    customized_response_dict[_LISTED] = listed
 
 
 def _fingerprint(files: list[dict]) -> str:

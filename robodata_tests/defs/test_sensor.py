@@ -280,6 +280,7 @@ def test_one_listing_fingerprints_an_upload_as_listing_its_folder_does(where, re
     fs = fsspec_filesystem(root, options)
     fs.makedirs(f"{root}/{EPISODE_KEYS[0]}/extra", exist_ok=True)
     fs.pipe_file(f"{root}/{EPISODE_KEYS[0]}/extra/notes.txt", b"not part of the upload")
+    fs.pipe_file(f"{root}/{EPISODE_KEYS[1]}/notes v1+2 & ü.txt", b"a name S3 lists url-encoded")
     listed = scan_uploads(root, options).complete
     assert [u.episode_id for u in listed] == EPISODE_KEYS
     for u in listed:
