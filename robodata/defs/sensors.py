@@ -1,9 +1,9 @@
 """upload_sensor: every complete upload becomes a partition and a run, once per version of it.
 
-One listing of the uploads root per tick, most ticks only of its tail (the folders after the last
-one dealt with), a full one every ``full_listing_every_s``; what is already ingested comes from the dataset (the
-upload fingerprint stored with each episode), whichever path ingested it (CLI, demo, backfill,
-sensor). The cursor stays small (see ``robodata.defs.upload_cursor``).
+One listing of the uploads root per tick: most ticks only of its tail (the folders after the last
+one dealt with), a full one every ``full_listing_every_s``. What is already ingested comes from
+the dataset (the upload fingerprint stored with each episode), whichever path ingested it (CLI,
+demo, backfill, sensor). The cursor stays small (see ``robodata.defs.upload_cursor``).
 """
 
 from __future__ import annotations

@@ -239,9 +239,9 @@ def _settled_until(
     not yet stalled (it may still complete). The next tail listing starts after it."""
     unsettled = set(pending) | {u.episode_id for u in waiting}
     unsettled |= {u.episode_id for u in listing.incomplete if now - u.last_write <= settings.stalled_after_s}
+    listed = [u.episode_id for u in listing.complete] + [u.episode_id for u in listing.incomplete]
     after = listed_after
-    for name in sorted([u.episode_id for u in listing.complete] + [u.episode_id for u in listing.incomplete],
-                       key=lambda n: n + "/"):
+    for name in sorted(listed, key=lambda n: n + "/"):  # the order S3 lists their keys in
         if name in unsettled:
             break
         after = name
