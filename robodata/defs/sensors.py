@@ -1,8 +1,9 @@
 """upload_sensor: every complete upload becomes a partition and a run, once per version of it.
 
-One listing of the uploads root per tick; what is already ingested comes from the dataset (the
-upload fingerprint stored with each episode), whichever path ingested it (CLI, demo, backfill,
-sensor). The cursor stays small (see ``robodata.defs.upload_cursor``).
+One listing of the uploads root per tick: most ticks only of its tail (the folders after the last
+one dealt with), a full one every ``full_listing_every_s``. What is already ingested comes from
+the dataset (the upload fingerprint stored with each episode), whichever path ingested it (CLI,
+demo, backfill, sensor). The cursor stays small (see ``robodata.defs.upload_cursor``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from robodata.defs import resources, upload_cursor
 from robodata.defs.episodes import FINGERPRINT_TAG, episode_partitions
 from robodata.defs.jobs import ingest_episode_job
 from robodata.defs.resources import DatasetStore
-from robodata.defs.upload_cursor import RunOutcome, TickSettings, UploadCursor, plan_tick
+from robodata.defs.upload_cursor import RunOutcome, TickSettings, UploadCursor, listing_start, plan_tick
 from robodata.format.episodes import stored_uploads
 from robodata.format.ids import validate_episode_id
 from robodata.storage.uploads import UploadListing, scan_uploads
@@ -35,6 +36,11 @@ class UploadSensorSettings(dg.ConfigurableResource):
     retry_after_s: float = Field(default=6 * 3600.0, description="A run not finished after this is requested again.")
     slack_s: float = Field(default=900.0, description="Uploads written this long before the high-water mark count.")
     stalled_after_s: float = Field(default=3600.0, description="Warn about a folder without episode.json this long.")
+    full_listing_every_s: float = Field(
+        default=600.0,
+        description="List the whole uploads root this often (other ticks list only the folders after the last "
+        "one dealt with): finds re-uploaded folders and new ones whose names sort before the last.",
+    )
 
     def tick_settings(self) -> TickSettings:
         return TickSettings(
@@ -44,6 +50,7 @@ class UploadSensorSettings(dg.ConfigurableResource):
             retry_after_s=self.retry_after_s,
             slack_s=self.slack_s,
             stalled_after_s=self.stalled_after_s,
+            full_listing_every_s=self.full_listing_every_s,
         )
 
 
@@ -59,15 +66,16 @@ def upload_sensor(
     context: dg.SensorEvaluationContext, store: DatasetStore, upload_sensor_settings: UploadSensorSettings
 ) -> dg.SensorResult:
     cursor = UploadCursor.loads(context.cursor)
-    listing = _valid_uploads(context, store, scan_uploads(store.uploads_root, store.storage_options()))
+    settings, now = upload_sensor_settings.tick_settings(), time.time()
+    after = listing_start(cursor, now, settings)
+    listing = _valid_uploads(context, store, scan_uploads(store.uploads_root, store.storage_options(), after))
     outcomes = _finished_runs(context.instance, cursor) if cursor.pending else []
 
     def stored_fingerprints() -> dict[str, str]:
         stored = stored_uploads(store.root, storage_options=store.storage_options())
         return {key: upload.fingerprint for key, upload in stored.items()}
 
-    settings = upload_sensor_settings.tick_settings()
-    plan = plan_tick(listing, cursor, stored_fingerprints, outcomes, time.time(), settings)
+    plan = plan_tick(listing, cursor, stored_fingerprints, outcomes, now, settings, after)
     for warning in plan.warnings:
         context.log.warning(store.redact(warning))
     return tick_result(context, plan, episode_partitions)
