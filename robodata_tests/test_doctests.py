@@ -24,6 +24,8 @@ RUN = [
     "robodata.storage.uris",
     "robodata.storage.failures",
     "robodata.storage.upload_batches",
+    "robodata.storage.uploads",
+    "robodata.defs.upload_cursor",
     "robodata.reader.dataset",
     "robodata.reader.batch_reader",
     "robodata.interop.lerobot_rate",

@@ -14,8 +14,7 @@ import hashlib
 import posixpath
 from dataclasses import dataclass
 
-from robodata.storage.uploads import COMPLETE_MARKER, IncompleteUpload, UploadInfo, _fingerprint, _written_at
-from robodata.storage.uris import fsspec_filesystem
+from robodata.storage.uploads import IncompleteUpload, UploadInfo, list_files, uploads_in
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,7 @@ def scan_upload_batches(uploads_root: str, storage_options: dict | None = None) 
     """
     root = str(uploads_root).rstrip("/")
     try:
-        entries = _listed_files(root, storage_options)
+        entries = list_files(root, storage_options)
     except FileNotFoundError:
         return []
     folders: dict[str, dict[str, list[dict]]] = {}
@@ -70,28 +69,9 @@ def scan_upload_batches(uploads_root: str, storage_options: dict | None = None) 
     batches = []
     for batch_id, uploads in sorted(folders.items()):
         batch_uri = posixpath.join(root, batch_id)
-        complete, incomplete = [], []
-        for episode_id, files in sorted(uploads.items()):
-            uri = posixpath.join(batch_uri, episode_id)
-            last_write = max(_written_at(f) for f in files)
-            if any(posixpath.basename(f["name"]) == COMPLETE_MARKER for f in files):
-                complete.append(UploadInfo(episode_id, uri, _fingerprint(files), last_write))
-            else:
-                incomplete.append(IncompleteUpload(episode_id, uri, last_write))
-        batches.append(UploadBatch(batch_id, batch_uri, complete, incomplete))
+        listing = uploads_in(batch_uri, uploads)
+        batches.append(UploadBatch(batch_id, batch_uri, listing.complete, listing.incomplete))
     return batches
-
-
-def _listed_files(root: str, storage_options: dict | None) -> list[tuple[str, dict]]:
-    """(path relative to ``root``, entry) of every file under ``root``, from one recursive listing
-    (no maxdepth: s3fs would walk folder by folder)."""
-    fs = fsspec_filesystem(root, storage_options)
-    listed_root = fs._strip_protocol(root).rstrip("/")
-    return [
-        (name[len(listed_root) :].strip("/"), entry)
-        for name, entry in fs.find(root, detail=True).items()
-        if entry.get("type") != "directory"
-    ]
 
 
 __all__ = ["UploadBatch", "batch_fingerprint", "scan_upload_batches"]

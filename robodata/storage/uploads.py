@@ -63,10 +63,7 @@ def scan_uploads(uploads_root: str, storage_options: dict | None = None, after: 
     """
     root = str(uploads_root).rstrip("/")
     try:
-        if is_remote(root) and root.split("://", 1)[0] in ("s3", "s3a"):
-            entries = _list_s3(root, storage_options, after)
-        else:
-            entries = _list_fsspec(root, storage_options)
+        entries = list_files(root, storage_options, after)
     except FileNotFoundError:
         return UploadListing([], [])
     folders: dict[str, list[dict]] = {}
@@ -74,8 +71,31 @@ def scan_uploads(uploads_root: str, storage_options: dict | None = None, after: 
         parts = relative.split("/")
         if len(parts) == 2 and folder_sorts_after(parts[0], after):
             folders.setdefault(parts[0], []).append(entry)
+    return uploads_in(root, folders)
+
+
+def list_files(root: str, storage_options: dict | None = None, after: str = "") -> list[tuple[str, dict]]:
+    """(path relative to ``root``, entry) of every file under ``root``, from one recursive
+    listing: on S3 one paginated ListObjectsV2 (starting after folder ``after``'s keys), elsewhere
+    fsspec's ``find`` (which ignores ``after``: callers filter with ``folder_sorts_after``).
+
+    >>> list_files("demo/uploads")[0]  # doctest: +SKIP
+    ('episode_000000/episode.json', {'name': '...', 'size': 412, ...})
+    """
+    if is_remote(root) and root.split("://", 1)[0] in ("s3", "s3a"):
+        return _list_s3(root, storage_options, after)
+    return _list_fsspec(root, storage_options)
+
+
+def uploads_in(root: str, files_by_folder: dict[str, list[dict]]) -> UploadListing:
+    """The upload folders under ``root`` given their listed files: complete once their
+    ``episode.json`` is listed, sorted by folder name.
+
+    >>> uploads_in("uploads", {})
+    UploadListing(complete=[], incomplete=[])
+    """
     complete, incomplete = [], []
-    for name, files in sorted(folders.items()):
+    for name, files in sorted(files_by_folder.items()):
         uri = posixpath.join(root, name)
         last_write = max(_written_at(f) for f in files)
         if any(posixpath.basename(f["name"]) == COMPLETE_MARKER for f in files):
@@ -216,6 +236,8 @@ __all__ = [
     "UploadListing",
     "folder_sorts_after",
     "list_complete_uploads",
+    "list_files",
     "scan_uploads",
     "upload_fingerprint",
+    "uploads_in",
 ]
