@@ -63,7 +63,14 @@ def main(args: argparse.Namespace) -> int:
 
 def _run_job(executor: str, key: str, root: Path, uploads: Path, home: Path) -> None:
     job = "ingest_episode" if executor == "in_process" else "ingest_episode_multiprocess"
-    env = dict(os.environ, ROBODATA_ROOT=str(root), ROBODATA_UPLOADS=str(uploads), DAGSTER_HOME=str(home))
+    # The per-episode job exists only with per-episode partitions, whatever the caller's shell says.
+    env = dict(
+        os.environ,
+        ROBODATA_ROOT=str(root),
+        ROBODATA_UPLOADS=str(uploads),
+        DAGSTER_HOME=str(home),
+        ROBODATA_PARTITIONING="episode",
+    )
     command = [
         os.path.join(os.path.dirname(sys.executable), "dagster"),
         "job",
