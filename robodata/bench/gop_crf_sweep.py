@@ -59,17 +59,9 @@ def sweep_gop_crf(
             {c: np.stack(s["robodata"]) for c, s in sample.items()},
             quality_camera(ds.cameras),
         )
-        loader = {
-            "name": "D",
-            "kind": "loader",
-            "batches": [[0]] * loader_batches,
-            "batch_size": batch_size,
-            "workers": workers,
-            "seed": seed,
-        }
-        answer = run_job(
-            sys.executable, {"system": "robodata", "root": uri, "measurements": [loader]}, log=log, nice=nice
-        )["measurements"][0]
+        answer = run_loader(
+            uri, batch_size=batch_size, workers=workers, batches=loader_batches, seed=seed, nice=nice, log=log
+        )
         points.append(
             {
                 "gop_size": gop,
@@ -79,12 +71,30 @@ def sweep_gop_crf(
                 "ingest_seconds": ingest_seconds,
                 "bytes_per_frame": video_bytes(ds) / frames,
                 **quality,
-                "loader_samples_per_s": sum(answer["samples"]) / sum(answer["seconds"]),
+                "loader_samples_per_s": answer["samples_per_s"],
                 "loader_first_batch_s": answer["first_batch_s"],
             }
         )
     mark_frontier(points)
     return points
+
+
+def run_loader(
+    uri: str, *, batch_size: int, workers: int, batches: int, seed: int, nice: int = 0, log: Path | None = None
+) -> dict:
+    """Scenario D on the dataset at ``uri``, in a process of its own: steady samples/s
+    (``samples_per_s``) and ``first_batch_s``."""
+    loader = {
+        "name": "D",
+        "kind": "loader",
+        "batches": [[0]] * batches,
+        "batch_size": batch_size,
+        "workers": workers,
+        "seed": seed,
+    }
+    job = {"system": "robodata", "root": uri, "measurements": [loader]}
+    measured = run_job(sys.executable, job, log=log, nice=nice)["measurements"][0]
+    return {**measured, "samples_per_s": sum(measured["samples"]) / sum(measured["seconds"])}
 
 
 def mark_frontier(points: list[dict]) -> list[dict]:
