@@ -254,7 +254,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="a real camera video for the codec-level figures",
     )
     parser.add_argument("--gop-sizes", default="4,8", help="comma-separated G values")
-    parser.add_argument("--crf", type=int, default=EncoderSettings.crf)
+    parser.add_argument("--crf", type=int, default=EncoderSettings.crf, help="x264 CRF of every encoding")
     parser.add_argument("--episodes", type=int, default=None, help="gym-aloha episodes for the dataset level (all)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the codec level")
     parser.add_argument("--no-dataset", action="store_true", help="codec-level figures only")
