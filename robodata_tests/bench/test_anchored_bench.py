@@ -23,7 +23,7 @@ def test_codec_figures_measure_each_codec_at_each_g_on_the_same_frames():
         gops = [g for f in frames for g in encoder.add(f)] + encoder.finish()
         assert r["bytes_per_frame"] == sum(len(g.data) for g in gops) / 12  # the encoding is deterministic
         assert r["frames"] == 12 and r["size"] == "176x144" and r["psnr_db"] > 30
-        assert r["single_ms"] > 0 and r["batch_frames_per_s"] > 0 and r["encode_ms_per_frame"] > 0
+        assert min(r["single_ms"], r["batch_frames_per_s"], r["window_ms"], r["encode_ms_per_frame"]) > 0
     lines = codec_table(rows).splitlines()
     assert len(lines) == 2 + 4
     assert [" (" in line.split("|")[4] for line in lines[2:]] == [False, True, False, True]  # bytes ratio
