@@ -224,7 +224,7 @@ def dataset_figures(
 def dataset_table(points: list[dict]) -> str:
     """The dataset-level figures as Markdown, anchored rows with their ratio to normal ones."""
     lines = [
-        "| G | codec | ingest s | bytes / frame | PSNR top dB | B samples/s | D samples/s |",
+        "| G | codec | ingest s | bytes / frame | PSNR top dB | B samples/s | D samples/s (median) |",
         "|---|---|---|---|---|---|---|",
     ]
     normal = {p["gop_size"]: p for p in points if p["codec"] == "h264"}
@@ -264,6 +264,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--crf", type=int, default=EncoderSettings.crf, help="x264 CRF of every encoding")
     parser.add_argument("--episodes", type=int, default=None, help="gym-aloha episodes for the dataset level (all)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the codec level")
+    parser.add_argument("--loader-rounds", type=int, default=5, help="interleaved D runs per dataset (median)")
     parser.add_argument("--no-dataset", action="store_true", help="codec-level figures only")
     parser.add_argument("--nice", type=int, default=0, help="niceness of the DataLoader process")
 
@@ -290,7 +291,9 @@ def main(args: argparse.Namespace) -> int:
         work = Path(args.out_dir)
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
-        points = dataset_figures(uploads, work, gop_sizes=gop_sizes, crf=args.crf, nice=args.nice, say=say)
+        points = dataset_figures(
+            uploads, work, gop_sizes=gop_sizes, crf=args.crf, loader_rounds=args.loader_rounds, nice=args.nice, say=say
+        )
         print(f"\nDataset level ({len(uploads)} gym-aloha episodes; B in-process, D 2 spawned workers):\n")
         print(dataset_table(points))
     return 0
