@@ -114,11 +114,10 @@ class _AnchoredGops:
             return []
         first, rest = self._frames[0], self._frames[1:]
         self._frames = []
-        packets = self._pair(first, None)
-        idr = packets[0]
-        for k, frame in enumerate(rest, start=1):
+        packets = self._pair(first, rest[0] if rest else None)  # [IDR] or [IDR, P_1]
+        for k, frame in enumerate(rest[1:], start=2):
             pair = self._pair(first, frame)
-            if pair[0] != idr:
+            if pair[0] != packets[0]:
                 raise RuntimeError(f"the encoder wrote a different IDR for frame {k} of an anchored GOP")
             packets.append(pair[1])
         return [EncodedGop(b"".join(packets), [len(p) for p in packets])]
