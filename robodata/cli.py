@@ -62,8 +62,9 @@ def _encoder_settings(args: argparse.Namespace):
 
 
 def _print_import(result) -> None:
+    changed = f", {result.changed} again as their source changed" if result.changed else ""
     print(
-        f"imported episodes {result.imported} ({result.rows} rows), skipped {result.skipped} "
+        f"imported episodes {result.imported} ({result.rows} rows){changed}, skipped {result.skipped} "
         f"already present; dataset version {result.frames_version}"
     )
 
@@ -124,6 +125,8 @@ def _ingest(args: argparse.Namespace) -> int:
             )
         summary = f"{result.episode_id}: {result.rows} rows, {result.gops} GOPs, version {result.frames_version}"
         tqdm.write(summary + labels)
+        for adjustment in result.camera_adjustments:  # stored with the episode, too
+            tqdm.write("".join(f"  {note}\n" for note in adjustment["done"]).rstrip("\n"))
     return 0
 
 
@@ -368,7 +371,8 @@ def _register_uploads_args(p: argparse.ArgumentParser) -> None:
 
 @command("register-uploads", _register_uploads_args)
 def _register_uploads(args: argparse.Namespace) -> int:
-    """Add a Dagster partition (in $DAGSTER_HOME's instance) for every complete upload."""
+    """Add a Dagster partition (in $DAGSTER_HOME's instance) for every complete upload (every upload
+    batch with ROBODATA_PARTITIONING=batch); no run is started."""
     from robodata.instance_commands import register_uploads_from_cli
 
     for key in register_uploads_from_cli(args.dataset, args.uploads):
@@ -584,6 +588,20 @@ def _bench_upkeep(args: argparse.Namespace) -> int:
     from robodata.bench.upkeep_scale import main as upkeep_main
 
     return upkeep_main(args)
+
+
+def _bench_batches_args(p: argparse.ArgumentParser) -> None:
+    from robodata.orchestration_bench.batches import configure
+
+    configure(p)
+
+
+@command("bench-batches", _bench_batches_args)
+def _bench_batches(args: argparse.Namespace) -> int:
+    """The same episodes ingested as one Dagster run per episode and as one run per batch."""
+    from robodata.orchestration_bench.batches import main as batches_main
+
+    return batches_main(args)
 
 
 def _bench_anchored_args(p: argparse.ArgumentParser) -> None:

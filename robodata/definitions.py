@@ -7,6 +7,7 @@ import dagster as dg
 
 from robodata.defs import (
     annotations,
+    batches,
     benchmark,
     checks,
     episodes,
@@ -21,6 +22,7 @@ from robodata.defs import (
 defs = dg.Definitions.merge(
     resources.defs,
     episodes.defs,
+    batches.defs,
     checks.defs,
     jobs.defs,
     sensors.defs,

@@ -8,9 +8,10 @@ from contextlib import contextmanager
 
 import dagster as dg
 
+from robodata.defs.batches import register_upload_batches
 from robodata.defs.episodes import register_uploads
 from robodata.defs.interop import register_import_partitions
-from robodata.defs.resources import DatasetStore
+from robodata.defs.resources import PER_BATCH, DatasetStore, partitioning
 from robodata.storage import env_storage_options
 
 
@@ -25,13 +26,15 @@ def home_instance():
 
 def register_uploads_from_cli(root: str | None = None, uploads_root: str | None = None) -> list[str]:
     """``register_uploads`` for ``robodata register-uploads``; unset folders take the store's defaults.
+    With ``ROBODATA_PARTITIONING=batch``, one partition per upload batch (``register_upload_batches``).
 
     >>> register_uploads_from_cli("demo/dataset")  # doctest: +SKIP
     ['episode_000000', 'episode_000001']
     """
     store = DatasetStore(**{k: v for k, v in {"root": root, "uploads_root": uploads_root}.items() if v})
+    register = register_upload_batches if partitioning() == PER_BATCH else register_uploads
     with home_instance() as instance:
-        return register_uploads(instance, store)
+        return register(instance, store)
 
 
 def register_import_partitions_from_cli(source: str, format: str = "lerobot") -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from robodata.format.episodes import stored_uploads
 from robodata.format.tables import gops_uri, open_table
 from robodata.reader import open_dataset
 
@@ -32,6 +33,13 @@ def dataset_summary(uri: str, *, version: int | str | None = None, storage_optio
         "gops_bytes_on_disk": video_bytes,
         "tags": ds.tags,
         "versions": [v["version"] for v in ds.versions()],
+        # episode_index -> how ingest changed its camera frames (turned upright, cropped to even)
+        "camera_adjustments": {
+            str(u.episode_index): [note for a in u.adjustments for note in a["done"]]
+            for u in sorted(stored_uploads(uri, storage_options=storage_options, version=ds.version).values(),
+                            key=lambda u: u.episode_index)
+            if u.camera_adjustments
+        },
     }
 
 

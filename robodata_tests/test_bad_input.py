@@ -791,6 +791,7 @@ def test_variable_frame_rate_with_half_period_jitter_is_accepted(tmp_path):
     upload = write_camera_upload(tmp_path / "up" / "ep0", frames, times_ms.tolist())
     dataset = str(tmp_path / "ds")
     result = robodata.ingest_episode(str(upload), dataset)
+    assert result.camera_adjustments == []  # frames kept as they are: nothing to record
     rows = list(range(result.rows))
     row_times_ms = np.arange(result.rows) * 10.0
     expected = np.abs(row_times_ms[:, None] - times_ms[None, :]).argmin(axis=1)  # nearest frame
@@ -812,10 +813,18 @@ def test_rotated_phone_video_is_stored_upright(tmp_path, rotation):
     coded = np.ascontiguousarray(np.rot90(upright, k=-rotation // 90))
     upload = write_camera_upload(tmp_path / "up" / "ep0", [coded] * 6, [0, 33, 67, 100, 133, 167], rotation)
     dataset = str(tmp_path / "ds")
-    robodata.ingest_episode(str(upload), dataset)
-    assert robodata.ingest.read_upload(str(upload)).notes == [
-        f"cam.mp4: rotated {rotation % 360} degrees counter-clockwise, as its display matrix asks"
-    ]
+    result = robodata.ingest_episode(str(upload), dataset)
+    note = f"cam.mp4: rotated {rotation % 360} degrees counter-clockwise, as its display matrix asks"
+    assert robodata.ingest.read_upload(str(upload)).notes == [note]
+    [recorded] = result.camera_adjustments  # and stored with the episode: test_camera_adjustments.py
+    assert recorded == {
+        "camera": "cam",
+        "file": "cam.mp4",
+        "original_size": list(coded.shape[1::-1]),
+        "stored_size": [64, 48],
+        "rotation_degrees": rotation % 360,
+        "done": [note],
+    }
     frame = stored_frames_of(dataset, [0])[0]
     assert frame.shape == (48, 64, 3)
     assert frame[:6, :6].min() > 230  # the mark is top-left again

@@ -22,11 +22,14 @@ RUN = [
     "robodata.format.staging",
     "robodata.format.tables",
     "robodata.storage.uris",
+    "robodata.storage.failures",
+    "robodata.storage.upload_batches",
     "robodata.reader.dataset",
     "robodata.reader.batch_reader",
     "robodata.interop.lerobot_rate",
     "robodata.defs.lineage",
     "robodata.defs.resources",
+    "robodata.defs.checks",
     "robodata.view.plots",
 ]
 

@@ -3,14 +3,17 @@
 
 The same checks (and a decode of every GOP) already ran on the staged episode before its rows
 were committed (robodata.ingest.audit); these confirm what landed, with the code
-``robodata verify`` runs."""
+``robodata verify`` runs. With batch partitioning (robodata.defs.batches) one step runs them on
+every episode of the batch and reports each check once for the batch."""
 
 import warnings
+from collections.abc import Callable
 
 import dagster as dg
 
+from robodata.defs.batches import upload_batches
 from robodata.defs.episodes import aligned_frames, episode_partitions
-from robodata.defs.resources import DatasetStore
+from robodata.defs.resources import PER_EPISODE, DatasetStore, partitioning
 from robodata.ingest.upload_summary import upload_episode_index, upload_state_samples
 from robodata.reader.integrity import (
     IntegrityResult,
@@ -21,6 +24,7 @@ from robodata.reader.integrity import (
     check_schema_metadata,
 )
 from robodata.reader.verify import verify_dataset
+from robodata.storage.uploads import list_complete_uploads
 
 # Per-partition checks are a preview feature in Dagster 1.13; they are what makes a check see
 # its episode, so accept them without a warning on every load.
@@ -64,20 +68,11 @@ def _gops_match_checksums(store: DatasetStore, episode_index: int) -> IntegrityR
     return IntegrityResult(True, f"episode {episode_index}: all {checked} GOPs match their checksums", details)
 
 
-@dg.multi_asset_check(
-    specs=[
-        dg.AssetCheckSpec(
-            name, asset=aligned_frames, blocking=True, description=description, partitions_def=episode_partitions
-        )
-        for name, description in CHECK_DESCRIPTIONS.items()
-    ],
-    description="The episode's checks on its committed rows and GOPs, in one step.",
-)
-def episode_integrity(context: dg.AssetCheckExecutionContext, store: DatasetStore):
+def _episode_outcomes(store: DatasetStore, upload: str) -> dict[str, Callable[[], IntegrityResult]]:
+    """The checks of the episode stored from ``upload``, by name (run when called)."""
     options = store.storage_options()
-    upload = store.upload_uri(context.partition_key)
     index = upload_episode_index(upload, options)
-    outcomes = {
+    return {
         "schema_metadata_complete": lambda: check_schema_metadata(store.root, options),
         "gops_match_checksums": lambda: _gops_match_checksums(store, index),
         "references_resolve": lambda: check_references(store.root, index, options),
@@ -89,10 +84,56 @@ def episode_integrity(context: dg.AssetCheckExecutionContext, store: DatasetStor
             store.root, index, DECODE_SAMPLES, seed=index, storage_options=options
         ),
     }
-    for name, outcome in outcomes.items():
+
+
+def _specs(partitions: dg.PartitionsDefinition) -> list[dg.AssetCheckSpec]:
+    return [
+        dg.AssetCheckSpec(name, asset=aligned_frames, blocking=True, description=description, partitions_def=partitions)
+        for name, description in CHECK_DESCRIPTIONS.items()
+    ]
+
+
+@dg.multi_asset_check(
+    specs=_specs(episode_partitions),
+    description="The episode's checks on its committed rows and GOPs, in one step.",
+)
+def episode_integrity(context: dg.AssetCheckExecutionContext, store: DatasetStore):
+    for name, outcome in _episode_outcomes(store, store.upload_uri(context.partition_key)).items():
         yield _result(store, name, outcome())
 
 
-episode_checks = [episode_integrity]
+@dg.multi_asset_check(
+    specs=_specs(upload_batches),
+    description="The same checks on every episode of the batch (batch partitioning), in one step.",
+)
+def batch_integrity(context: dg.AssetCheckExecutionContext, store: DatasetStore):
+    uploads = list_complete_uploads(store.batch_uri(context.partition_key), store.storage_options())
+    checks = [_episode_outcomes(store, upload.uri) for upload in uploads]
+    for name in CHECK_DESCRIPTIONS:
+        # The dataset-wide check once; the others on each episode of the batch.
+        outcomes = [checks[0][name]()] if checks and name == "schema_metadata_complete" else [c[name]() for c in checks]
+        yield _result(store, name, combined(outcomes, [u.episode_id for u in uploads]))
 
-defs = dg.Definitions(asset_checks=episode_checks)
+
+def combined(outcomes: list[IntegrityResult], episodes: list[str]) -> IntegrityResult:
+    """One result for a batch: passed when every episode's passed; the failures described.
+
+    >>> combined([IntegrityResult(True, "ok"), IntegrityResult(False, "episode 1: 2 rows")], ["a", "b"]).description
+    '1 of 2 episodes failed: episode 1: 2 rows'
+    """
+    failed = [o.description for o in outcomes if not o.passed]
+    if not outcomes:
+        return IntegrityResult(False, "the batch holds no complete upload", {"episodes_checked": 0})
+    details = {"episodes_checked": len(outcomes), "episodes_failed": len(failed)}
+    if failed:
+        return IntegrityResult(False, f"{len(failed)} of {len(outcomes)} episodes failed: " + "; ".join(failed[:5]), details)
+    if len(outcomes) == 1:
+        return IntegrityResult(True, outcomes[0].description, details | dict(outcomes[0].details))
+    more = f" and {len(episodes) - 5} more" if len(episodes) > 5 else ""
+    return IntegrityResult(True, f"all {len(outcomes)} episodes passed: {', '.join(episodes[:5])}{more}", details)
+
+
+episode_checks = [episode_integrity]
+batch_checks = [batch_integrity]
+
+defs = dg.Definitions(asset_checks=episode_checks if partitioning() == PER_EPISODE else batch_checks)

@@ -7,7 +7,7 @@ from pydantic import Field
 
 from robodata.defs.encoding import EncodingConfig
 from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
-from robodata.defs.resources import DatasetStore
+from robodata.defs.resources import PER_EPISODE, DatasetStore, partitioning
 from robodata.defs.views import episode_view_metadata
 from robodata.errors import RoboDataError
 from robodata.format.ids import validate_episode_id
@@ -156,4 +156,6 @@ def register_uploads(instance: dg.DagsterInstance, store: DatasetStore) -> list[
     return keys
 
 
-defs = dg.Definitions(assets=[raw_episodes, gop_blobs, aligned_frames])
+# With batch partitioning (ROBODATA_PARTITIONING=batch), robodata.defs.batches defines these keys.
+EPISODE_ASSETS = [raw_episodes, gop_blobs, aligned_frames]
+defs = dg.Definitions(assets=EPISODE_ASSETS if partitioning() == PER_EPISODE else [])

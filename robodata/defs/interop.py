@@ -79,7 +79,7 @@ def register_import_partitions(
     kinds={"lance"},
     pool="video_encode",
     description="One source episode (LeRobot v3 or ALOHA HDF5, from run config) imported into the dataset; "
-    "an episode already in the dataset is left as it is.",
+    "an episode already in the dataset with the same source content is left as it is.",
 )
 def imported_episodes(
     context: dg.AssetExecutionContext, config: ImportConfig, store: DatasetStore

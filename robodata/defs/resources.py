@@ -14,6 +14,9 @@ from robodata.storage.deadlines import TIMEOUT_OPTION
 
 ROOT_ENV = "ROBODATA_ROOT"
 UPLOADS_ENV = "ROBODATA_UPLOADS"
+PARTITIONING_ENV = "ROBODATA_PARTITIONING"
+PER_EPISODE = "episode"  # one partition (and run) per upload folder <uploads>/<episode_id>/
+PER_BATCH = "batch"  # one partition (and run) per upload batch folder <uploads>/<batch>/<episode_id>/
 
 
 def default_root() -> str:
@@ -29,6 +32,24 @@ def default_uploads_root(root: str) -> str:
     if is_remote(root):
         return posixpath.join(posixpath.dirname(root.rstrip("/")), "uploads")
     return str(Path(root).parent / "uploads")
+
+
+def partitioning() -> str:
+    """How uploads become Dagster partitions, from ``$ROBODATA_PARTITIONING``: ``episode`` (the
+    default: one partition and one run per upload) or ``batch`` (one per upload batch folder, for
+    deployments past ~50,000 episodes; see docs/scale-1m.md). Read when the code location loads,
+    because a partitions definition is fixed for the life of the location.
+
+    >>> partitioning()  # with ROBODATA_PARTITIONING unset
+    'episode'
+    """
+    value = os.environ.get(PARTITIONING_ENV, "").strip().lower() or PER_EPISODE
+    if value not in (PER_EPISODE, PER_BATCH):
+        raise ValueError(
+            f"{PARTITIONING_ENV}={value!r}: use '{PER_EPISODE}' (one partition per upload folder) "
+            f"or '{PER_BATCH}' (one partition per upload batch folder)"
+        )
+    return value
 
 
 class DatasetStore(dg.ConfigurableResource):
@@ -81,6 +102,15 @@ class DatasetStore(dg.ConfigurableResource):
     def upload_uri(self, episode_id: str) -> str:
         """The upload folder of ``episode_id`` (a partition key)."""
         return join_uri(self.uploads_root, validate_episode_id(episode_id))
+
+    def batch_uri(self, batch_id: str) -> str:
+        """The folder of upload batch ``batch_id`` (a partition key in batch partitioning): it
+        holds one upload folder per episode. Batch ids follow the episode-id rules.
+
+        >>> DatasetStore(root="s3://lab/robodata/dataset").batch_uri("2026-12-01")
+        's3://lab/robodata/uploads/2026-12-01'
+        """
+        return join_uri(self.uploads_root, validate_episode_id(batch_id))
 
 
 def store_from_env() -> DatasetStore:

@@ -1,8 +1,9 @@
 """upload_sensor: every complete upload becomes a partition and a run, once per version of it.
 
-One listing of the uploads root per tick; what is already ingested comes from the dataset (the
-upload fingerprint stored with each episode), whichever path ingested it (CLI, demo, backfill,
-sensor). The cursor stays small (see ``robodata.defs.upload_cursor``).
+One listing of the uploads root per tick: most ticks only of its tail (the folders after the last
+one dealt with), a full one every ``full_listing_every_s``. What is already ingested comes from
+the dataset (the upload fingerprint stored with each episode), whichever path ingested it (CLI,
+demo, backfill, sensor). The cursor stays small (see ``robodata.defs.upload_cursor``).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from datetime import UTC, datetime
 import dagster as dg
 from pydantic import Field
 
+from robodata.defs import resources, upload_cursor
 from robodata.defs.episodes import FINGERPRINT_TAG, episode_partitions
 from robodata.defs.jobs import ingest_episode_job
 from robodata.defs.resources import DatasetStore
-from robodata.defs.upload_cursor import RunOutcome, TickSettings, UploadCursor, plan_tick
+from robodata.defs.upload_cursor import RunOutcome, TickSettings, UploadCursor, listing_start, plan_tick
 from robodata.format.episodes import stored_uploads
 from robodata.format.ids import validate_episode_id
 from robodata.storage.uploads import UploadListing, scan_uploads
@@ -34,6 +36,11 @@ class UploadSensorSettings(dg.ConfigurableResource):
     retry_after_s: float = Field(default=6 * 3600.0, description="A run not finished after this is requested again.")
     slack_s: float = Field(default=900.0, description="Uploads written this long before the high-water mark count.")
     stalled_after_s: float = Field(default=3600.0, description="Warn about a folder without episode.json this long.")
+    full_listing_every_s: float = Field(
+        default=600.0,
+        description="List the whole uploads root this often (other ticks list only the folders after the last "
+        "one dealt with): finds re-uploaded folders and new ones whose names sort before the last.",
+    )
 
     def tick_settings(self) -> TickSettings:
         return TickSettings(
@@ -43,6 +50,7 @@ class UploadSensorSettings(dg.ConfigurableResource):
             retry_after_s=self.retry_after_s,
             slack_s=self.slack_s,
             stalled_after_s=self.stalled_after_s,
+            full_listing_every_s=self.full_listing_every_s,
         )
 
 
@@ -58,17 +66,26 @@ def upload_sensor(
     context: dg.SensorEvaluationContext, store: DatasetStore, upload_sensor_settings: UploadSensorSettings
 ) -> dg.SensorResult:
     cursor = UploadCursor.loads(context.cursor)
-    listing = _valid_uploads(context, store, scan_uploads(store.uploads_root, store.storage_options()))
+    settings, now = upload_sensor_settings.tick_settings(), time.time()
+    after = listing_start(cursor, now, settings)
+    listing = _valid_uploads(context, store, scan_uploads(store.uploads_root, store.storage_options(), after))
     outcomes = _finished_runs(context.instance, cursor) if cursor.pending else []
 
     def stored_fingerprints() -> dict[str, str]:
         stored = stored_uploads(store.root, storage_options=store.storage_options())
         return {key: upload.fingerprint for key, upload in stored.items()}
 
-    settings = upload_sensor_settings.tick_settings()
-    plan = plan_tick(listing, cursor, stored_fingerprints, outcomes, time.time(), settings)
+    plan = plan_tick(listing, cursor, stored_fingerprints, outcomes, now, settings, after)
     for warning in plan.warnings:
         context.log.warning(store.redact(warning))
+    return tick_result(context, plan, episode_partitions)
+
+
+def tick_result(
+    context: dg.SensorEvaluationContext, plan: upload_cursor.TickPlan, partitions: dg.DynamicPartitionsDefinition
+) -> dg.SensorResult:
+    """One run per unit the plan requests (an upload, or a batch with batch partitioning), keyed
+    by its fingerprint and attempt, and partitions for the units not known yet."""
     requests = [
         dg.RunRequest(
             partition_key=r.upload.episode_id,
@@ -80,11 +97,11 @@ def upload_sensor(
     wanted = [r.upload.episode_id for r in plan.requests] + plan.known
     new_keys = []
     if wanted:
-        existing = set(context.instance.get_dynamic_partitions(episode_partitions.name))
+        existing = set(context.instance.get_dynamic_partitions(partitions.name))
         new_keys = sorted({key for key in wanted if key not in existing})
     return dg.SensorResult(
         run_requests=requests,
-        dynamic_partitions_requests=[episode_partitions.build_add_request(new_keys)] if new_keys else [],
+        dynamic_partitions_requests=[partitions.build_add_request(new_keys)] if new_keys else [],
         cursor=plan.cursor.dumps(),
     )
 
@@ -102,12 +119,14 @@ def _valid_uploads(context, store: DatasetStore, listing: UploadListing) -> Uplo
     return UploadListing(valid, listing.incomplete)
 
 
-def _finished_runs(instance: dg.DagsterInstance, cursor: UploadCursor) -> list[RunOutcome]:
-    """Sensor-requested ingest runs that finished since the last tick (a minute of overlap:
+def _finished_runs(
+    instance: dg.DagsterInstance, cursor: UploadCursor, job_name: str = ingest_episode_job.name
+) -> list[RunOutcome]:
+    """Sensor-requested runs of ``job_name`` that finished since the last tick (a minute of overlap:
     outcomes are matched to pending uploads by fingerprint and attempt, so repeats are harmless)."""
     since = datetime.fromtimestamp(max(cursor.checked_at - 60.0, 0.0), tz=UTC)
     records = instance.get_run_records(
-        filters=dg.RunsFilter(job_name=ingest_episode_job.name, statuses=_FINISHED, updated_after=since)
+        filters=dg.RunsFilter(job_name=job_name, statuses=_FINISHED, updated_after=since)
     )
     outcomes = []
     for record in records:
@@ -125,4 +144,8 @@ def _finished_runs(instance: dg.DagsterInstance, cursor: UploadCursor) -> list[R
     return outcomes
 
 
-defs = dg.Definitions(sensors=[upload_sensor], resources={"upload_sensor_settings": UploadSensorSettings()})
+# With batch partitioning, robodata.defs.batches has the sensor (one run per batch); the settings serve both.
+defs = dg.Definitions(
+    sensors=[upload_sensor] if resources.partitioning() == resources.PER_EPISODE else [],
+    resources={"upload_sensor_settings": UploadSensorSettings()},
+)

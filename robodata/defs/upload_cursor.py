@@ -2,7 +2,18 @@
 small cursor it keeps between ticks.
 
 What is ingested is known from the dataset itself (the upload fingerprint stored with each
-episode), so the cursor does not grow with the number of uploads. It holds:
+episode), so the cursor does not grow with the number of uploads.
+
+Most ticks list only the tail of the uploads root: the folders that sort after ``after`` (on S3
+one ListObjectsV2 with ``StartAfter``), the last folder of an unbroken run, in key order, of
+folders already dealt with (requested and succeeded, found ingested, given up on, or without
+``episode.json`` for ``stalled_after_s``). With folder names that sort in arrival order (zero-
+padded counters, timestamps) a new upload is always in the tail, and an idle tick lists next to
+nothing. Every ``full_listing_every_s`` a tick lists everything (a reconciliation): it finds what
+the tail cannot see, a new folder whose name sorts before ``after`` and a re-uploaded (changed)
+folder, and moves ``after`` back before anything it requests until that run succeeded.
+
+The cursor holds:
 
 - ``hwm``: a high-water mark of upload write times. Uploads last written more than ``slack_s``
   before it have been handled and are not looked at again (re-uploading a folder writes new
@@ -13,6 +24,9 @@ episode), so the cursor does not grow with the number of uploads. It holds:
 - ``pending``: uploads requested and not yet seen succeed (bounded by ``max_in_flight``), with
   their attempt count; a failed or timed-out run is requested again, up to ``max_attempts``.
 - ``failed``: uploads whose runs failed ``max_attempts`` times (only while inside the window).
+- ``after``, ``full_at``, ``full_hwm``: the folder the tail listing starts after, when the last
+  full listing ran, and the high-water mark it left (the next full listing looks at everything
+  written since ``full_hwm - slack_s``, whatever the tail ticks in between moved ``hwm`` to).
 """
 
 from __future__ import annotations
@@ -22,7 +36,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from robodata.storage.uploads import UploadInfo, UploadListing
+from robodata.storage.uploads import UploadInfo, UploadListing, folder_sorts_after
 
 
 @dataclass(frozen=True)
@@ -35,6 +49,7 @@ class TickSettings:
     retry_after_s: float = 6 * 3600.0
     slack_s: float = 900.0
     stalled_after_s: float = 3600.0
+    full_listing_every_s: float = 600.0
 
 
 @dataclass
@@ -51,11 +66,17 @@ class UploadCursor:
     checked_at: float = 0.0
     pending: dict[str, Pending] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    after: str = ""
+    full_at: float = 0.0
+    full_hwm: float = 0.0
 
     def dumps(self) -> str:
         return json.dumps(
             {
-                "v": 2,
+                "v": 3,
+                "after": self.after,
+                "full_at": self.full_at,
+                "full_hwm": self.full_hwm,
                 "hwm": self.hwm,
                 "window": self.window,
                 "checked_at": self.checked_at,
@@ -69,9 +90,10 @@ class UploadCursor:
     @classmethod
     def loads(cls, text: str | None) -> UploadCursor:
         """The cursor in ``text``; an empty or older-format cursor starts afresh (what is already
-        ingested is read from the dataset, so nothing is requested twice)."""
+        ingested is read from the dataset, so nothing is requested twice). A version-2 cursor
+        (before tail listings) keeps its runs in flight; its next tick lists everything."""
         data = json.loads(text) if text else {}
-        if data.get("v") != 2:
+        if data.get("v") not in (2, 3):
             return cls()
         return cls(
             hwm=data["hwm"],
@@ -79,7 +101,22 @@ class UploadCursor:
             checked_at=data["checked_at"],
             pending={k: Pending(fp, attempt, at) for k, (fp, attempt, at) in data["pending"].items()},
             failed=dict(data["failed"]),
+            after=data.get("after", ""),
+            full_at=data.get("full_at", 0.0),
+            full_hwm=data.get("full_hwm", 0.0),
         )
+
+
+def listing_start(cursor: UploadCursor, now: float, settings: TickSettings) -> str:
+    """The folder this tick's listing starts after: ``""`` (list everything) when a full
+    listing is due, else the cursor's ``after``.
+
+    >>> listing_start(UploadCursor(after="episode_000041", full_at=1000.0), 1030.0, TickSettings())
+    'episode_000041'
+    """
+    if not 0 <= now - cursor.full_at < settings.full_listing_every_s:  # due, or the clock went back
+        return ""
+    return cursor.after
 
 
 @dataclass(frozen=True)
@@ -116,9 +153,12 @@ def plan_tick(
     outcomes: list[RunOutcome],
     now: float,
     settings: TickSettings,
+    listed_after: str = "",
 ) -> TickPlan:
-    """Decide one tick. ``stored_fingerprints`` (episode id -> fingerprint in the dataset) is
-    called only when some upload inside the window changed since it was last found handled.
+    """Decide one tick from ``listing``, the folders after ``listed_after`` (``""``: a full
+    listing; see ``listing_start``). ``stored_fingerprints`` (episode id -> fingerprint in the
+    dataset) is called only when some upload inside the window changed since it was last found
+    handled.
 
     >>> plan_tick(scan_uploads(root), UploadCursor(), dict, [], time.time(), TickSettings()).requests  # doctest: +SKIP
     [Request(upload=UploadInfo(episode_id='episode_000000', ...), attempt=1)]
@@ -136,13 +176,20 @@ def plan_tick(
             continue
         requests.append(Request(upload, attempt))
 
-    floor = cursor.hwm - settings.slack_s
+    full = not listed_after
+    floor = (cursor.full_hwm if full else cursor.hwm) - settings.slack_s
     window = sorted((u for u in listing.complete if u.last_write > floor), key=lambda u: (u.last_write, u.episode_id))
-    failed = {k: fp for k, fp in failed.items() if k in by_id and by_id[k].last_write > floor}
+    # Given-up uploads the tail did not list stay given up (until a full listing sees them).
+    failed = {
+        k: fp
+        for k, fp in failed.items()
+        if (k in by_id and by_id[k].last_write > floor) or not folder_sorts_after(k, listed_after)
+    }
     digest = _digest(window)
     read_dataset = False
     known: list[str] = []
     new_hwm = max([cursor.hwm, *(u.last_write for u in window)])
+    waiting: list[UploadInfo] = []  # found, not requested yet (over the cap)
     if digest != cursor.window:
         candidates = [
             u
@@ -164,8 +211,41 @@ def plan_tick(
             # digest empty so the next tick looks again.
             new_hwm = max(cursor.hwm, candidates[room].last_write)
             digest = ""
-    next_cursor = UploadCursor(hwm=new_hwm, window=digest, checked_at=now, pending=pending, failed=failed)
+            waiting = candidates[room:]
+    after = _settled_until(listing, listed_after, pending, waiting, now, settings)
+    next_cursor = UploadCursor(
+        hwm=new_hwm,
+        window=digest,
+        checked_at=now,
+        pending=pending,
+        failed=failed,
+        after=after,
+        full_at=now if full else cursor.full_at,
+        full_hwm=new_hwm if full else cursor.full_hwm,
+    )
     return TickPlan(requests, next_cursor, known, warnings, read_dataset)
+
+
+def _settled_until(
+    listing: UploadListing,
+    listed_after: str,
+    pending: dict[str, Pending],
+    waiting: list[UploadInfo],
+    now: float,
+    settings: TickSettings,
+) -> str:
+    """The last listed folder, in key order, before the first one the sensor still has to watch:
+    an upload in flight or waiting to be requested, or a folder without ``episode.json`` that is
+    not yet stalled (it may still complete). The next tail listing starts after it."""
+    unsettled = set(pending) | {u.episode_id for u in waiting}
+    unsettled |= {u.episode_id for u in listing.incomplete if now - u.last_write <= settings.stalled_after_s}
+    listed = [u.episode_id for u in listing.complete] + [u.episode_id for u in listing.incomplete]
+    after = listed_after
+    for name in sorted(listed, key=lambda n: n + "/"):  # the order S3 lists their keys in
+        if name in unsettled:
+            break
+        after = name
+    return after
 
 
 def _settle_pending(

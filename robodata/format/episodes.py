@@ -1,7 +1,8 @@
-"""Which upload each stored episode came from: its episode id, the upload's fingerprint and its
-source folder, kept in three frames.lance columns written in the same commit as the episode's rows.
+"""Which upload each stored episode came from: its episode id, the upload's fingerprint, its
+source folder and how ingest changed its camera frames (turned upright, cropped to even sizes),
+kept in four frames.lance columns written in the same commit as the episode's rows.
 
-Every row of an episode carries the same three values, so they can never disagree with the rows
+Every row of an episode carries the same four values, so they can never disagree with the rows
 they describe (a re-ingest replaces both at once) and nothing else has to be kept in step. They
 are read back from the episode's first row only (``frame_index = 0``), which keeps
 ``stored_uploads`` cheap enough for a sensor tick.
@@ -9,6 +10,7 @@ are read back from the episode's first row only (``frame_index = 0``), which kee
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import lance
@@ -21,10 +23,12 @@ from robodata.format.tables import frames_uri, open_table
 EPISODE_ID = "episode_id"
 UPLOAD_FINGERPRINT = "upload_fingerprint"
 UPLOAD_URI = "upload_uri"
+CAMERA_ADJUSTMENTS = "camera_adjustments"  # JSON list, null when ingest changed no frame
 UPLOAD_FIELDS = (
     pa.field(EPISODE_ID, pa.string()),
     pa.field(UPLOAD_FINGERPRINT, pa.string()),
     pa.field(UPLOAD_URI, pa.string()),
+    pa.field(CAMERA_ADJUSTMENTS, pa.string()),
 )
 UPLOAD_COLUMNS = tuple(f.name for f in UPLOAD_FIELDS)
 _FIRST_ROW = "frame_index = 0"
@@ -33,12 +37,24 @@ _FIRST_ROW = "frame_index = 0"
 @dataclass(frozen=True)
 class StoredUpload:
     """Where a stored episode came from: ``fingerprint`` is the upload's fingerprint when it was
-    ingested (see ``robodata.storage.uploads.upload_fingerprint``), ``source_uri`` its folder."""
+    ingested (see ``robodata.storage.uploads.upload_fingerprint``), ``source_uri`` its folder,
+    ``camera_adjustments`` the JSON of how ingest changed its frames ("" when it changed none)."""
 
     episode_id: str
     episode_index: int
     fingerprint: str
     source_uri: str
+    camera_adjustments: str = ""
+
+    @property
+    def adjustments(self) -> list[dict]:
+        """``camera_adjustments`` parsed: one record per changed camera (see
+        ``EpisodeData.camera_adjustments``).
+
+        >>> stored_uploads("data/ds")["ep0"].adjustments[0]["stored_size"]  # doctest: +SKIP
+        [640, 480]
+        """
+        return json.loads(self.camera_adjustments) if self.camera_adjustments else []
 
 
 def with_upload_fields(schema: pa.Schema) -> pa.Schema:
@@ -49,9 +65,16 @@ def with_upload_fields(schema: pa.Schema) -> pa.Schema:
     return schema
 
 
-def upload_columns(n_rows: int, episode_id: str, fingerprint: str, source_uri: str) -> dict[str, pa.Array]:
-    """The three upload columns for an episode of ``n_rows`` rows."""
-    values = {EPISODE_ID: episode_id, UPLOAD_FINGERPRINT: fingerprint or None, UPLOAD_URI: source_uri or None}
+def upload_columns(
+    n_rows: int, episode_id: str, fingerprint: str, source_uri: str, camera_adjustments: list[dict] | None = None
+) -> dict[str, pa.Array]:
+    """The upload columns for an episode of ``n_rows`` rows."""
+    values = {
+        EPISODE_ID: episode_id,
+        UPLOAD_FINGERPRINT: fingerprint or None,
+        UPLOAD_URI: source_uri or None,
+        CAMERA_ADJUSTMENTS: json.dumps(camera_adjustments) if camera_adjustments else None,
+    }
     return {name: pa.array([value] * n_rows, pa.string()) for name, value in values.items()}
 
 
@@ -70,6 +93,22 @@ def stored_uploads(
     if frames is None:
         return {}
     return {u.episode_id: u for u in _read(frames, _FIRST_ROW)}
+
+
+def stored_episodes(
+    root: str, *, storage_options: dict | None = None, version: int | None = None
+) -> dict[int, StoredUpload]:
+    """Every episode of frames.lance (latest, or ``version``) by episode_index, with where it came
+    from (an empty id and fingerprint for an episode stored before robodata kept them); ``{}``
+    when there is no dataset yet.
+
+    >>> stored_episodes("data/demo")[0].source_uri  # doctest: +SKIP
+    'demo/uploads/episode_000000'
+    """
+    frames = open_table(frames_uri(root), storage_options, version)
+    if frames is None:
+        return {}
+    return {u.episode_index: u for u in _read(frames, _FIRST_ROW, keep_unnamed=True)}
 
 
 def stored_upload_of(frames: lance.LanceDataset, episode_index: int) -> StoredUpload | None:
@@ -96,6 +135,7 @@ def _read(frames: lance.LanceDataset, where: str, keep_unnamed: bool = False) ->
                 episode_index=int(index),
                 fingerprint=columns[UPLOAD_FINGERPRINT][i] or "",
                 source_uri=columns[UPLOAD_URI][i] or "",
+                camera_adjustments=columns[CAMERA_ADJUSTMENTS][i] or "",
             )
         )
     return found

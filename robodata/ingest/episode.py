@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -25,6 +26,8 @@ class CameraStream:
     # How frames were changed on the way in (rotated upright, cropped to even sizes), for the
     # user and the run's metadata: "top.mp4: cropped 641x481 to 640x480 ...".
     notes: list[str] = field(default_factory=list)
+    coded_size: tuple[int, int] | None = None  # (width, height) as the file codes its frames
+    rotation: int = 0  # degrees counter-clockwise the frames were turned upright
 
 
 @dataclass
@@ -57,3 +60,24 @@ class EpisodeData:
     def notes(self) -> list[str]:
         """What ingest changed in this episode's camera frames (empty when nothing)."""
         return [note for camera in self.cameras for note in camera.notes]
+
+    def camera_adjustments(self) -> list[dict]:
+        """One record per camera whose frames ingest changed (turned upright, cropped to even
+        sizes), stored with the episode's rows (``robodata.format.episodes``); empty when none.
+
+        >>> episode.camera_adjustments()  # doctest: +SKIP
+        [{'camera': 'top', 'file': 'top.mp4', 'original_size': [641, 481], 'stored_size': [640, 480],
+          'rotation_degrees': 0, 'done': ['top.mp4: cropped 641x481 to 640x480 (...)']}]
+        """
+        return [
+            {
+                "camera": camera.name,
+                "file": posixpath.basename(camera.source),
+                "original_size": list(camera.coded_size or (camera.width, camera.height)),
+                "stored_size": [camera.width, camera.height],
+                "rotation_degrees": camera.rotation,
+                "done": list(camera.notes),
+            }
+            for camera in self.cameras
+            if camera.notes
+        ]

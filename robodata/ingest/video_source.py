@@ -63,6 +63,8 @@ def probe_camera(name: str, path: str, fs, start_offset_ns: int = 0) -> CameraSt
         frames=lambda: _decode(path, fs, coded, rotation, (width, height), start_offset_ns),
         source=path,
         notes=notes,
+        coded_size=coded,
+        rotation=rotation,
     )
 
 

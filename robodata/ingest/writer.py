@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from dataclasses import field as dataclass_field
 
 import lance
 import numpy as np
@@ -55,6 +56,9 @@ class IngestResult:
     # that carried a label, kept and dropped (their frame_index is past the new copy's end).
     labels_kept_rows: int = 0
     labels_dropped_rows: int = 0
+    # How ingest changed camera frames (turned upright, cropped to even sizes), one record per
+    # camera, as stored with the episode: see EpisodeData.camera_adjustments.
+    camera_adjustments: list[dict] = dataclass_field(default_factory=list)
 
 
 @dataclass
@@ -329,7 +333,9 @@ def write_frames(
             "for the episode's upload (robodata.format.episodes)"
         )
     recorded = [*built.column_names, *UPLOAD_COLUMNS]  # every other column is an annotation
-    for name, values in upload_columns(built.num_rows, episode.episode_id, episode.fingerprint, episode.origin).items():
+    adjustments = episode.camera_adjustments()
+    provenance = upload_columns(built.num_rows, episode.episode_id, episode.fingerprint, episode.origin, adjustments)
+    for name, values in provenance.items():
         built = built.append_column(name, values)
     rows = _conform(built, schema)
     audit_staged_episode(dataset_uri, rows, meta, staged, expected_rows=len(episode), storage_options=storage_options)
@@ -351,6 +357,7 @@ def write_frames(
         rows_bytes=rows.nbytes,
         labels_kept_rows=labels.kept,
         labels_dropped_rows=labels.dropped,
+        camera_adjustments=adjustments,
     )
 
 

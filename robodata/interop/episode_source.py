@@ -1,6 +1,14 @@
 """The one import driver: any recording format that can list its episodes and read each one as
 an EpisodeData imports the same way (checked first, skipped when present, one commit each).
 
+"Present" means the dataset holds the episode_index with the same source content: a source
+whose episodes carry a fingerprint (``EpisodeData.fingerprint``, stored with the rows like an
+upload's) is compared by it. The same content is skipped, wherever it is read from; an episode
+of the same source (same id and location) whose content changed is imported again as a
+re-ingest (one copy, labels kept for the rows that still exist); an episode_index held by an
+episode of another source is refused before anything is written. Episodes stored without a
+fingerprint (older imports, formats without one) are skipped, as they always were.
+
 A new importer is one module with a class satisfying ``EpisodeSource`` and an entry in
 ``robodata.interop.sources.IMPORT_FORMATS``.
 """
@@ -13,8 +21,12 @@ from tqdm import tqdm
 
 from robodata.codec import EncoderSettings
 from robodata.errors import BadUploadError
+from robodata.format.episodes import StoredUpload, stored_episodes
+from robodata.format.tables import frames_uri
 from robodata.ingest import EpisodeData, write_episode
-from robodata.interop.import_result import ImportResult, existing_episodes
+from robodata.interop.import_result import ImportResult, SourceIndexTakenError
+from robodata.storage.dataset_root import check_dataset_location
+from robodata.storage.failures import storage_step
 
 
 class EpisodeSource(Protocol):
@@ -36,7 +48,8 @@ class EpisodeSource(Protocol):
         ...
 
     def read_episode(self, number: int) -> EpisodeData:
-        """Episode ``number`` with its camera frames decoded lazily, as ``write_episode`` takes it."""
+        """Episode ``number`` with its camera frames decoded lazily, as ``write_episode`` takes it;
+        its ``fingerprint`` (of the source content, optional) tells a changed episode from a stored one."""
         ...
 
 
@@ -63,16 +76,36 @@ def import_episodes(
         if unknown:
             raise BadUploadError(source.location, f"has no episodes {unknown}")
         numbers = [n for n in numbers if n in set(episodes)]
-    present = existing_episodes(dataset_uri, storage_options=storage_options)
+    check_dataset_location(dataset_uri, storage_options)  # a missing bucket, refused credentials
+    with storage_step("reading which episodes the dataset holds", frames_uri(dataset_uri), storage_options):
+        stored = stored_episodes(dataset_uri, storage_options=storage_options)
     result = ImportResult(dataset_uri)
     todo = []
     for number in numbers:
         index = source.robodata_index(number)
-        if index in present:
+        held = stored.get(index)
+        if held is None:
+            todo.append(number)
+        elif _already_stored(source, number, held, dataset_uri):
             result.skipped.append(index)
         else:
-            todo.append(number)
+            todo.append(number)  # written as a re-ingest: one copy, labels kept
+            result.changed.append(index)
     source.check(todo)
     for number in tqdm(todo, desc=f"import-{source.format}", unit="episode", disable=not progress):
         result.add(write_episode(source.read_episode(number), dataset_uri, settings, storage_options=storage_options))
     return result
+
+
+def _already_stored(source: EpisodeSource, number: int, held: StoredUpload, dataset_uri: str) -> bool:
+    """Whether source episode ``number`` is the episode ``held`` at its index: True (skip it),
+    False (the same source episode, changed since: import it again), or SourceIndexTakenError
+    (an episode of another source holds the index)."""
+    if not held.fingerprint:
+        return True  # stored before fingerprints, or by a format without them: cannot tell
+    episode = source.read_episode(number)  # signals only: camera frames decode when written
+    if not episode.fingerprint or episode.fingerprint == held.fingerprint:
+        return True
+    if (episode.episode_id, episode.origin) == (held.episode_id, held.source_uri):
+        return False
+    raise SourceIndexTakenError(episode.episode_index, episode.origin, held, dataset_uri)

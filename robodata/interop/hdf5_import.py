@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import glob as globlib
 import io
+import os
 import re
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ from robodata.ingest import CameraStream, EpisodeData
 from robodata.interop.aloha_layout import ALOHA_JOINTS
 from robodata.interop.episode_source import import_episodes
 from robodata.interop.import_result import ImportResult
+from robodata.interop.source_fingerprint import source_fingerprint
 from robodata.storage import fsspec_filesystem, is_remote
 
 DEFAULT_CONTROL_HZ = 50.0
@@ -167,11 +169,18 @@ class Hdf5Episodes:
     def check(self, numbers: list[int]) -> None:
         # Reading a file's signals is its check; keep them (small) so the write does not reread.
         for number in numbers:
-            self._checked[number] = self._reader.episode(self._files[number], self.robodata_index(number))
+            self._checked[number] = self._read(number)
 
     def read_episode(self, number: int) -> EpisodeData:
-        episode = self._checked.pop(number, None)
-        return episode or self._reader.episode(self._files[number], self.robodata_index(number))
+        return self._checked.pop(number, None) or self._read(number)
+
+    def _read(self, number: int) -> EpisodeData:
+        path = self._files[number]
+        episode = self._reader.episode(path, self.robodata_index(number))
+        # The file's signals, and its size for the camera frames (only decoded when written).
+        signals = [episode.observation_state, episode.action, pa.table(episode.extra_columns)]
+        episode.fingerprint = source_fingerprint({"file_size": self._reader.size(path)}, *signals)
+        return episode
 
 
 class _Hdf5Reader:
@@ -181,12 +190,19 @@ class _Hdf5Reader:
         self.storage_options = storage_options
         self._fs = None  # one s3 client for every file: making one costs about a second
 
+    def _remote_fs(self, path: str):
+        if self._fs is None:
+            self._fs = fsspec_filesystem(path, self.storage_options)
+        return self._fs
+
+    def size(self, path: str) -> int:
+        """The file's size in bytes."""
+        return int(self._remote_fs(path).size(path) if is_remote(path) else os.path.getsize(path))
+
     def _open(self, path: str) -> h5py.File:
         try:
             if is_remote(path):
-                if self._fs is None:
-                    self._fs = fsspec_filesystem(path, self.storage_options)
-                return h5py.File(self._fs.open(path, "rb"), "r")
+                return h5py.File(self._remote_fs(path).open(path, "rb"), "r")
             return h5py.File(path, "r")
         except FileNotFoundError:
             raise BadUploadError(path, "file is missing") from None

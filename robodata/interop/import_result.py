@@ -1,21 +1,22 @@
-"""What an import wrote, and which episodes a dataset already holds (what makes imports resumable)."""
+"""What an import wrote, and the error when a source episode would take another source's index."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import pyarrow.compute as pc
-
-from robodata.format.tables import frames_uri, open_table
+from robodata.errors import EpisodeIndexTakenError
+from robodata.format.episodes import StoredUpload
 
 
 @dataclass
 class ImportResult:
-    """What one import wrote: robodata episode indices imported now and skipped as already present."""
+    """What one import wrote: robodata episode indices imported now (``changed``: those imported
+    again because their source content changed since it was stored) and skipped as already present."""
 
     dataset_uri: str
     imported: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
+    changed: list[int] = field(default_factory=list)
     rows: int = 0
     video_bytes: int = 0
     frames_version: int | None = None
@@ -29,9 +30,15 @@ class ImportResult:
         self.frames_version, self.gops_version = written.frames_version, written.gops_version
 
 
-def existing_episodes(dataset_uri: str, *, storage_options: dict | None = None) -> set[int]:
-    """Episode indices already in the robodata dataset (empty when it does not exist yet)."""
-    frames = open_table(frames_uri(dataset_uri), storage_options)
-    if frames is None:
-        return set()
-    return set(pc.unique(frames.to_table(columns=["episode_index"])["episode_index"]).to_pylist())
+class SourceIndexTakenError(EpisodeIndexTakenError):
+    """A source episode would become an episode_index the dataset holds for an episode of another
+    source (another upload, another LeRobot dataset); raised before anything is written."""
+
+    def __init__(self, episode_index: int, origin: str, held: StoredUpload, dataset: str) -> None:
+        self.episode_index, self.episode_id, self.held_by = episode_index, origin, held.episode_id
+        holder = f"episode {held.episode_id!r}" + (f" from {held.source_uri}" if held.source_uri else "")
+        ValueError.__init__(
+            self,
+            f"{dataset}: {origin} would become episode_index {episode_index}, which already holds {holder}; "
+            "nothing was written (import it into another dataset, or delete that episode first)",
+        )

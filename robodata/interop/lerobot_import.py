@@ -10,7 +10,10 @@ control-rate frame repetition (see lerobot_export) and its ``robodata/*`` episod
 episode index, task name and split. A camera-rate export (``rate="camera"``) has no repeats: it
 comes back at the camera fps, one row per camera frame, with the sampled rows' states.
 
-The import is resumable: episodes already in the dataset are skipped.
+The import is resumable: episodes already in the dataset are skipped. Each imported episode
+stores where it came from (``upload_uri`` = "<root> episode <n>") and a fingerprint of its
+source content (``robodata.interop.source_fingerprint``), so importing the same dataset again skips what is
+stored, and an episode edited in the source since is imported again (its labels kept).
 
 >>> import_lerobot("exports/demo_lerobot", "data/demo_again")  # doctest: +SKIP
 """
@@ -41,6 +44,7 @@ from robodata.interop.lerobot_format import (
 )
 from robodata.interop.lerobot_source import LeRobotSource, SourceEpisode, VideoFeature, matrix
 from robodata.interop.lerobot_video import decode_span
+from robodata.interop.source_fingerprint import source_fingerprint
 
 # LeRobot features that land in robodata's own columns rather than as extra columns.
 _NATIVE = {"language_instruction": pa.string(), "source": pa.string(), "is_intervention": pa.bool_()}
@@ -83,6 +87,7 @@ class LeRobotEpisodes:
         self.repo_id = repo_id
         self._episodes = {e.index: e for e in self.source.episodes}
         self._table: tuple[str, pa.Table] | None = None  # one data file in memory at a time
+        self._video_sizes: dict[str, int] = {}  # video files are shared by many episodes
 
     def episode_numbers(self) -> list[int]:
         return list(self._episodes)
@@ -98,12 +103,28 @@ class LeRobotEpisodes:
         path = self.source.data_path(episode)
         if self._table is None or self._table[0] != path:  # episodes come in file order
             self._table = (path, self.source.read_data(path))
-        return episode_data(self.source, episode, self._table[1], self.repo_id)
+        data = episode_data(self.source, episode, self._table[1], self.repo_id)
+        rows = self._table[1].filter(pc.equal(self._table[1]["episode_index"], episode.index))
+        facts = [self.source.fps, self.source.features, episode.row, data.task]
+        data.fingerprint = source_fingerprint([*facts, _video_facts(self.source, episode, self._video_sizes)], rows)
+        return data
 
 
 def robodata_index(episode: SourceEpisode) -> int:
     """The episode_index a source episode becomes: robodata's own when it exported it."""
     return int(episode.row.get(ROBODATA_EPISODE_INDEX, episode.index))
+
+
+def _video_facts(source: LeRobotSource, episode: SourceEpisode, sizes: dict[str, int]) -> list:
+    """What identifies the video an episode's frames are cut from, without decoding it: each
+    camera's file (chunk, index), its size and the episode's span in it."""
+    facts = []
+    for video in source.videos:
+        path = source.video_path(episode, video.key)
+        if path not in sizes:
+            sizes[path] = int(source.fs.size(path))
+        facts.append([video.key, episode.video_location(video.key), sizes[path], episode.span(video.key)])
+    return facts
 
 
 def episode_data(source: LeRobotSource, episode: SourceEpisode, table: pa.Table, repo_id: str | None) -> EpisodeData:

@@ -7,8 +7,10 @@ and the sensor's bookkeeping are measured, not ingest. Phases per upload count:
 - first tick: nothing ingested yet; lists everything, requests the per-tick cap;
 - catch-up tick: the dataset holds every upload (simulated: the stored fingerprints are the
   listed ones) and the requested runs succeeded; it reads the stored fingerprints once;
-- idle tick: nothing changed; listing plus bookkeeping, no dataset read;
-- new-upload tick: one more upload arrives; it is requested.
+- idle tick: nothing changed; lists the tail of the prefix (after the last upload dealt with);
+- new-upload tick: one more upload arrives, its name sorting last; the tail finds it;
+- full-listing tick: an upload whose name sorts before the others arrives; tail ticks do not
+  see it, the next full listing (every ``full_listing_every_s``; forced here) requests it.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def main(args: argparse.Namespace) -> int:
     print(f"upload sensor on moto S3 (127.0.0.1), cap {args.max_requests_per_tick} runs per tick")
     print(
         f"{'uploads':>8} {'objects':>8} {'first tick s':>13} {'requests':>9} {'catch-up s':>11} "
-        f"{'idle tick s':>12} {'(sensor CPU)':>12} {'new-upload s':>13} {'cursor max B':>13} {'LIST reqs':>10}"
+        f"{'idle tick s':>12} {'(sensor CPU)':>12} {'(LISTs)':>8} {'new-upload s':>13} "
+        f"{'full listing s':>15} {'(sensor CPU)':>12} {'(LISTs)':>8} {'cursor max B':>13}"
     )
     with local_s3() as s3, _environ(s3.environ):
         root = s3.uri("sensor-bench")
@@ -46,13 +49,14 @@ def main(args: argparse.Namespace) -> int:
             row = _measure(s3, root, count, args.max_requests_per_tick)
             print(
                 f"{count:>8} {2 * count:>8} {row['first']:>13.2f} {row['requests']:>9} {row['catch_up']:>11.2f} "
-                f"{row['idle']:>12.2f} {row['idle_cpu']:>12.2f} {row['new']:>13.2f} {row['cursor']:>13} "
-                f"{row['lists']:>10}"
+                f"{row['idle']:>12.2f} {row['idle_cpu']:>12.2f} {row['idle_lists']:>8} {row['new']:>13.2f} "
+                f"{row['full']:>15.2f} {row['full_cpu']:>12.2f} {row['full_lists']:>8} {row['cursor']:>13}"
             )
-            _delete(s3, f"{root}/uploads/episode_new_{count}")
+            for extra in (f"episode_new_{count}", f"episode_{count // 2:06d}-late"):
+                _delete(s3, f"{root}/uploads/{extra}")
     print(
-        "Wall times include moto's ListObjectsV2, which sorts the whole bucket for every 1,000-key page;\n"
-        "the sensor's own work per tick is the CPU column (parsing the listing, the bookkeeping)."
+        "Wall times include moto's ListObjectsV2, which sorts the whole bucket for every 1,000-key page\n"
+        "(even for a tail listing); the sensor's own work per tick is the CPU column."
     )
     return 0
 
@@ -87,22 +91,35 @@ def _measure(s3: LocalS3, root: str, count: int, cap: int) -> dict:
         done = UploadCursor.loads(first.cursor)
         done.pending.clear()  # every requested run succeeded
         catch_up, catch_up_s = tick(done.dumps())
-        list_count = _list_requests(s3, lambda: tick(catch_up.cursor))
+        idle_lists = _list_requests(s3, lambda: tick(catch_up.cursor))
         idle, idle_s = tick(catch_up.cursor)
         idle_cpu = cpu_s[0]
         _write_uploads(s3, f"{root}/uploads", 0, 1, prefix=f"episode_new_{count}")
         new, new_s = tick(idle.cursor)
-    assert len(new.run_requests) == 1, "the new upload was not requested"
-    cursor = max(len(r.cursor) for r in (first, catch_up, idle, new))
+        late = f"episode_{count // 2:06d}-late"  # sorts before the tail's start
+        _write_uploads(s3, f"{root}/uploads", 0, 1, prefix=late)
+        missed, _ = tick(new.cursor)
+        due = UploadCursor.loads(missed.cursor)
+        due.full_at -= settings.full_listing_every_s  # the full listing is due
+        full_lists = _list_requests(s3, lambda: tick(due.dumps()))
+        full, full_s = tick(due.dumps())
+        full_cpu = cpu_s[0]
+    assert [r.partition_key for r in new.run_requests] == [f"episode_new_{count}"], "the new upload was missed"
+    assert missed.run_requests == [], "a tail listing saw an upload sorting before its start"
+    assert [r.partition_key for r in full.run_requests] == [late], "the full listing missed the late upload"
+    cursor = max(len(r.cursor) for r in (first, catch_up, idle, new, missed, full))
     return {
         "first": first_s,
         "requests": len(first.run_requests),
         "catch_up": catch_up_s,
         "idle": idle_s,
-        "new": new_s,
-        "cursor": cursor,
-        "lists": list_count,
         "idle_cpu": idle_cpu,
+        "idle_lists": idle_lists,
+        "new": new_s,
+        "full": full_s,
+        "full_cpu": full_cpu,
+        "full_lists": full_lists,
+        "cursor": cursor,
     }
 
 

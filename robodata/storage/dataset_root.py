@@ -11,7 +11,8 @@ from pathlib import Path
 from robodata.errors import DatasetLocationError
 from robodata.storage.uris import fsspec_filesystem, is_remote, redact
 
-_checked: set[tuple[str, str]] = set()  # (endpoint, bucket) pairs known to exist
+# (endpoint, bucket, access key id) known to exist for that identity: other credentials may be refused.
+_checked: set[tuple[str, str, str]] = set()
 
 
 def check_dataset_location(uri: str, storage_options: dict | None = None) -> None:
@@ -36,7 +37,8 @@ def check_dataset_location(uri: str, storage_options: dict | None = None) -> Non
         return
     bucket = rest.split("/", 1)[0]
     endpoint = (storage_options or {}).get("aws_endpoint") or "AWS S3"
-    if (endpoint, bucket) in _checked:
+    checked = (endpoint, bucket, str((storage_options or {}).get("aws_access_key_id") or ""))
+    if checked in _checked:
         return
     fs = fsspec_filesystem(uri, storage_options)
     try:
@@ -47,8 +49,11 @@ def check_dataset_location(uri: str, storage_options: dict | None = None) -> Non
             "server); check the bucket name and AWS_ENDPOINT_URL. Nothing was written"
         ) from None
     except PermissionError as exc:
-        message = f"{uri}: access to bucket {bucket!r} at {endpoint} was denied ({exc}). Nothing was written"
+        message = (
+            f"{uri}: access to bucket {bucket!r} at {endpoint} was denied ({exc}); check the credentials "
+            "and the bucket policy. Nothing was written"
+        )
         raise DatasetLocationError(redact(" ".join(message.split()), storage_options)) from None
     except Exception:  # unreachable or slow: the write itself reports that, with its deadline
         return
-    _checked.add((endpoint, bucket))
+    _checked.add(checked)

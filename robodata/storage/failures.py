@@ -18,6 +18,10 @@ F = TypeVar("F", bound=Callable)
 _IO_MARKERS = ("LanceError(IO)", "error sending request", "Generic S3 error", "Commit result", "Connection refused")
 # ... and when the store did answer, with an error status (a missing bucket, access denied).
 _ANSWERED_MARKER = "non-2xx status code"
+# The status and the S3 error document in such an answer: "403 Forbidden: <?xml ...<Code>...".
+_ANSWER_STATUS = re.compile(r"non-2xx status code: (\d{3}(?: [A-Za-z ]+)?)")
+_ANSWER_CODE = re.compile(r"<Code>([^<]*)</Code>")
+_ANSWER_MESSAGE = re.compile(r"<Message>([^<]*)</Message>")
 
 
 # botocore (s3fs) errors that mean the store did not answer; matched by name, not imported.
@@ -45,6 +49,25 @@ def _older_format_error(exc: BaseException, uri: str) -> IncompatibleEpisodeErro
     fixes = [_UPGRADES[c] for c in columns if c in _UPGRADES]
     reason = f"was written before {fixes[0]}" if fixes else f"lacks the columns {columns} this robodata writes"
     return IncompatibleEpisodeError(f"{uri} {reason}, then write again")
+
+
+def store_answer(error: str) -> str:
+    """What the store answered, in a few words, from an object_store error that holds its HTTP
+    status and S3 error document; ``error`` itself when it holds neither. A 403 says what to check.
+
+    >>> store_answer("... non-2xx status code: 403 Forbidden: <?xml ...><Code>AccessDenied</Code><Message>Access Denied</Message>")
+    '403 Forbidden (AccessDenied: Access Denied); check the credentials and the bucket policy'
+    """
+    status = _ANSWER_STATUS.search(error)
+    if status is None:
+        return error
+    answer = status.group(1).strip()
+    code, text = _ANSWER_CODE.search(error), _ANSWER_MESSAGE.search(error)
+    if code:
+        answer += f" ({code.group(1)}: {text.group(1)})" if text else f" ({code.group(1)})"
+    if answer.startswith("403"):
+        answer += "; check the credentials and the bucket policy"
+    return answer
 
 
 def _is_botocore_unreachable(exc: BaseException) -> bool:
@@ -75,7 +98,7 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
         default = "object storage" if is_remote(uri) else "the file system"
         where = (storage_options or {}).get("aws_endpoint") or default
         if _ANSWERED_MARKER in str(exc):
-            message = f"{uri}: {where} refused a request while {action}: {exc}"
+            message = f"{uri}: {where} refused a request while {action}: {store_answer(str(exc))}"
             raise StorageError(redact(message, storage_options)) from None
         message = f"{uri}: could not reach {where} while {action}: {exc}"
         if "Commit result" in str(exc) or (isinstance(exc, TimeoutError) and "commit" in action):
