@@ -604,6 +604,20 @@ def _bench_batches(args: argparse.Namespace) -> int:
     return batches_main(args)
 
 
+def _bench_anchored_args(p: argparse.ArgumentParser) -> None:
+    from robodata.bench.anchored import configure
+
+    configure(p)
+
+
+@command("bench-anchored", _bench_anchored_args)
+def _bench_anchored(args: argparse.Namespace) -> int:
+    """Anchored GOPs (codec h264-anchored) against normal ones at each G: bytes, PSNR, encode and decode speed."""
+    from robodata.bench.anchored import main as anchored_main
+
+    return anchored_main(args)
+
+
 def _version(value: str | None) -> int | str | None:
     if value is None:
         return None

@@ -33,7 +33,7 @@ def test_option_help_shows_defaults_and_skips_flags(capsys):
     with pytest.raises(SystemExit):
         main(["ingest", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "--gop-size GOP_SIZE frames per closed GOP: the most a random read decodes (default: 8)" in text
+    assert "--gop-size GOP_SIZE frames per closed GOP: the most a random read decodes (default: 4)" in text
     assert "(default: veryfast)" in text
     with pytest.raises(SystemExit):
         main(["view", "--help"])

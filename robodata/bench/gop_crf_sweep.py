@@ -1,4 +1,4 @@
-"""G x CRF sweep on the benchmark footage: for each (G, CRF) robodata's training throughput
+"""G x CRF (x codec) sweep on the benchmark footage: for each point robodata's training throughput
 (scenario D: DataLoader, spawned workers, batch 32, every camera), bytes per camera frame and PSNR
 against the source; then the frontier and the default it suggests.
 
@@ -19,6 +19,7 @@ import numpy as np
 from robodata.bench.peer_protocol import run_job
 from robodata.bench.peer_storage import psnr_figures, quality_camera
 from robodata.bench.storage import camera_frame_counts, quality_sample, video_bytes
+from robodata.codec import EncoderSettings
 from robodata.ingest import ingest_episode
 from robodata.reader import open_dataset
 
@@ -29,6 +30,7 @@ def sweep_gop_crf(
     *,
     gop_sizes=(2, 4, 8, 16),
     crfs=(18, 23, 28),
+    codecs=("h264",),
     batch_size: int = 32,
     workers: int = 2,
     loader_batches: int = 12,
@@ -38,50 +40,61 @@ def sweep_gop_crf(
     log: Path | None = None,
     say: Callable[[str], None] = lambda _: None,
 ) -> list[dict]:
-    """Ingest ``uploads`` at every (G, CRF) and measure each dataset: one row per point."""
+    """Ingest ``uploads`` at every (G, CRF, codec) and measure each dataset: one row per point."""
     points = []
-    for gop in gop_sizes:
-        for crf in crfs:
-            say(f"sweep G={gop} crf={crf} ...")
-            uri = str(work / f"g{gop}-crf{crf}")
-            start = time.perf_counter()
-            for upload in uploads.values():
-                ingest_episode(str(upload), uri, gop_size=gop, crf=crf)
-            ingest_seconds = time.perf_counter() - start
-            ds = open_dataset(uri)
-            frames = sum(camera_frame_counts(ds).values())
-            rows = np.sort(np.random.default_rng(seed).choice(len(ds), min(quality_rows, len(ds)), replace=False))
-            sample = quality_sample(ds, uploads, rows)
-            quality = psnr_figures(
-                {c: s["source"] for c, s in sample.items()},
-                {c: np.stack(s["robodata"]) for c, s in sample.items()},
-                quality_camera(ds.cameras),
-            )
-            loader = {
-                "name": "D",
-                "kind": "loader",
-                "batches": [[0]] * loader_batches,
-                "batch_size": batch_size,
-                "workers": workers,
-                "seed": seed,
+    for gop, crf, codec in ((g, c, k) for g in gop_sizes for c in crfs for k in codecs):
+        say(f"sweep G={gop} crf={crf} codec={codec} ...")
+        uri = str(work / f"g{gop}-crf{crf}-{codec}")
+        settings = EncoderSettings(gop_size=gop, crf=crf, codec=codec)
+        start = time.perf_counter()
+        for upload in uploads.values():
+            ingest_episode(str(upload), uri, settings=settings)
+        ingest_seconds = time.perf_counter() - start
+        ds = open_dataset(uri)
+        frames = sum(camera_frame_counts(ds).values())
+        rows = np.sort(np.random.default_rng(seed).choice(len(ds), min(quality_rows, len(ds)), replace=False))
+        sample = quality_sample(ds, uploads, rows)
+        quality = psnr_figures(
+            {c: s["source"] for c, s in sample.items()},
+            {c: np.stack(s["robodata"]) for c, s in sample.items()},
+            quality_camera(ds.cameras),
+        )
+        answer = run_loader(
+            uri, batch_size=batch_size, workers=workers, batches=loader_batches, seed=seed, nice=nice, log=log
+        )
+        points.append(
+            {
+                "gop_size": gop,
+                "crf": crf,
+                "codec": codec,
+                "dataset_uri": uri,
+                "ingest_seconds": ingest_seconds,
+                "bytes_per_frame": video_bytes(ds) / frames,
+                **quality,
+                "loader_samples_per_s": answer["samples_per_s"],
+                "loader_first_batch_s": answer["first_batch_s"],
             }
-            answer = run_job(
-                sys.executable, {"system": "robodata", "root": uri, "measurements": [loader]}, log=log, nice=nice
-            )["measurements"][0]
-            points.append(
-                {
-                    "gop_size": gop,
-                    "crf": crf,
-                    "dataset_uri": uri,
-                    "ingest_seconds": ingest_seconds,
-                    "bytes_per_frame": video_bytes(ds) / frames,
-                    **quality,
-                    "loader_samples_per_s": sum(answer["samples"]) / sum(answer["seconds"]),
-                    "loader_first_batch_s": answer["first_batch_s"],
-                }
-            )
+        )
     mark_frontier(points)
     return points
+
+
+def run_loader(
+    uri: str, *, batch_size: int, workers: int, batches: int, seed: int, nice: int = 0, log: Path | None = None
+) -> dict:
+    """Scenario D on the dataset at ``uri``, in a process of its own: steady samples/s
+    (``samples_per_s``) and ``first_batch_s``."""
+    loader = {
+        "name": "D",
+        "kind": "loader",
+        "batches": [[0]] * batches,
+        "batch_size": batch_size,
+        "workers": workers,
+        "seed": seed,
+    }
+    job = {"system": "robodata", "root": uri, "measurements": [loader]}
+    measured = run_job(sys.executable, job, log=log, nice=nice)["measurements"][0]
+    return {**measured, "samples_per_s": sum(measured["samples"]) / sum(measured["seconds"])}
 
 
 def mark_frontier(points: list[dict]) -> list[dict]:

@@ -249,7 +249,7 @@ def _ingest(uploads: dict[int, Path], uri: str, gop_size: int | None, crf: int |
         timings = []
         for upload in uploads.values():
             start = time.perf_counter()
-            ingest_episode(str(upload), uri, gop_size=gop, crf=quality)
+            ingest_episode(str(upload), uri, settings=EncoderSettings(gop_size=gop, crf=quality))
             timings.append({"seconds": time.perf_counter() - start})
         return {"gop_size": gop, "crf": quality, "seconds": sum(t["seconds"] for t in timings)}
     return {**summarize_ingest(timings), "gop_size": gop, "crf": quality}

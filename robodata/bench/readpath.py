@@ -28,16 +28,17 @@ def sequential_decode_fps(ds: RoboDataset, column: str, threads: int | None = No
     single-threaded decoder per core."""
     camera = camera_of(column, ds.cameras)
     gops = ds._gops  # noqa: SLF001 - the benchmark measures the reader's own table
-    table = gops.to_table(columns=["packet_sizes"], filter=camera_filter(camera), with_row_id=True)
+    table = gops.to_table(columns=["packet_sizes", "codec"], filter=camera_filter(camera), with_row_id=True)
     row_ids = table["_rowid"].to_pylist()[:max_gops]
     sizes = table["packet_sizes"].to_pylist()[:max_gops]
+    codecs = table["codec"].to_pylist()[:max_gops]
     blobs = [data for _, data in gops.read_blobs("gop", ids=row_ids, preserve_order=True)]
     threads = threads or os.cpu_count() or 1
-    jobs = list(zip(blobs, sizes, strict=True))
+    jobs = list(zip(blobs, sizes, codecs, strict=True))
 
     def decode_share(share):
-        for data, packet_sizes in share:
-            decode_gop_frames(data, packet_sizes, list(range(len(packet_sizes))))
+        for data, packet_sizes, codec in share:
+            decode_gop_frames(data, packet_sizes, list(range(len(packet_sizes))), codec=codec)
 
     decode_share(jobs[:2])  # warm each code path once
     start = time.perf_counter()

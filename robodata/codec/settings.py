@@ -16,7 +16,9 @@ class EncoderSettings:
     23
     """
 
-    gop_size: int = 8
+    # G=4, CRF 23: the highest DataLoader throughput within LeRobot's bytes per frame and at
+    # least its PSNR in the G x CRF sweep on gym-aloha footage (docs/benchmark.md).
+    gop_size: int = 4
     crf: int = 23
     preset: str = "veryfast"
     codec: str = "h264"
@@ -42,3 +44,19 @@ class EncoderSettings:
         body["name"] = body.pop("codec")
         body.update(codec_named(self.codec).stream_properties)
         return body
+
+    @classmethod
+    def described(cls, gop_size: int, description: dict[str, object]) -> EncoderSettings:
+        """The settings a dataset was written with, from its ``gop_size`` and ``describe()`` record
+        (keys it lacks, from older datasets, take the defaults).
+
+        >>> EncoderSettings.described(8, {"name": "h264", "crf": 28}).crf
+        28
+        """
+        return cls(
+            gop_size=gop_size,
+            crf=int(description.get("crf", cls.crf)),  # type: ignore[arg-type]
+            preset=str(description.get("preset", cls.preset)),
+            codec=str(description.get("name", cls.codec)),
+            fast_decode=bool(description.get("fast_decode", cls.fast_decode)),
+        )

@@ -10,11 +10,9 @@ and that reading live in ``robodata.format.staging``, so edits need not import i
 from __future__ import annotations
 
 from robodata.codec import EncoderSettings
-from robodata.format.schema import read_metadata
 from robodata.format.staging import STAGING_DIR, release, staged_gops_uri, staged_ref_ids, write_record
-from robodata.format.tables import frames_uri, open_table
 from robodata.ingest.episode import EpisodeData
-from robodata.ingest.writer import IngestResult, StagedGops, write_frames, write_gops
+from robodata.ingest.writer import IngestResult, StagedGops, stored_settings, write_frames, write_gops
 from robodata.storage import fsspec_filesystem
 
 __all__ = ["STAGING_DIR", "commit_staged_frames", "load_staged_gops", "stage_gops", "staged_gops_uri", "staged_ref_ids"]
@@ -85,20 +83,5 @@ def commit_episode_frames(
     uri = staged_gops_uri(dataset_uri, episode.episode_index)
     restaged = None
     if not fsspec_filesystem(uri, storage_options).exists(uri):
-        restaged = stage_gops(episode, dataset_uri, _dataset_settings(dataset_uri, storage_options), storage_options)
+        restaged = stage_gops(episode, dataset_uri, stored_settings(dataset_uri, storage_options), storage_options)
     return commit_staged_frames(episode, dataset_uri, storage_options), restaged
-
-
-def _dataset_settings(dataset_uri: str, storage_options: dict | None) -> EncoderSettings:
-    """The encoder settings the dataset was written with (defaults for a new dataset)."""
-    frames = open_table(frames_uri(dataset_uri), storage_options)
-    if frames is None:
-        return EncoderSettings()
-    meta = read_metadata(frames.schema)
-    codec = meta.codec
-    return EncoderSettings(
-        gop_size=meta.gop_size,
-        crf=int(codec.get("crf", EncoderSettings.crf)),
-        preset=str(codec.get("preset", EncoderSettings.preset)),
-        fast_decode=bool(codec.get("fast_decode", EncoderSettings.fast_decode)),
-    )

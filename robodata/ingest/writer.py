@@ -253,7 +253,7 @@ def write_gops(
 
     >>> staged = write_gops(episode, "data/demo", EncoderSettings(gop_size=8))  # doctest: +SKIP
     """
-    settings = settings or EncoderSettings()
+    settings = settings or stored_settings(dataset_uri, storage_options)
     meta = dataset_metadata(episode, settings)
     schema = _frames_schema(episode, meta, dataset_uri, storage_options)
     if not replace:
@@ -286,6 +286,22 @@ def write_gops(
         replace=replace,
         lease=lease,
     )
+
+
+def stored_settings(dataset_uri: str, storage_options: dict | None = None) -> EncoderSettings:
+    """The encoder settings the dataset was written with (defaults for a new dataset): an episode
+    appended without settings of its own is encoded as the dataset's GOPs are, whatever the
+    current defaults.
+
+    >>> stored_settings("data/demo").gop_size  # doctest: +SKIP
+    8
+    """
+    with storage_step("reading the dataset's schema", frames_uri(dataset_uri), storage_options):
+        frames = open_table(frames_uri(dataset_uri), storage_options)
+    if frames is None:
+        return EncoderSettings()
+    meta = read_metadata(frames.schema)
+    return EncoderSettings.described(meta.gop_size, meta.codec)
 
 
 def write_frames(

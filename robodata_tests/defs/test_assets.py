@@ -64,7 +64,7 @@ def test_episode_assets_write_the_episode_and_record_versions(pipeline):
     assert raw["episode_index"] == 0 and raw["state_samples"] == 97
     assert raw["frames_version"] is None and raw["gops_version"] is None  # nothing written yet
     gops = metadata_of(first, "gop_blobs")
-    assert gops["gops_version"] == 1 and gops["rows_written"] == gops["gops"] == 12
+    assert gops["gops_version"] == 1 and gops["rows_written"] == gops["gops"] == 24
     assert gops["bytes_written"] == gops["video_bytes"] > 0
     frames = metadata_of(first, "aligned_frames")
     assert (frames["frames_version"], frames["gops_version"], frames["rows_written"]) == (1, 1, 97)

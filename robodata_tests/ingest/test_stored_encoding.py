@@ -1,0 +1,44 @@
+"""A dataset keeps the encoding it was created with when the defaults change: an episode
+appended without settings is encoded as the dataset's GOPs are; explicit settings that differ
+in G are refused with nothing written."""
+
+from __future__ import annotations
+
+import pytest
+
+import robodata
+from robodata.codec import EncoderSettings
+from robodata.errors import IncompatibleEpisodeError
+from robodata.format.tables import gops_uri, open_table
+from robodata.format.versions import current_versions
+from robodata.ingest.writer import stored_settings
+
+
+def _gop_lengths(root: str, episode: int) -> list[int]:
+    table = open_table(gops_uri(root)).to_table(
+        columns=["n_frames"], filter=f"episode_index = {episode} AND camera = 'top'"
+    )
+    return table["n_frames"].to_pylist()
+
+
+def test_appending_uses_the_datasets_stored_encoding_not_the_defaults(sample_uploads, tmp_path):
+    assert EncoderSettings().gop_size == 4
+    root = str(tmp_path / "ds")
+    written = EncoderSettings(gop_size=8, crf=28, preset="ultrafast")
+    robodata.ingest_episode(str(sample_uploads[0]), root, settings=written)
+    assert stored_settings(root) == written
+    robodata.ingest_episode(str(sample_uploads[1]), root)  # no settings: the dataset's
+    # 2 s of 30 fps camera = 60 frames: GOPs of 8 and a last one of 4, in both episodes.
+    assert _gop_lengths(root, 0) == _gop_lengths(root, 1) == [8] * 7 + [4]
+    ds = robodata.open(root)
+    assert ds.metadata.gop_size == 8 and ds.metadata.codec["crf"] == 28
+
+    before = current_versions(root)
+    gop_rows = open_table(gops_uri(root)).count_rows()
+    with pytest.raises(IncompatibleEpisodeError, match=r"episode_000002.*gop_size 4 != dataset's 8"):
+        robodata.ingest_episode(str(sample_uploads[2]), root, settings=EncoderSettings())
+    assert current_versions(root) == before and open_table(gops_uri(root)).count_rows() == gop_rows
+
+
+def test_a_new_dataset_takes_the_defaults(tmp_path):
+    assert stored_settings(str(tmp_path / "none")) == EncoderSettings()
