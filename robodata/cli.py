@@ -40,25 +40,42 @@ def command(name: str, configure: Callable[[argparse.ArgumentParser], None]):
 
 
 def _encoding_args(p: argparse.ArgumentParser) -> None:
-    """GOP size and quality for commands that encode video; defaults are EncoderSettings'."""
+    """GOP size and quality for commands that encode video. Left out, each keeps the dataset's own
+    value (a new dataset: EncoderSettings' defaults)."""
     from robodata.codec import CODECS, EncoderSettings
 
     defaults = EncoderSettings()
     p.add_argument(
-        "--gop-size", type=int, default=defaults.gop_size, help="frames per closed GOP: the most a random read decodes"
+        "--gop-size",
+        type=int,
+        help=f"frames per closed GOP, the most a random read decodes (default: the dataset's; new: {defaults.gop_size})",
     )
     p.add_argument(
-        "--crf", type=int, default=defaults.crf, help="constant rate factor: lower is better quality, more bytes"
+        "--crf",
+        type=int,
+        help=f"constant rate factor: lower is better quality, more bytes (default: the dataset's; new: {defaults.crf})",
     )
-    p.add_argument("--preset", default=defaults.preset, help="encoder preset: slower presets make smaller files")
-    p.add_argument("--codec", choices=sorted(CODECS), default=defaults.codec, help="video codec of the GOPs")
+    p.add_argument(
+        "--preset",
+        help=f"encoder preset: slower presets make smaller files (default: the dataset's; new: {defaults.preset})",
+    )
+    p.add_argument(
+        "--codec",
+        choices=sorted(CODECS),
+        help=f"video codec of the GOPs (default: the dataset's; new: {defaults.codec})",
+    )
 
 
-def _encoder_settings(args: argparse.Namespace):
-    """The EncoderSettings the ``_encoding_args`` options ask for."""
-    from robodata.codec import EncoderSettings
+def _encoder_settings(args: argparse.Namespace, dataset_uri: str, storage_options: dict):
+    """The EncoderSettings for writing into ``dataset_uri``: its own, with what the
+    ``_encoding_args`` options ask for (None when they ask for nothing: the writer reads them)."""
+    from robodata.ingest.writer import requested_settings
 
-    return EncoderSettings(gop_size=args.gop_size, crf=args.crf, preset=args.preset, codec=args.codec)
+    if all(getattr(args, name) is None for name in ("gop_size", "crf", "preset", "codec")):
+        return None
+    return requested_settings(
+        dataset_uri, storage_options, gop_size=args.gop_size, crf=args.crf, preset=args.preset, codec=args.codec
+    )
 
 
 def _print_import(result) -> None:
@@ -113,7 +130,7 @@ def _ingest(args: argparse.Namespace) -> int:
         result = ingest_episode(
             upload,
             args.dataset,
-            settings=_encoder_settings(args),
+            settings=_encoder_settings(args, args.dataset, options),
             storage_options=options,
             replace=args.replace,
         )
@@ -318,7 +335,7 @@ def _import_lerobot(args: argparse.Namespace) -> int:
         args.dataset,
         repo_id=args.repo_id,
         episodes=args.episodes,
-        settings=_encoder_settings(args),
+        settings=_encoder_settings(args, args.dataset, env_storage_options()),
         storage_options=env_storage_options(),
     )
     _print_import(result)
@@ -357,7 +374,7 @@ def _import_hdf5(args: argparse.Namespace) -> int:
         task=args.task,
         jpeg_channel_order=args.jpeg_channel_order,
         start_index=args.start_index,
-        settings=_encoder_settings(args),
+        settings=_encoder_settings(args, args.dataset, env_storage_options()),
         storage_options=env_storage_options(),
     )
     _print_import(result)

@@ -33,8 +33,12 @@ def test_option_help_shows_defaults_and_skips_flags(capsys):
     with pytest.raises(SystemExit):
         main(["ingest", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "--gop-size GOP_SIZE frames per closed GOP: the most a random read decodes (default: 4)" in text
-    assert "(default: veryfast)" in text
+    assert (
+        "--gop-size GOP_SIZE frames per closed GOP, the most a random read decodes (default: the dataset's; new: 4)"
+        in text
+    )
+    assert "(default: the dataset's; new: veryfast)" in text
+    assert "(default: None)" not in text
     with pytest.raises(SystemExit):
         main(["view", "--help"])
     text = " ".join(capsys.readouterr().out.split())

@@ -112,8 +112,8 @@ def batch_gop_blobs(
     context: dg.AssetExecutionContext, config: GopBlobsConfig, store: DatasetStore
 ) -> dg.MaterializeResult:
     plan = _plan(store, context.partition_key)
-    settings = config.encoder_settings()
     try:
+        settings = config.encoder_settings(store.root, store.storage_options())
         staged = stage_batch(plan, store.root, settings, store.storage_options(), replace=config.replace)
     except (BatchEpisodeError, RoboDataError, FileNotFoundError) as exc:
         raise _batch_failure(store, exc) from None

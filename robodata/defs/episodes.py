@@ -78,8 +78,8 @@ def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.M
 )
 def gop_blobs(context: dg.AssetExecutionContext, config: GopBlobsConfig, store: DatasetStore) -> dg.MaterializeResult:
     options = store.storage_options()
-    settings = config.encoder_settings()
     try:
+        settings = config.encoder_settings(store.root, options)
         episode = read_upload(store.upload_uri(context.partition_key), options, store.uploads_root)
         staged = stage_gops(episode, store.root, settings, options, replace=config.replace)
     except (RoboDataError, FileNotFoundError) as exc:

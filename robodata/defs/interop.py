@@ -94,7 +94,7 @@ def imported_episodes(
             source,
             store.root,
             episodes=[episode],
-            settings=config.encoder_settings(),
+            settings=config.encoder_settings(store.root, options),
             storage_options=options,
             progress=False,
         )

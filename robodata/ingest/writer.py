@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from dataclasses import field as dataclass_field
 
 import lance
@@ -302,6 +302,26 @@ def stored_settings(dataset_uri: str, storage_options: dict | None = None) -> En
         return EncoderSettings()
     meta = read_metadata(frames.schema)
     return EncoderSettings.described(meta.gop_size, meta.codec)
+
+
+def requested_settings(
+    dataset_uri: str,
+    storage_options: dict | None = None,
+    *,
+    gop_size: int | None = None,
+    crf: int | None = None,
+    preset: str | None = None,
+    codec: str | None = None,
+) -> EncoderSettings:
+    """The dataset's own encoder settings (``stored_settings``) with the fields a user asked for
+    replaced; a field left None keeps the dataset's value. This is what ``--crf 28`` or a Dagster
+    ``crf`` means for a dataset written before the defaults changed.
+
+    >>> requested_settings("data/demo", crf=28).gop_size  # doctest: +SKIP
+    8
+    """
+    asked = {"gop_size": gop_size, "crf": crf, "preset": preset, "codec": codec}
+    return replace(stored_settings(dataset_uri, storage_options), **{k: v for k, v in asked.items() if v is not None})
 
 
 def write_frames(

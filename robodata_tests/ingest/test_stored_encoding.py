@@ -42,3 +42,31 @@ def test_appending_uses_the_datasets_stored_encoding_not_the_defaults(sample_upl
 
 def test_a_new_dataset_takes_the_defaults(tmp_path):
     assert stored_settings(str(tmp_path / "none")) == EncoderSettings()
+
+
+def test_the_cli_keeps_the_datasets_encoding_and_changes_only_what_it_is_asked(sample_uploads, tmp_path, capsys):
+    from robodata.cli import main
+
+    root = str(tmp_path / "ds")
+    robodata.ingest_episode(str(sample_uploads[0]), root, settings=EncoderSettings(gop_size=8, preset="ultrafast"))
+    assert main(["ingest", str(sample_uploads[1]), root]) == 0  # no options: the dataset's G=8
+    assert _gop_lengths(root, 1) == [8] * 7 + [4]
+    assert main(["ingest", str(sample_uploads[2]), root, "--crf", "30"]) == 0  # G stays 8
+    assert _gop_lengths(root, 2) == [8] * 7 + [4]
+    before = current_versions(root)
+    capsys.readouterr()
+    assert main(["ingest", str(sample_uploads[2]), root, "--gop-size", "4"]) == 2
+    assert "gop_size 4 != dataset's 8" in capsys.readouterr().err
+    assert current_versions(root) == before
+
+
+def test_requested_settings_replace_only_the_fields_asked_for(sample_uploads, tmp_path):
+    from robodata.ingest.writer import requested_settings
+
+    root = str(tmp_path / "ds")
+    robodata.ingest_episode(str(sample_uploads[0]), root, settings=EncoderSettings(gop_size=8, crf=28))
+    assert requested_settings(root) == EncoderSettings(gop_size=8, crf=28)
+    assert requested_settings(root, crf=30, preset="ultrafast") == EncoderSettings(
+        gop_size=8, crf=30, preset="ultrafast"
+    )
+    assert requested_settings(str(tmp_path / "new"), crf=30) == EncoderSettings(crf=30)
