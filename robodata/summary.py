@@ -36,8 +36,10 @@ def dataset_summary(uri: str, *, version: int | str | None = None, storage_optio
         # episode_index -> how ingest changed its camera frames (turned upright, cropped to even)
         "camera_adjustments": {
             str(u.episode_index): [note for a in u.adjustments for note in a["done"]]
-            for u in sorted(stored_uploads(uri, storage_options=storage_options, version=ds.version).values(),
-                            key=lambda u: u.episode_index)
+            for u in sorted(
+                stored_uploads(uri, storage_options=storage_options, version=ds.version).values(),
+                key=lambda u: u.episode_index,
+            )
             if u.camera_adjustments
         },
     }

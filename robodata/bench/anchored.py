@@ -97,7 +97,7 @@ def codec_figures(
                 batch_picks = [rng.integers(0, len(frames), batch_size) for _ in range(batches)]
                 # C: 8 consecutive frames from a random start.
                 window_picks = [np.arange(s, s + 8) for s in rng.integers(0, len(frames) - 8, batches)]
-                for codec in (CODECS if _ % 2 == 0 else CODECS[::-1]):
+                for codec in CODECS if _ % 2 == 0 else CODECS[::-1]:
                     v = variants[codec]
                     v["row"]["single_ms"].append(1e3 * _time_singles(v["gops"], gop, picks, codec) / singles)
                     seconds = sum(_time_batch(v["gops"], gop, p, codec) for p in batch_picks)

@@ -196,7 +196,11 @@ def upload_batch_sensor(
     def stored_fingerprints() -> dict[str, str]:
         stored = stored_uploads(store.root, storage_options=store.storage_options())
         held = {key: upload.fingerprint for key, upload in stored.items()}
-        return {b.batch_id: b.fingerprint for b in batches if all(held.get(u.episode_id) == u.fingerprint for u in b.complete)}
+        return {
+            b.batch_id: b.fingerprint
+            for b in batches
+            if all(held.get(u.episode_id) == u.fingerprint for u in b.complete)
+        }
 
     plan = plan_tick(listing, cursor, stored_fingerprints, outcomes, now, settings)
     for warning in plan.warnings:
@@ -216,7 +220,9 @@ def batch_listing(batches: list[UploadBatch], now: float, stalled_after_s: float
     """
     complete, incomplete = [], []
     for batch in batches:
-        incomplete += [IncompleteUpload(f"{batch.batch_id}/{u.episode_id}", u.uri, u.last_write) for u in batch.incomplete]
+        incomplete += [
+            IncompleteUpload(f"{batch.batch_id}/{u.episode_id}", u.uri, u.last_write) for u in batch.incomplete
+        ]
         stalled_since = max([0.0, *(u.last_write for u in batch.incomplete)])
         if batch.complete and (not batch.incomplete or now - stalled_since > stalled_after_s):
             ready_at = max(batch.last_write, stalled_since + stalled_after_s) if batch.incomplete else batch.last_write
@@ -239,7 +245,9 @@ def _valid_batches(context, store: DatasetStore, batches: list[UploadBatch]) -> 
         twice = sorted(u.episode_id for u in batch.complete if u.episode_id in seen)
         if twice:
             where = ", ".join(f"{k} (in batch {seen[k]})" for k in twice[:5])
-            context.log.warning(f"skipping batch {store.safe_uri(batch.uri)}: episodes already in another batch: {where}")
+            context.log.warning(
+                f"skipping batch {store.safe_uri(batch.uri)}: episodes already in another batch: {where}"
+            )
             continue
         seen.update({u.episode_id: batch.batch_id for u in batch.complete})
         valid.append(batch)

@@ -126,7 +126,9 @@ def combined(outcomes: list[IntegrityResult], episodes: list[str]) -> IntegrityR
         return IntegrityResult(False, "the batch holds no complete upload", {"episodes_checked": 0})
     details = {"episodes_checked": len(outcomes), "episodes_failed": len(failed)}
     if failed:
-        return IntegrityResult(False, f"{len(failed)} of {len(outcomes)} episodes failed: " + "; ".join(failed[:5]), details)
+        return IntegrityResult(
+            False, f"{len(failed)} of {len(outcomes)} episodes failed: " + "; ".join(failed[:5]), details
+        )
     if len(outcomes) == 1:
         return IntegrityResult(True, outcomes[0].description, details | dict(outcomes[0].details))
     more = f" and {len(episodes) - 5} more" if len(episodes) > 5 else ""

@@ -45,9 +45,7 @@ class BatchEpisodeError(RoboDataError):
         self.committed, self.not_committed = list(committed), list(rest)
         batch = posixpath.basename(str(batch_uri).rstrip("/"))
         if committed:
-            outcome = (
-                f"committed before it, each whole: {', '.join(committed)}; not committed: {', '.join(rest)}"
-            )
+            outcome = f"committed before it, each whole: {', '.join(committed)}; not committed: {', '.join(rest)}"
         else:
             outcome = "no episode of the batch was committed (frames.lance unchanged)"
         super().__init__(f"batch {batch}: episode {episode_id} failed: {cause} [{outcome}]")
@@ -100,7 +98,9 @@ def validate_batch(plan: BatchPlan, storage_options: dict | None = None) -> list
     two uploads of the batch claiming one ``episode_index`` included. A batch folder without any
     complete upload is a BadUploadError: there is nothing to ingest, likely a wrong name."""
     if not plan.episodes:
-        raise BadUploadError(plan.batch_uri, "no complete upload folder in this batch (<batch>/<episode_id>/episode.json)")
+        raise BadUploadError(
+            plan.batch_uri, "no complete upload folder in this batch (<batch>/<episode_id>/episode.json)"
+        )
     summaries, claimed = [], {}
     for upload in plan.to_ingest:
         try:

@@ -32,8 +32,10 @@ def main(args: argparse.Namespace) -> int:
     from robodata.sample_data import write_sample_uploads
 
     print(f"ingest through Dagster in-process, {args.seconds:g} s sample episodes, checks included")
-    print(f"{'episodes':>8} {'partitioning':>12} {'runs':>5} {'partitions':>10} {'wall s':>7} {'s/episode':>9} "
-          f"{'frames v':>8} {'gops v':>6} {'load':>5}")
+    print(
+        f"{'episodes':>8} {'partitioning':>12} {'runs':>5} {'partitions':>10} {'wall s':>7} {'s/episode':>9} "
+        f"{'frames v':>8} {'gops v':>6} {'load':>5}"
+    )
     with tempfile.TemporaryDirectory(prefix="robodata-batches-") as tmp:
         for count in args.episodes:
             source = write_sample_uploads(Path(tmp) / f"src-{count}", episodes=count, seed=11, seconds=args.seconds)

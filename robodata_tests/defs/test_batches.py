@@ -72,7 +72,9 @@ def test_batch_partitioning_loads_as_dagster_and_dg_load_it():
         "print(json.dumps([summary(defs), summary(folder)]))\n"
     )
     env = dict(os.environ, ROBODATA_PARTITIONING="batch", PYTHONPATH=str(REPO))
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     module, folder = json.loads(done.stdout.strip().splitlines()[-1])
     assert module == folder
@@ -221,7 +223,9 @@ def test_switching_to_batches_does_not_ingest_stored_episodes_again(tmp_path, ei
 def test_a_batch_repeating_an_episode_of_another_batch_is_skipped(tmp_path, eight_short_uploads):
     # An episode id names one episode of the dataset: two batches holding it would replace each
     # other's copy on every run.
-    store = batch_store(tmp_path, {"a": eight_short_uploads[:2], "b": eight_short_uploads[1:3], "c": eight_short_uploads[3:4]})
+    store = batch_store(
+        tmp_path, {"a": eight_short_uploads[:2], "b": eight_short_uploads[1:3], "c": eight_short_uploads[3:4]}
+    )
     assert [r.partition_key for r in tick(dg.DagsterInstance.ephemeral(), store, None).run_requests] == ["a", "c"]
 
 
@@ -266,7 +270,9 @@ def test_a_batch_released_by_a_stalled_folder_is_requested_though_its_files_are_
     from robodata.storage.upload_batches import UploadBatch
     from robodata.storage.uploads import IncompleteUpload, UploadInfo
 
-    old = UploadBatch("a", "u/a", [UploadInfo("e0", "u/a/e0", "f0", 1_000.0)], [IncompleteUpload("e1", "u/a/e1", 1_000.0)])
+    old = UploadBatch(
+        "a", "u/a", [UploadInfo("e0", "u/a/e0", "f0", 1_000.0)], [IncompleteUpload("e1", "u/a/e1", 1_000.0)]
+    )
     fresh = UploadBatch("b", "u/b", [UploadInfo("e2", "u/b/e2", "f2", 4_000.0)], [])
     settings = TickSettings(stalled_after_s=3_600.0, slack_s=900.0)
     waiting = batch_listing([old, fresh], now=4_000.0, stalled_after_s=settings.stalled_after_s)
@@ -349,7 +355,9 @@ def test_a_real_webserver_runs_batches_in_batch_mode(tmp_path, eight_short_uploa
             assert launched["__typename"] == "LaunchRunSuccess", launched
             run_ids.append(launched["run"]["runId"])
         for run_id in run_ids:
-            assert wait_for(lambda run_id=run_id: _finished(port, run_id), 300, "the runs to finish", server) == "SUCCESS"
+            assert (
+                wait_for(lambda run_id=run_id: _finished(port, run_id), 300, "the runs to finish", server) == "SUCCESS"
+            )
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
