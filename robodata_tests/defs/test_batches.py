@@ -6,7 +6,6 @@ episodes ingested per episode are not ingested again after the switch."""
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -307,65 +306,16 @@ def test_register_uploads_adds_batches_without_runs_in_batch_mode(tmp_path, eigh
 def test_a_real_webserver_runs_batches_in_batch_mode(tmp_path, eight_short_uploads, monkeypatch):
     """The code location loads in batch mode under dagster-webserver, and two batch runs launched
     at once (each in its own run worker, which inherits ROBODATA_PARTITIONING) land every episode once."""
-    from robodata_tests.defs.test_webserver import (
-        LAUNCH,
-        WEBSERVER,
-        _finished,
-        _loaded,
-        free_port,
-        graphql,
-        instance_home,
-        wait_for,
-    )
+    from robodata_tests.defs.webserver import instance_home, running_webserver
 
     store = batch_store(tmp_path, {"a": eight_short_uploads[:2], "b": eight_short_uploads[2:3]})
     home = instance_home(tmp_path / "home")
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert register_upload_batches(instance, store) == ["a", "b"]
-    port = free_port()
-    log = (tmp_path / "webserver.log").open("w")  # read it when this test fails
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "ROBODATA_ROOT": store.root,
-        "ROBODATA_UPLOADS": store.uploads_root,
-        "ROBODATA_PARTITIONING": "batch",
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-    }
-    server = subprocess.Popen(
-        [str(WEBSERVER), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    try:
-        # A cold start on a loaded machine: give the location longer than the per-episode test does.
-        [location] = wait_for(lambda: _loaded(port), 300, "the code location to load", server)
-        run_ids = []
-        for batch in ("a", "b"):
-            params = {
-                "selector": {
-                    "repositoryLocationName": location["name"],
-                    "repositoryName": "__repository__",
-                    "jobName": "ingest_batch",
-                },
-                "runConfigData": {},
-                "executionMetadata": {"tags": [{"key": "dagster/partition", "value": batch}]},
-            }
-            launched = graphql(port, LAUNCH, {"params": params})["launchRun"]
-            assert launched["__typename"] == "LaunchRunSuccess", launched
-            run_ids.append(launched["run"]["runId"])
-        for run_id in run_ids:
-            assert (
-                wait_for(lambda run_id=run_id: _finished(port, run_id), 300, "the runs to finish", server) == "SUCCESS"
-            )
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-        log.close()
+    env = {"ROBODATA_ROOT": store.root, "ROBODATA_UPLOADS": store.uploads_root, "ROBODATA_PARTITIONING": "batch"}
+    with running_webserver(home, env, tmp_path / "webserver.log") as server:
+        assert server.run_partitions("ingest_batch", ["a", "b"]) == ["SUCCESS", "SUCCESS"]
     with dg.DagsterInstance.from_config(str(home)) as instance:
         records = instance.fetch_materializations(dg.AssetKey("aligned_frames"), limit=10).records
         assert sorted(r.asset_materialization.partition for r in records) == ["a", "b"]
