@@ -210,6 +210,8 @@ def finish_sending_before_exit() -> None:
     SIGABRT. Waiting for the feeders (at most ``SEND_WAIT_S``) before the interpreter
     finalizes removes the race; the queue was closed first, so a feeder ends once its last
     batch is in the pipe, and DataLoader terminates a worker that is still waiting after 5 s.
+
+    >>> def __getitems__(self, indices): finish_sending_before_exit(); ...  # doctest: +SKIP
     """
     global _exit_wait_registered
     if _exit_wait_registered or torch.utils.data.get_worker_info() is None:
