@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")  # the scenario's subprocess imports torch
+torch = pytest.importorskip("torch")  # the scenario imports it; the module gets the torch marker
 
 REPO = Path(__file__).resolve().parents[2]
 ROUNDS = 3  # loaders whose iterator is abandoned mid-epoch, two fresh workers each
