@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.util
-import os
-import sys
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from collections.abc import Sequence as SequenceABC
 
@@ -156,7 +156,7 @@ class RoboTorchDataset(Dataset):
         return self.reader.num_rows
 
     def __getitems__(self, indices: Sequence[int]) -> SampleBatch:
-        _exit_workers_without_native_teardown()
+        finish_sending_before_exit()
         adopt_shared_rows(self.reader, self._shared_rows)
         self._schedule_prefetch(indices)
         batch = to_tensors(self.reader.read(indices))
@@ -192,29 +192,41 @@ class RoboTorchDataset(Dataset):
         return state
 
 
-_exit_registered = False
+QUEUE_FEEDER = "QueueFeederThread"  # the thread a multiprocessing queue pickles and sends with
+SEND_WAIT_S = 10.0  # DataLoader gives a stopping worker 5 s, then terminates it
+_exit_wait_registered = False
 
 
-def _exit_workers_without_native_teardown() -> None:
-    """In a DataLoader worker, end the process with ``os._exit`` once its loop is over.
+def finish_sending_before_exit() -> None:
+    """In a DataLoader worker, let the batches it has queued finish sending before it exits.
 
-    A spawned worker that has decoded with PyAV ends, now and then, in "terminate called
-    without an active exception" (SIGABRT) while native libraries tear down after Python has
-    finished, which DataLoader reports as a crashed worker. By then the worker has sent its
-    last batch and closed its queues; the finalizer below runs after theirs (lowest priority),
-    stops the prefetch threads and exits without the native teardown.
+    A worker puts each batch on its data queue, whose feeder thread (a daemon) pickles it:
+    torch moves the tensors to shared memory in C++ with the GIL released. When the training
+    loop stops early (an abandoned iterator, a break, an error), DataLoader tells the worker to
+    stop while batches are still queued, and torch's worker loop returns without waiting for
+    the feeder. The worker's interpreter then finalizes; the feeder, back from C++, finds it
+    finalizing and Python 3.11 ends it with ``pthread_exit``, whose unwinding through torch's
+    C++ frame calls ``std::terminate``: "terminate called without an active exception",
+    SIGABRT. Waiting for the feeders (at most ``SEND_WAIT_S``) before the interpreter
+    finalizes removes the race; the queue was closed first, so a feeder ends once its last
+    batch is in the pipe, and DataLoader terminates a worker that is still waiting after 5 s.
+
+    >>> def __getitems__(self, indices): finish_sending_before_exit(); ...  # doctest: +SKIP
     """
-    global _exit_registered
-    if _exit_registered or torch.utils.data.get_worker_info() is None:
+    global _exit_wait_registered
+    if _exit_wait_registered or torch.utils.data.get_worker_info() is None:
         return
-    _exit_registered = True
-    multiprocessing.util.Finalize(None, _exit_now, exitpriority=-100)
+    _exit_wait_registered = True
+    # Priority 0: after the queues' own close finalizers (10), which hand their feeders the
+    # stop sentinel, and before the interpreter finalizes.
+    multiprocessing.util.Finalize(None, _join_queue_feeders, exitpriority=0)
 
 
-def _exit_now() -> None:
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+def _join_queue_feeders() -> None:
+    deadline = time.monotonic() + SEND_WAIT_S
+    for thread in threading.enumerate():
+        if thread.name == QUEUE_FEEDER and thread is not threading.current_thread():
+            thread.join(timeout=max(deadline - time.monotonic(), 0))
 
 
 class TorchLoader(ResumableLoader, DataLoader):

@@ -38,8 +38,8 @@ from robodata.reader.row_index import SharedArrays
 from robodata.reader.sampler import PlannedBatch, RowSampler
 from robodata.reader.torch_dataset import (
     SampleBatch,
-    _exit_workers_without_native_teardown,
     adopt_shared_rows,
+    finish_sending_before_exit,
     share_rows,
 )
 
@@ -250,7 +250,7 @@ class LeRobotCompatDataset(Dataset):
 
     def __getitems__(self, indices: Sequence[int]) -> SampleBatch:
         """A batch of items: one coalesced GOP read and one decode per GOP for every camera."""
-        _exit_workers_without_native_teardown()
+        finish_sending_before_exit()
         adopt_shared_rows(self.reader, self._shared_rows)
         items = checked_indices(indices, len(self), self.uri, self.version)
         ds = self.reader.dataset
