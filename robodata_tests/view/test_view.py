@@ -192,7 +192,19 @@ def test_chromium_plays_every_camera_in_sync_with_the_plot_cursor(labelled, tmp_
 
 @pytest.mark.slow
 def test_serve_answers_on_loopback_until_interrupted(labelled, capsys):
-    command = [sys.executable, "-m", "robodata.cli", "view", labelled, "--episode", "0", "--serve"]
+    # -X faulthandler: if the server ever fails to exit, SIGABRT makes it print every thread's stack.
+    command = [
+        sys.executable,
+        "-X",
+        "faulthandler",
+        "-m",
+        "robodata.cli",
+        "view",
+        labelled,
+        "--episode",
+        "0",
+        "--serve",
+    ]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = server.stdout.readline()
@@ -214,7 +226,11 @@ def test_serve_answers_on_loopback_until_interrupted(labelled, capsys):
             "Address already in use\n"
         )
         server.send_signal(signal.SIGINT)
-        assert server.wait(timeout=30) == 0
+        try:
+            assert server.wait(timeout=60) == 0
+        except subprocess.TimeoutExpired:
+            server.send_signal(signal.SIGABRT)
+            pytest.fail(f"view --serve did not exit within 60 s of Ctrl-C; its threads:\n{server.communicate()[1]}")
     finally:
         if server.poll() is None:
             server.kill()
