@@ -205,7 +205,15 @@ def test_serve_answers_on_loopback_until_interrupted(labelled, capsys):
         "0",
         "--serve",
     ]
-    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A shell's background job (CI started with `&`) ignores SIGINT, and an ignored signal stays
+    # ignored across exec: give the server the terminal's default, as when a user runs it.
+    server = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         line = server.stdout.readline()
         match = re.fullmatch(r"serving episode 0 at (http://127\.0\.0\.1:(\d+)/) \(Ctrl-C stops\)\n", line)
