@@ -17,10 +17,10 @@ import pyarrow as pa
 
 from robodata.codec import EncoderSettings, GopEncoder
 from robodata.errors import BadUploadError, EpisodeIndexTakenError, IncompatibleEpisodeError
-from robodata.format.checksum import gop_checksum
-from robodata.format.episodes import UPLOAD_COLUMNS, stored_upload_of, upload_columns, with_upload_fields
+from robodata.format.alignment import nearest_frames
 from robodata.format.ids import episode_filter, gop_ref_id
 from robodata.format.keys import FRAMES_KEY, GOPS_KEY, declare_primary_key, with_primary_key
+from robodata.format.provenance import UPLOAD_COLUMNS, stored_upload_of, upload_columns, with_upload_fields
 from robodata.format.schema import (
     GOPS_SCHEMA,
     CameraInfo,
@@ -29,12 +29,12 @@ from robodata.format.schema import (
     read_metadata,
     ref_columns,
 )
-from robodata.format.staging import hold_gops, release
 from robodata.format.tables import create_once, frames_uri, gops_uri, open_table
-from robodata.ingest.alignment import nearest_frames
-from robodata.ingest.audit import audit_staged_episode
 from robodata.ingest.episode import CameraStream, EpisodeData
-from robodata.ingest.stats import record_episode_stats
+from robodata.ingest.episode_stats import record_episode_stats
+from robodata.integrity.audit import audit_staged_episode
+from robodata.integrity.gop_checksums import gop_checksum
+from robodata.integrity.gop_leases import hold_gops, release
 from robodata.storage.deadlines import DeadlineExceeded, call_with_deadline
 from robodata.storage.failures import storage_step
 
@@ -350,7 +350,7 @@ def write_frames(
     if reserved:
         raise IncompatibleEpisodeError(
             f"{episode.origin or episode.episode_id}: columns {reserved} are reserved "
-            "for the episode's upload (robodata.format.episodes)"
+            "for the episode's upload (robodata.format.provenance)"
         )
     recorded = [*built.column_names, *UPLOAD_COLUMNS]  # every other column is an annotation
     adjustments = episode.camera_adjustments()
@@ -423,7 +423,7 @@ def _append_new_gops(
     one already stored is rewritten in place with its identical bytes. The insert half is what
     makes two writers of the same new episode leave one copy (Lance re-plans the later commit
     as an update). The rewrite half is what makes reuse safe from garbage collection: a delete
-    planned on an older gops.lance version conflicts with it and starts over (see robodata.format.staging).
+    planned on an older gops.lance version conflicts with it and starts over (see robodata.integrity.gop_leases).
     """
     table = pa.concat_tables([e.gops for e in encoded.values()])
     created = create_once(gops_uri(root), table, with_primary_key(table.schema, GOPS_KEY), storage_options)

@@ -9,8 +9,8 @@ import pyarrow as pa
 
 import robodata
 from robodata.codec import EncoderSettings
-from robodata.format.episodes import UPLOAD_COLUMNS, stored_uploads
 from robodata.format.keys import FRAMES_KEY, GOPS_KEY, has_primary_key
+from robodata.format.provenance import UPLOAD_COLUMNS, stored_uploads
 from robodata.format.schema import GOPS_SCHEMA, frames_schema
 from robodata.format.tables import append_or_create, frames_uri, gops_uri, open_table
 from robodata.ingest import read_upload
