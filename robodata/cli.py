@@ -69,7 +69,7 @@ def _encoding_args(p: argparse.ArgumentParser) -> None:
 def _encoder_settings(args: argparse.Namespace, dataset_uri: str, storage_options: dict):
     """The EncoderSettings for writing into ``dataset_uri``: its own, with what the
     ``_encoding_args`` options ask for (None when they ask for nothing: the writer reads them)."""
-    from robodata.ingest.writer import requested_settings
+    from robodata.ingest import requested_settings
 
     if all(getattr(args, name) is None for name in ("gop_size", "crf", "preset", "codec")):
         return None

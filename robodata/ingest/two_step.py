@@ -10,8 +10,9 @@ and that reading live in ``robodata.integrity.gop_leases``, so edits need not im
 from __future__ import annotations
 
 from robodata.codec import EncoderSettings
+from robodata.ingest.encoding_settings import stored_settings
 from robodata.ingest.episode import EpisodeData
-from robodata.ingest.writer import IngestResult, StagedGops, stored_settings, write_frames, write_gops
+from robodata.ingest.writer import IngestResult, StagedGops, write_frames, write_gops
 from robodata.integrity.gop_leases import STAGING_DIR, release, staged_gops_uri, staged_ref_ids, write_record
 from robodata.storage import fsspec_filesystem
 

@@ -30,7 +30,7 @@ from robodata.storage.failures import storage_step
 
 
 class StagedCamera(Protocol):
-    """One camera's staged GOPs, in GOP order (``robodata.ingest.writer.CameraGops``)."""
+    """One camera's staged GOPs, in GOP order (``robodata.ingest.camera_encoding.CameraGops``)."""
 
     @property
     def ref_ids(self) -> Sequence[int]: ...
