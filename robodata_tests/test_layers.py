@@ -114,7 +114,7 @@ def test_the_rules_name_the_offending_module_and_import(tmp_path):
     package = tmp_path / "robodata"
     (package / "reader").mkdir(parents=True)
     (package / "codec").mkdir()
-    (package / "reader" / "probe.py").write_text("import numpy\n\ndef f():\n    from robodata.ingest import staging\n")
+    (package / "reader" / "probe.py").write_text("import numpy\n\ndef f():\n    from robodata.ingest import two_step\n")
     (package / "codec" / "probe.py").write_text("from .gop_encoder import GopEncoder\nimport lance\n")
     assert _violations(package) == [
         "robodata/codec/probe.py:2 imports lance (codec must not use lance)",
