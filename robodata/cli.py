@@ -69,7 +69,7 @@ def _encoding_args(p: argparse.ArgumentParser) -> None:
 def _encoder_settings(args: argparse.Namespace, dataset_uri: str, storage_options: dict):
     """The EncoderSettings for writing into ``dataset_uri``: its own, with what the
     ``_encoding_args`` options ask for (None when they ask for nothing: the writer reads them)."""
-    from robodata.ingest.writer import requested_settings
+    from robodata.ingest import requested_settings
 
     if all(getattr(args, name) is None for name in ("gop_size", "crf", "preset", "codec")):
         return None
@@ -435,7 +435,7 @@ def _verify_args(p: argparse.ArgumentParser) -> None:
 @command("verify", _verify_args)
 def _verify(args: argparse.Namespace) -> int:
     """Check every GOP's checksum (and with --decode its frames) and every row's references; exit 1 on a problem."""
-    from robodata.reader.verify import verify_dataset
+    from robodata.integrity import verify_dataset
     from robodata.storage import redact, storage_options_from_env
 
     options = storage_options_from_env() or None
@@ -451,7 +451,7 @@ def _add_checksums_args(p: argparse.ArgumentParser) -> None:
 @command("add-checksums", _add_checksums_args)
 def _add_checksums(args: argparse.Namespace) -> int:
     """Upgrade a dataset written before GOP checksums (format 1): checksum every stored GOP."""
-    from robodata.edits.checksums import add_gop_checksums
+    from robodata.integrity import add_gop_checksums
     from robodata.storage import storage_options_from_env
 
     added = add_gop_checksums(args.dataset, storage_options_from_env() or None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from robodata.format.episodes import stored_uploads
+from robodata.format.provenance import stored_uploads
 from robodata.format.tables import gops_uri, open_table
 from robodata.reader import open_dataset
 

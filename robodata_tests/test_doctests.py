@@ -19,7 +19,7 @@ RUN = [
     "robodata.format.alignment",
     "robodata.format.ids",
     "robodata.format.schema",
-    "robodata.format.staging",
+    "robodata.integrity.gop_leases",
     "robodata.format.tables",
     "robodata.storage.uris",
     "robodata.storage.failures",

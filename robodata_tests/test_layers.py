@@ -1,6 +1,8 @@
 """The layers of robodata, pinned: which part may import which (read with ``ast``, so imports
 inside functions count too). The library works without Dagster; codec/ knows nothing of Lance;
-reading never imports writing code; edits do not import ingest."""
+reading never imports writing code; edits do not import ingest; integrity/ (checksums, audits,
+verify, GOP leases) sits below the reader, ingest and edits, which all use it, and no two layers
+import each other."""
 
 import ast
 from pathlib import Path
@@ -12,6 +14,7 @@ LIBRARY = {
     "storage",
     "codec",
     "format",
+    "integrity",
     "reader",
     "ingest",
     "edits",
@@ -29,10 +32,14 @@ ALLOWED = {
     "storage": {"errors"},
     "codec": set(),
     "format": {"storage", "errors"},
-    "reader": {"codec", "format", "storage", "errors"},
-    # Write, audit, publish: an ingest reads back what it staged with the reader's checks.
-    "ingest": {"codec", "format", "storage", "errors", "reader"},
-    "edits": {"format", "storage", "errors"},
+    # Every read checks GOP checksums, and ingest, edits and verify check what they write or
+    # keep, so integrity sits below all of them: it opens tables through format.tables, never
+    # through the reader (a caller that wants a read through the reader passes an opened dataset).
+    "integrity": {"codec", "format", "storage", "errors"},
+    "reader": {"codec", "format", "storage", "errors", "integrity"},
+    # Write, audit, publish: an ingest checks what it staged with integrity's checks, not the reader.
+    "ingest": {"codec", "format", "storage", "errors", "integrity"},
+    "edits": {"format", "storage", "errors", "integrity"},  # gc reads integrity's GOP leases
     "interop": {"codec", "format", "storage", "errors", "ingest", "reader"},
     "summary": {"format", "reader", "storage", "errors"},
     "sample_data": {"interop", "format", "storage", "errors"},
@@ -92,11 +99,22 @@ def test_every_import_crosses_layers_only_where_allowed():
     assert _violations() == []
 
 
+def test_no_two_layers_may_import_each_other_even_indirectly():
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for target in ALLOWED.get(start, set()) - {start}:
+            if target == goal or (target not in seen and reaches(target, goal, seen | {target})):
+                return True
+        return False
+
+    cycles = sorted(layer for layer in ALLOWED if layer != "__init__" and reaches(layer, layer, set()))
+    assert cycles == []
+
+
 def test_the_rules_name_the_offending_module_and_import(tmp_path):
     package = tmp_path / "robodata"
     (package / "reader").mkdir(parents=True)
     (package / "codec").mkdir()
-    (package / "reader" / "probe.py").write_text("import numpy\n\ndef f():\n    from robodata.ingest import staging\n")
+    (package / "reader" / "probe.py").write_text("import numpy\n\ndef f():\n    from robodata.ingest import two_step\n")
     (package / "codec" / "probe.py").write_text("from .gop_encoder import GopEncoder\nimport lance\n")
     assert _violations(package) == [
         "robodata/codec/probe.py:2 imports lance (codec must not use lance)",

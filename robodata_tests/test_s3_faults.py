@@ -35,13 +35,13 @@ def test_server_stops_between_gop_write_and_frames_commit(private_s3, eight_shor
     before = robodata.open(root, storage_options=options)
     frame_before = before.take_blobs_decoded([5], "observation_images_top")["observation_images_top"]
 
-    commit = writer._replace_episode_rows
+    commit = writer.replace_episode_rows
 
     def stop_then_commit(*args, **kwargs):
         server.stop()
         return commit(*args, **kwargs)
 
-    monkeypatch.setattr(writer, "_replace_episode_rows", stop_then_commit)
+    monkeypatch.setattr(writer, "replace_episode_rows", stop_then_commit)
     with pytest.raises(StorageUnreachableError) as error:
         robodata.ingest_episode(str(eight_short_uploads[1]), root, storage_options=options)
     _assert_names_the_store(error, server, "committing episode 1's rows", f"{root}/frames.lance")

@@ -164,13 +164,13 @@ def test_a_commit_whose_store_goes_silent_ends_with_the_error(silent_store, s3, 
     proxy, relaxed, options = silent_store
     root = s3.fresh_uri("silent-commit")
     first = robodata.ingest_episode(str(eight_short_uploads[0]), root, storage_options=relaxed)
-    commit = writer._replace_episode_rows
+    commit = writer.replace_episode_rows
 
     def silent_then_commit(*args):
         proxy.go_silent()
         return commit(*args[:-1], options)  # the last argument: the storage options
 
-    monkeypatch.setattr(writer, "_replace_episode_rows", silent_then_commit)
+    monkeypatch.setattr(writer, "replace_episode_rows", silent_then_commit)
     with pytest.raises(StorageUnreachableError) as error:
         robodata.ingest_episode(str(eight_short_uploads[1]), root, storage_options=relaxed)
     _assert_names_store_and_step(error, proxy, "committing episode 1's rows", s3.secret_key)

@@ -17,9 +17,9 @@ import numpy as np
 from tqdm import tqdm
 
 from robodata.codec import decode_gop_frames
-from robodata.format.checksum import gop_checksum
 from robodata.format.ids import camera_filter
 from robodata.format.schema import camera_of
+from robodata.integrity.gop_checksums import gop_checksum
 from robodata.reader import RoboDataset, open_dataset
 
 

@@ -62,17 +62,18 @@ def _write_new_episodes(root: str, episodes: int) -> None:
     from robodata.bench.tiny_episodes import tiny_episode
     from robodata.format.tables import frames_uri, open_table
     from robodata.ingest import writer
+    from robodata.ingest.label_counts import LabelCounts
 
-    replace_rows = writer._replace_episode_rows
+    replace_rows = writer.replace_episode_rows
 
     def append_rows(dataset_root, rows, *args):
         frames = open_table(frames_uri(dataset_root))
         if frames is None:
             return replace_rows(dataset_root, rows, *args)
         appended = lance.write_dataset(rows.select(frames.schema.names).cast(frames.schema), frames.uri, mode="append")
-        return appended.version, writer._Labels(0, 0)
+        return appended.version, LabelCounts(0, 0)
 
-    with mock.patch.object(writer, "_replace_episode_rows", append_rows):
+    with mock.patch.object(writer, "replace_episode_rows", append_rows):
         for index in range(episodes):
             writer.write_episode(tiny_episode(index), root)
 

@@ -27,8 +27,8 @@ from robodata.defs.resources import PER_BATCH, DatasetStore, partitioning
 from robodata.defs.sensors import UploadSensorSettings, _finished_runs, tick_result
 from robodata.defs.upload_cursor import UploadCursor, plan_tick
 from robodata.errors import RoboDataError
-from robodata.format.episodes import stored_uploads
 from robodata.format.ids import validate_episode_id
+from robodata.format.provenance import stored_uploads
 from robodata.format.schema import GOPS_TABLE
 from robodata.ingest.batch import BatchEpisodeError, BatchPlan, commit_batch, plan_batch, stage_batch, validate_batch
 from robodata.storage.upload_batches import UploadBatch, scan_upload_batches

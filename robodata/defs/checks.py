@@ -2,7 +2,7 @@
 (one step, not one per check): a failure stops downstream assets in the run.
 
 The same checks (and a decode of every GOP) already ran on the staged episode before its rows
-were committed (robodata.ingest.audit); these confirm what landed, with the code
+were committed (robodata.integrity.audit); these confirm what landed, with the code
 ``robodata verify`` runs. With batch partitioning (robodata.defs.batches) one step runs them on
 every episode of the batch and reports each check once for the batch."""
 
@@ -15,7 +15,7 @@ from robodata.defs.batches import upload_batches
 from robodata.defs.episodes import aligned_frames, episode_partitions
 from robodata.defs.resources import PER_EPISODE, DatasetStore, partitioning
 from robodata.ingest.upload_summary import upload_episode_index, upload_state_samples
-from robodata.reader.integrity import (
+from robodata.integrity.episode_checks import (
     IntegrityResult,
     check_alignment,
     check_references,
@@ -23,7 +23,8 @@ from robodata.reader.integrity import (
     check_sample_decodes,
     check_schema_metadata,
 )
-from robodata.reader.verify import verify_dataset
+from robodata.integrity.verify import verify_dataset
+from robodata.reader import open_dataset
 from robodata.storage.uploads import list_complete_uploads
 
 # Per-partition checks are a preview feature in Dagster 1.13; they are what makes a check see
@@ -81,7 +82,7 @@ def _episode_outcomes(store: DatasetStore, upload: str) -> dict[str, Callable[[]
             store.root, index, upload_state_samples(upload, options), options
         ),
         "sampled_frames_decode": lambda: check_sample_decodes(
-            store.root, index, DECODE_SAMPLES, seed=index, storage_options=options
+            open_dataset(store.root, storage_options=options), index, DECODE_SAMPLES, seed=index
         ),
     }
 

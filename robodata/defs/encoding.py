@@ -5,7 +5,7 @@ import dagster as dg
 from pydantic import Field
 
 from robodata.codec import CODECS, EncoderSettings
-from robodata.ingest.writer import requested_settings
+from robodata.ingest import requested_settings
 
 _DEFAULTS = EncoderSettings()
 _KEEP = "Unset: the dataset's own; a new dataset gets {}."

@@ -13,7 +13,7 @@ from robodata.errors import RoboDataError
 from robodata.format.ids import validate_episode_id
 from robodata.format.schema import GOPS_TABLE
 from robodata.ingest import read_upload
-from robodata.ingest.staging import commit_episode_frames, stage_gops
+from robodata.ingest.two_step import commit_episode_frames, stage_gops
 from robodata.ingest.upload_summary import describe_upload
 from robodata.storage.uploads import list_complete_uploads
 

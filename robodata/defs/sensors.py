@@ -19,8 +19,8 @@ from robodata.defs.episodes import FINGERPRINT_TAG, episode_partitions
 from robodata.defs.jobs import ingest_episode_job
 from robodata.defs.resources import DatasetStore
 from robodata.defs.upload_cursor import RunOutcome, TickSettings, UploadCursor, listing_start, plan_tick
-from robodata.format.episodes import stored_uploads
 from robodata.format.ids import validate_episode_id
+from robodata.format.provenance import stored_uploads
 from robodata.storage.uploads import UploadListing, scan_uploads
 
 ATTEMPT_TAG = "robodata/upload_attempt"

@@ -10,8 +10,8 @@ import numpy as np
 
 from robodata.format.ids import ref_id_filters
 from robodata.format.schema import read_metadata, ref_columns
-from robodata.format.staging import read_records
 from robodata.format.tables import frames_uri, gops_uri, open_table
+from robodata.integrity.gop_leases import read_records
 
 _ATTEMPTS = 5
 

@@ -30,7 +30,7 @@ GOPS_SCHEMA = pa.schema(
         pa.field("codec", pa.string(), nullable=False),
         pa.field("crf", pa.int32(), nullable=False),
         pa.field("preset", pa.string(), nullable=False),
-        # Checksum of the GOP bytes (robodata.format.checksum), verified on every read.
+        # Checksum of the GOP bytes (robodata.integrity.gop_checksums), verified on every read.
         pa.field("gop_xxh3", pa.uint64(), nullable=False),
         # Keep GOPs inline in the data file: one ranged read each, no sidecar file to open.
         lance.blob_field("gop", inline_size_threshold=INLINE_GOP_BYTES, dedicated_size_threshold=4 * INLINE_GOP_BYTES),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from robodata.codec import EncoderSettings
+from robodata.ingest.encoding_settings import requested_settings, stored_settings
 from robodata.ingest.episode import CameraStream, EpisodeData
 from robodata.ingest.upload import read_upload
 from robodata.ingest.writer import IngestResult, write_episode
@@ -32,4 +33,13 @@ def ingest_episode(
     return write_episode(episode, dataset_uri, settings, storage_options=storage_options, replace=replace)
 
 
-__all__ = ["CameraStream", "EpisodeData", "IngestResult", "ingest_episode", "read_upload", "write_episode"]
+__all__ = [
+    "CameraStream",
+    "EpisodeData",
+    "IngestResult",
+    "ingest_episode",
+    "read_upload",
+    "requested_settings",
+    "stored_settings",
+    "write_episode",
+]

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 from robodata.codec import EncoderSettings
 from robodata.errors import BadUploadError, RoboDataError
-from robodata.format.episodes import stored_uploads
-from robodata.ingest.staging import commit_episode_frames, stage_gops
+from robodata.format.provenance import stored_uploads
+from robodata.ingest.two_step import commit_episode_frames, stage_gops
 from robodata.ingest.upload import EPISODE_JSON, read_upload
 from robodata.ingest.upload_summary import UploadSummary, describe_upload
 from robodata.ingest.writer import IngestResult, StagedGops

@@ -51,7 +51,7 @@ class EpisodeData:
     extra_columns: dict[str, pa.Array] = field(default_factory=dict)
     extra_metadata: dict[str, object] = field(default_factory=dict)
     origin: str = ""  # where the episode came from, for error messages
-    fingerprint: str = ""  # of the source (upload folder), stored with the rows: see format/episodes.py
+    fingerprint: str = ""  # of the source (upload folder), stored with the rows: see format/provenance.py
 
     def __len__(self) -> int:
         return len(self.timestamps_ns)
@@ -63,7 +63,7 @@ class EpisodeData:
 
     def camera_adjustments(self) -> list[dict]:
         """One record per camera whose frames ingest changed (turned upright, cropped to even
-        sizes), stored with the episode's rows (``robodata.format.episodes``); empty when none.
+        sizes), stored with the episode's rows (``robodata.format.provenance``); empty when none.
 
         >>> episode.camera_adjustments()  # doctest: +SKIP
         [{'camera': 'top', 'file': 'top.mp4', 'original_size': [641, 481], 'stored_size': [640, 480],

@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from robodata.codec import EncoderSettings
 from robodata.errors import BadUploadError
-from robodata.format.episodes import StoredUpload, stored_episodes
+from robodata.format.provenance import StoredUpload, stored_episodes
 from robodata.format.tables import frames_uri
 from robodata.ingest import EpisodeData, write_episode
 from robodata.interop.import_result import ImportResult, SourceIndexTakenError

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from robodata.errors import EpisodeIndexTakenError
-from robodata.format.episodes import StoredUpload
+from robodata.format.provenance import StoredUpload
 
 
 @dataclass

@@ -31,8 +31,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from robodata.format.episodes import UPLOAD_COLUMNS
 from robodata.format.ids import episode_filter
+from robodata.format.provenance import UPLOAD_COLUMNS
 from robodata.format.schema import CORE_COLUMNS, image_column, ref_columns
 from robodata.format.tables import gops_uri, open_table
 from robodata.interop import lerobot_stats

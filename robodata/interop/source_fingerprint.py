@@ -1,5 +1,5 @@
 """A fingerprint of an imported episode's source content, stored with its rows like an upload's
-fingerprint (``robodata.format.episodes``), so importing the same source again skips it and an
+fingerprint (``robodata.format.provenance``), so importing the same source again skips it and an
 episode edited in its source is imported again (``robodata.interop.episode_source``).
 
 Each importer hands over what it read from the source (signals as arrays or Arrow tables) and

@@ -65,7 +65,7 @@ def _measure(s3: LocalS3, root: str, count: int, cap: int) -> dict:
     from robodata.defs import sensors
     from robodata.defs.resources import DatasetStore
     from robodata.defs.upload_cursor import UploadCursor
-    from robodata.format.episodes import StoredUpload
+    from robodata.format.provenance import StoredUpload
     from robodata.storage.uploads import list_complete_uploads
 
     store = DatasetStore(root=f"{root}/dataset-{count}", uploads_root=f"{root}/uploads")

@@ -11,11 +11,11 @@ import lance
 import numpy as np
 import pyarrow as pa
 
-from robodata.format.episodes import label_columns
+from robodata.format.provenance import label_columns
 from robodata.format.schema import camera_of, image_column, read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
+from robodata.integrity.gop_checksums import verify_gop_bytes
 from robodata.reader.decode_pool import GopTask, run_tasks
-from robodata.reader.gop_checksums import verify_gop_bytes
 from robodata.reader.gop_index import GopIndex
 from robodata.reader.row_index import RowIndex
 from robodata.storage.deadlines import call_with_deadline
@@ -207,7 +207,11 @@ class RoboDataset:
 
     def _verify_gops(self, positions: np.ndarray, blobs: list[bytes]) -> None:
         """CorruptGopError unless every GOP's bytes match the checksum stored with them."""
-        verify_gop_bytes(self._gops, self._gop_index, positions, blobs, uri=self.uri, version=self.version)
+        index = self._gop_index
+        checksums, sizes = index.checksums(positions), index.byte_sizes(positions)
+        verify_gop_bytes(
+            self._gops, blobs, index.ref_ids(positions), checksums, sizes, uri=self.uri, version=self.version
+        )
 
     def take_windows(
         self,

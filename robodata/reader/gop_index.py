@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from robodata.format.checksum import CHECKSUM_COLUMN
+from robodata.integrity.gop_checksums import CHECKSUM_COLUMN
 
 
 class GopIndex:

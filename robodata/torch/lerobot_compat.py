@@ -29,7 +29,7 @@ import torch
 from torch.utils.data import Dataset
 
 from robodata.format import stats as feature_stats
-from robodata.format.episodes import UPLOAD_COLUMNS
+from robodata.format.provenance import UPLOAD_COLUMNS
 from robodata.format.schema import image_column, ref_columns
 from robodata.interop.lerobot_format import ACTION, STATE, feature_of_arrow, video_key
 from robodata.reader.batch_reader import BatchReader, checked_indices

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from robodata.reader import RoboDataset, open_dataset
 from robodata.storage import fsspec_filesystem, is_remote, join_uri, safe_uri
-from robodata.view.episode import EpisodeRows, camera_frames, decoded_frames, load_episode
+from robodata.view.episode_rows import EpisodeRows, camera_frames, decoded_frames, load_episode
 from robodata.view.player import PAGE_CSS, PLAYER_JS
 from robodata.view.plots import band_columns, episode_plot, label_segments
 from robodata.view.video import browser_mp4

@@ -14,7 +14,7 @@ import pyarrow as pa
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from robodata.view.episode import SEGMENT_COLUMNS, EpisodeRows
+from robodata.view.episode_rows import SEGMENT_COLUMNS, EpisodeRows
 
 # Colours people read without a legend: red for an intervention, blue a human, green a policy.
 KNOWN_COLOURS = {"intervention": "#d62728", "human": "#1f77b4", "policy": "#2ca02c"}

@@ -20,7 +20,7 @@ from robodata.defs.episodes import FINGERPRINT_TAG
 from robodata.defs.jobs import ingest_batch_job
 from robodata.defs.resources import DatasetStore
 from robodata.defs.sensors import ATTEMPT_TAG
-from robodata.format.episodes import stored_uploads
+from robodata.format.provenance import stored_uploads
 from robodata.format.versions import current_versions
 from robodata.ingest.upload_summary import upload_state_samples
 from robodata.storage.upload_batches import batch_fingerprint

@@ -4,7 +4,7 @@ metadata and, by aligned_frames' commit, with the episode in the dataset."""
 from __future__ import annotations
 
 from robodata.defs.resources import DatasetStore
-from robodata.format.episodes import stored_uploads
+from robodata.format.provenance import stored_uploads
 from robodata_tests.defs.conftest import materialize_episode, metadata_of, new_instance
 from robodata_tests.test_bad_input import marked_frame, write_camera_upload
 

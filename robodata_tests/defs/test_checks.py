@@ -8,7 +8,7 @@ import robodata
 from robodata.defs import checks, episodes, snapshots
 from robodata.format.tables import gops_uri
 from robodata.format.versions import current_versions
-from robodata.reader.verify import verify_dataset
+from robodata.integrity.verify import verify_dataset
 from robodata_tests.defs.conftest import EPISODE_ASSETS, EPISODE_KEYS, materialize_episode, new_instance
 
 CHECK_NAMES = sorted(spec.name for check in checks.episode_checks for spec in check.check_specs)
@@ -71,7 +71,7 @@ def test_a_gop_lost_before_commit_fails_the_audit_and_commits_nothing(store):
 
 
 def test_a_corrupt_gop_fails_the_checks_and_a_reingest_repairs_it(store):
-    from robodata_tests.reader.test_corruption import flip_gop_bytes
+    from robodata_tests.integrity.test_corruption import flip_gop_bytes
 
     instance = new_instance(store)
     key = EPISODE_KEYS[0]

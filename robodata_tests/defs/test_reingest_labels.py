@@ -11,7 +11,7 @@ import pyarrow as pa
 
 import robodata
 from robodata.defs import episodes
-from robodata.format.episodes import stored_uploads
+from robodata.format.provenance import stored_uploads
 from robodata_tests.defs.conftest import EPISODE_ASSETS, make_store, materialize_episode, metadata_of, new_instance
 
 

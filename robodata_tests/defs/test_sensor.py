@@ -17,7 +17,7 @@ from robodata.defs.jobs import ingest_episode_job
 from robodata.defs.resources import DatasetStore
 from robodata.defs.sensors import ATTEMPT_TAG, UploadSensorSettings, upload_sensor
 from robodata.defs.upload_cursor import RunOutcome, TickSettings, UploadCursor, listing_start, plan_tick
-from robodata.format.episodes import StoredUpload
+from robodata.format.provenance import StoredUpload
 from robodata.storage import fsspec_filesystem
 from robodata.storage.uploads import (
     IncompleteUpload,

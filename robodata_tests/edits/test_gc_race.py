@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
+import lance
 import numpy as np
 
 import robodata
@@ -54,7 +55,7 @@ def test_gc_while_a_reingest_waits_before_its_frames_commit(monkeypatch, uploads
 
     original_execute = MergeInsertBuilder.execute
     frames_builders = set()
-    original_merge_insert = robodata.ingest.writer.lance.LanceDataset.merge_insert
+    original_merge_insert = lance.LanceDataset.merge_insert
 
     def merge_insert(self, on=None):
         builder = original_merge_insert(self, on)
@@ -67,7 +68,7 @@ def test_gc_while_a_reingest_waits_before_its_frames_commit(monkeypatch, uploads
             hold.wait()
         return original_execute(self, data_obj, schema=schema)
 
-    monkeypatch.setattr(robodata.ingest.writer.lance.LanceDataset, "merge_insert", merge_insert)
+    monkeypatch.setattr(lance.LanceDataset, "merge_insert", merge_insert)
     monkeypatch.setattr(MergeInsertBuilder, "execute", execute)
 
     def gc_while_held():
@@ -86,7 +87,7 @@ def test_a_reingest_while_gc_waits_before_its_delete(monkeypatch, uploads, tmp_p
     root = str(tmp_path / "ds")
     gops = _orphaned_episode(root, uploads[0])
     hold = Hold()
-    lance_dataset = robodata.ingest.writer.lance.LanceDataset
+    lance_dataset = lance.LanceDataset
     original_delete = lance_dataset.delete
 
     def delete(self, predicate, *args, **kwargs):

@@ -97,8 +97,8 @@ def hold(module, name: str, first_only: bool = True):
 
 
 def test_an_ingest_held_at_its_commit_survives_a_whole_upkeep(tiny_dataset, monkeypatch):
-    held, reached, release = hold(writer, "_replace_episode_rows")
-    monkeypatch.setattr(writer, "_replace_episode_rows", held)
+    held, reached, release = hold(writer, "replace_episode_rows")
+    monkeypatch.setattr(writer, "replace_episode_rows", held)
     errors = []
 
     def ingest():

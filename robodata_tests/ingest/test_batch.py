@@ -7,7 +7,7 @@ import pytest
 
 import robodata
 from robodata.errors import BadUploadError, IncompatibleEpisodeError
-from robodata.format.episodes import stored_uploads
+from robodata.format.provenance import stored_uploads
 from robodata.format.versions import current_versions
 from robodata.ingest import batch
 from robodata.ingest.batch import BatchEpisodeError, ingest_batch, plan_batch

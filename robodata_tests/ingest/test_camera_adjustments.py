@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 import robodata
-from robodata.format.episodes import stored_uploads
+from robodata.format.provenance import stored_uploads
 from robodata_tests.test_bad_input import marked_frame, write_camera_upload
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -9,12 +9,13 @@ import pyarrow as pa
 
 import robodata
 from robodata.codec import EncoderSettings
-from robodata.format.episodes import UPLOAD_COLUMNS, stored_uploads
 from robodata.format.keys import FRAMES_KEY, GOPS_KEY, has_primary_key
+from robodata.format.provenance import UPLOAD_COLUMNS, stored_uploads
 from robodata.format.schema import GOPS_SCHEMA, frames_schema
 from robodata.format.tables import append_or_create, frames_uri, gops_uri, open_table
 from robodata.ingest import read_upload
-from robodata.ingest.writer import _layout, build_rows, dataset_metadata, encode_camera
+from robodata.ingest.camera_encoding import camera_layout, encode_camera
+from robodata.ingest.frame_rows import build_rows, dataset_metadata
 
 
 def _write_like_the_previous_release(upload, root: str) -> int:
@@ -23,7 +24,7 @@ def _write_like_the_previous_release(upload, root: str) -> int:
     encoded = {c.name: encode_camera(episode.episode_index, c, settings) for c in episode.cameras}
     append_or_create(gops_uri(root), pa.concat_tables([e.gops for e in encoded.values()]), GOPS_SCHEMA)
     schema = frames_schema(dataset_metadata(episode, settings))
-    rows = build_rows(episode, {n: _layout(e) for n, e in encoded.items()}, schema)
+    rows = build_rows(episode, {n: camera_layout(e) for n, e in encoded.items()}, schema)
     append_or_create(frames_uri(root), rows, schema)
     return rows.num_rows
 

@@ -106,7 +106,7 @@ def test_two_uploads_racing_for_one_episode_index_leave_one_episode(monkeypatch,
     import shutil
 
     from robodata.errors import EpisodeIndexTakenError
-    from robodata.format.episodes import stored_uploads
+    from robodata.format.provenance import stored_uploads
 
     rival = tmp_path / "uploads" / "rival_0"
     shutil.copytree(uploads[1], rival)

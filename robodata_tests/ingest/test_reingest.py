@@ -14,11 +14,11 @@ import pytest
 import robodata
 from robodata.cli import main
 from robodata.errors import EpisodeIndexTakenError
-from robodata.format.episodes import StoredUpload, stored_uploads
+from robodata.format.provenance import StoredUpload, stored_uploads
 from robodata.format.tables import gops_uri, open_table
 from robodata.format.versions import current_versions
 from robodata.ingest import read_upload
-from robodata.ingest.staging import stage_gops
+from robodata.ingest.two_step import stage_gops
 from robodata.storage.uploads import list_complete_uploads, upload_fingerprint
 
 

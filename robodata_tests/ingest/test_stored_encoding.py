@@ -11,7 +11,7 @@ from robodata.codec import EncoderSettings
 from robodata.errors import IncompatibleEpisodeError
 from robodata.format.tables import gops_uri, open_table
 from robodata.format.versions import current_versions
-from robodata.ingest.writer import stored_settings
+from robodata.ingest import stored_settings
 
 
 def _gop_lengths(root: str, episode: int) -> list[int]:
@@ -61,7 +61,7 @@ def test_the_cli_keeps_the_datasets_encoding_and_changes_only_what_it_is_asked(s
 
 
 def test_requested_settings_replace_only_the_fields_asked_for(sample_uploads, tmp_path):
-    from robodata.ingest.writer import requested_settings
+    from robodata.ingest import requested_settings
 
     root = str(tmp_path / "ds")
     robodata.ingest_episode(str(sample_uploads[0]), root, settings=EncoderSettings(gop_size=8, crf=28))

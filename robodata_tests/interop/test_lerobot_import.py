@@ -16,7 +16,7 @@ import pytest
 import robodata
 from robodata.bench.quality import psnr
 from robodata.errors import BadUploadError
-from robodata.format.episodes import UPLOAD_COLUMNS
+from robodata.format.provenance import UPLOAD_COLUMNS
 from robodata.interop import import_lerobot
 from robodata.interop.lerobot_format import LeRobotFormatError
 from robodata.interop.lerobot_source import LeRobotSource

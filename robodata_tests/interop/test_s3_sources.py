@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 import robodata
-from robodata.format.episodes import UPLOAD_COLUMNS
+from robodata.format.provenance import UPLOAD_COLUMNS
 from robodata.interop import export_lerobot, import_hdf5, import_lerobot
 
 from .test_hdf5_import import STEPS, _write_episode

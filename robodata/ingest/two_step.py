@@ -4,15 +4,16 @@ episode's GOPs (encode + append to gops.lance), later commit its rows to frames.
 Between the steps the GOP layout waits in ``<root>/_staging/episode_<index>.json`` next to the
 two tables, so the second step needs only the dataset root, local or s3://. The file goes away
 once the rows commit; until then garbage collection treats its GOPs as referenced (the paths
-and that reading live in ``robodata.format.staging``, so edits need not import ingest).
+and that reading live in ``robodata.integrity.gop_leases``, so edits need not import ingest).
 """
 
 from __future__ import annotations
 
 from robodata.codec import EncoderSettings
-from robodata.format.staging import STAGING_DIR, release, staged_gops_uri, staged_ref_ids, write_record
+from robodata.ingest.encoding_settings import stored_settings
 from robodata.ingest.episode import EpisodeData
-from robodata.ingest.writer import IngestResult, StagedGops, stored_settings, write_frames, write_gops
+from robodata.ingest.writer import IngestResult, StagedGops, write_frames, write_gops
+from robodata.integrity.gop_leases import STAGING_DIR, release, staged_gops_uri, staged_ref_ids, write_record
 from robodata.storage import fsspec_filesystem
 
 __all__ = ["STAGING_DIR", "commit_staged_frames", "load_staged_gops", "stage_gops", "staged_gops_uri", "staged_ref_ids"]

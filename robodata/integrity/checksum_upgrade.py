@@ -14,8 +14,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from robodata.format.checksum import CHECKSUM_COLUMN, gop_checksum
 from robodata.format.tables import gops_uri, open_table
+from robodata.integrity.gop_checksums import CHECKSUM_COLUMN, gop_checksum
 from robodata.storage.failures import storage_step
 
 READ_CHUNK = 256

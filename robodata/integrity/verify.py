@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from robodata.format.ids import episode_filter
 from robodata.format.tables import frames_uri, gops_uri, open_table
-from robodata.reader.gop_audit import GopCheck, check_gop_rows, gop_rows
-from robodata.reader.integrity import RowRefs, references_result
+from robodata.integrity.episode_checks import RowRefs, references_result
+from robodata.integrity.gop_checks import GopCheck, check_gop_rows, gop_rows
 from robodata.storage.failures import storage_step
 
 

@@ -7,7 +7,8 @@ the dataset's version does not move.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -17,18 +18,37 @@ from robodata.errors import EpisodeAuditError
 from robodata.format.ids import episode_filter
 from robodata.format.schema import DatasetMetadata
 from robodata.format.tables import gops_uri, open_table
-from robodata.reader.gop_audit import check_gop_rows, gop_rows
-from robodata.reader.integrity import (
+from robodata.integrity.episode_checks import (
     IntegrityResult,
     RowRefs,
     alignment_result,
     references_result,
     row_count_result,
 )
+from robodata.integrity.gop_checks import check_gop_rows, gop_rows
 from robodata.storage.failures import storage_step
 
-if TYPE_CHECKING:
-    from robodata.ingest.writer import StagedGops
+
+class StagedCamera(Protocol):
+    """One camera's staged GOPs, in GOP order (``robodata.ingest.camera_encoding.CameraGops``)."""
+
+    @property
+    def ref_ids(self) -> Sequence[int]: ...
+
+    @property
+    def n_frames(self) -> Sequence[int]: ...
+
+
+class StagedEpisode(Protocol):
+    """What the audit needs of an episode's staged GOPs (``robodata.ingest.writer.StagedGops``):
+    described here, not imported, because ingest builds on this room."""
+
+    @property
+    def episode_index(self) -> int: ...
+
+    @property
+    def cameras(self) -> Mapping[str, StagedCamera]: ...
+
 
 # The names the Dagster UI shows for each audit check (also the episode's asset checks).
 AUDIT_CHECKS = ("staged_gops_decode", "references_resolve", "alignment_within_half_period", "row_count_matches_upload")
@@ -38,7 +58,7 @@ def audit_staged_episode(
     dataset_uri: str,
     rows: pa.Table,
     meta: DatasetMetadata,
-    staged: StagedGops,
+    staged: StagedEpisode,
     *,
     expected_rows: int,
     storage_options: dict | None = None,
@@ -66,7 +86,7 @@ def audit_staged_episode(
     return results
 
 
-def _staged_gops_decode(dataset_uri: str, staged: StagedGops, storage_options: dict | None) -> IntegrityResult:
+def _staged_gops_decode(dataset_uri: str, staged: StagedEpisode, storage_options: dict | None) -> IntegrityResult:
     wanted = np.unique(np.asarray([r for c in staged.cameras.values() for r in c.ref_ids], dtype=np.int64))
     gops = open_table(gops_uri(dataset_uri), storage_options)
     if gops is None:
@@ -87,7 +107,7 @@ def _staged_gops_decode(dataset_uri: str, staged: StagedGops, storage_options: d
     return IntegrityResult(True, f"all {check.decoded} staged GOPs decode to their recorded frames", details)
 
 
-def _layout_problems(stored: pa.Table, staged: StagedGops) -> list[str]:
+def _layout_problems(stored: pa.Table, staged: StagedEpisode) -> list[str]:
     """Frame counts the staged layout recorded that differ from the stored GOP rows'."""
     n_frames = dict(zip(stored["ref_id"].to_pylist(), stored["n_frames"].to_pylist(), strict=True))
     problems = []

@@ -1,5 +1,6 @@
 """Integrity checks on one stored episode: each returns an IntegrityResult saying what held and
-what did not, so any orchestrator (or a person at a prompt) can report it.
+what did not, so any orchestrator (or a person at a prompt) can report it. ``RowRefs`` joins
+rows with the gops.lance rows they point at; the ingest audit and ``robodata verify`` use it too.
 
 >>> check_references("data/demo", 0).passed  # doctest: +SKIP
 True
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -18,7 +20,6 @@ from robodata.format.alignment import alignment_tolerance_ns
 from robodata.format.ids import episode_filter, ref_id_filters
 from robodata.format.schema import GOPS_SCHEMA, METADATA_KEY, DatasetMetadata, read_metadata, ref_columns
 from robodata.format.tables import gops_uri, open_frames, open_table
-from robodata.reader.dataset import open_dataset
 
 REQUIRED_METADATA = (
     "control_hz",
@@ -154,15 +155,14 @@ def row_count_result(rows: int, expected_rows: int, label: str) -> IntegrityResu
     return IntegrityResult(True, f"{label} has all {rows} rows", details)
 
 
-def check_sample_decodes(
-    dataset_uri: str,
-    episode_index: int,
-    samples: int = 8,
-    seed: int = 0,
-    storage_options: dict | None = None,
-) -> IntegrityResult:
-    """``samples`` random rows of the episode decode, every camera, to the recorded frame size."""
-    ds = open_dataset(dataset_uri, storage_options=storage_options)
+def check_sample_decodes(ds: Any, episode_index: int, samples: int = 8, seed: int = 0) -> IntegrityResult:
+    """``samples`` random rows of the episode decode, every camera, to the recorded frame size,
+    read through ``ds``, an opened dataset (``robodata.open(uri)``): the caller opens it, so this
+    room stays below the reader that imports it for its checksums.
+
+    >>> check_sample_decodes(robodata.open("data/demo"), 0).passed  # doctest: +SKIP
+    True
+    """
     positions = np.flatnonzero(ds.to_table(columns=["episode_index"])["episode_index"].to_numpy() == episode_index)
     if len(positions) == 0:
         return IntegrityResult(False, f"episode {episode_index} has no rows")

@@ -9,8 +9,8 @@ import numpy as np
 import robodata
 from robodata.cli import main as cli
 from robodata.format.tables import gops_uri
-from robodata.reader.verify import verify_dataset
-from robodata_tests.reader.test_corruption import flip_gop_bytes
+from robodata.integrity.verify import verify_dataset
+from robodata_tests.integrity.test_corruption import flip_gop_bytes
 
 TOP = "observation_images_top"
 
@@ -58,9 +58,9 @@ def test_verify_reports_rows_pointing_at_missing_gops(dataset_copy):
 
 def test_decode_finds_a_gop_whose_frames_have_the_wrong_size(dataset_copy, capsys):
     """A GOP row whose bytes (and checksum) are another camera's: only decoding can tell."""
-    from robodata.format.checksum import gop_checksum
     from robodata.format.schema import GOPS_SCHEMA
     from robodata.format.tables import append_or_create
+    from robodata.integrity.gop_checksums import gop_checksum
 
     gops = lance.dataset(gops_uri(dataset_copy))
     columns = [f.name for f in GOPS_SCHEMA if f.name != "gop"]

@@ -12,7 +12,7 @@ from robodata.format.tables import gops_uri
 from robodata.format.versions import current_versions
 from robodata.ingest import read_upload
 from robodata.ingest.writer import write_frames, write_gops
-from robodata_tests.reader.test_corruption import flip_gop_bytes
+from robodata_tests.integrity.test_corruption import flip_gop_bytes
 
 
 def _stage(root: str, upload) -> tuple:

@@ -8,7 +8,7 @@ removes it after its frames commit; the two-step path keeps its layout record,
 then reads every record here, then the frames versions, so a GOP is either listed in a record,
 referenced by a frames version, or touched by a GOP commit later than the one garbage collection
 read (which makes its delete conflict): see docs/reliability.md. Ingest writes these records and
-edits read them, so they live here, below both.
+edits (garbage collection) read them, so they live in this room, below both.
 """
 
 from __future__ import annotations

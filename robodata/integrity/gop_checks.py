@@ -8,6 +8,7 @@ runs it over every GOP; an ingest runs it over an episode's staged GOPs before c
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -16,9 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from robodata.codec import decode_gop_frames
-from robodata.format.checksum import CHECKSUM_COLUMN
-from robodata.reader.decode_pool import default_concurrency
-from robodata.reader.gop_checksums import checksum_problem
+from robodata.integrity.gop_checksums import CHECKSUM_COLUMN, checksum_problem
 
 GOP_COLUMNS = ["ref_id", "episode_index", "camera", "gop_index", "n_frames", "packet_sizes", "width", "height", "codec"]
 READ_CHUNK = 256  # GOPs per coalesced blob read: bounds memory on a dataset of any size
@@ -51,7 +50,7 @@ def check_gop_rows(gops, rows: pa.Table, *, decode: bool, concurrency: int | Non
     result = GopCheck()
     if CHECKSUM_COLUMN not in rows.column_names:
         result.unchecksummed = rows.num_rows
-    workers = concurrency or default_concurrency()
+    workers = concurrency or os.cpu_count() or 1  # one decoder per core, as the reader's decode pool
     with ThreadPoolExecutor(workers, thread_name_prefix="robodata-verify") as pool:
         for start in range(0, rows.num_rows, READ_CHUNK):
             chunk = rows.slice(start, READ_CHUNK).to_pylist()

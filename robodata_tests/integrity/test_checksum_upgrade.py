@@ -12,9 +12,9 @@ import robodata
 from robodata.cli import main as cli
 from robodata.errors import CorruptGopError, IncompatibleEpisodeError
 from robodata.format.tables import gops_uri
-from robodata.reader.verify import verify_dataset
+from robodata.integrity.verify import verify_dataset
 from robodata_tests.edits.test_edits import _gops_data_files
-from robodata_tests.reader.test_corruption import flip_gop_bytes
+from robodata_tests.integrity.test_corruption import flip_gop_bytes
 
 TOP = "observation_images_top"
 

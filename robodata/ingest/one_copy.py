@@ -1,0 +1,127 @@
+"""The keyed commits that leave one copy of an episode: its GOPs merged into gops.lance on
+``ref_id``, its rows merged into frames.lance on (episode_index, frame_index) in one commit that
+replaces any earlier copy, whatever other writers do at the same time; and the refusal of an
+upload that claims an episode_index holding a different episode.
+
+>>> version, labels = replace_episode_rows(root, rows, schema, recorded, "ep-1", False, None)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import lance
+import pyarrow as pa
+
+from robodata.errors import EpisodeIndexTakenError, IncompatibleEpisodeError
+from robodata.format.ids import episode_filter
+from robodata.format.keys import FRAMES_KEY, GOPS_KEY, declare_primary_key, with_primary_key
+from robodata.format.provenance import stored_upload_of, with_upload_fields
+from robodata.format.tables import create_once, frames_uri, gops_uri, open_table
+from robodata.ingest.camera_encoding import EncodedCamera
+from robodata.ingest.episode import EpisodeData
+from robodata.ingest.frame_rows import conform
+from robodata.ingest.label_counts import LabelCounts, count_labels
+from robodata.storage.deadlines import DeadlineExceeded, call_with_deadline
+
+
+def append_new_gops(
+    root: str, encoded: dict[str, EncodedCamera], episode_index: int, storage_options: dict | None
+) -> tuple[int, int, int]:
+    """Store the episode's GOPs; returns (rows appended, video bytes appended, version).
+
+    One ``merge_insert`` on ``ref_id`` (the declared key): a GOP not stored yet is inserted,
+    one already stored is rewritten in place with its identical bytes. The insert half is what
+    makes two writers of the same new episode leave one copy (Lance re-plans the later commit
+    as an update). The rewrite half is what makes reuse safe from garbage collection: a delete
+    planned on an older gops.lance version conflicts with it and starts over (see robodata.integrity.gop_leases).
+    """
+    table = pa.concat_tables([e.gops for e in encoded.values()])
+    created = create_once(gops_uri(root), table, with_primary_key(table.schema, GOPS_KEY), storage_options)
+    if created is not None:
+        return table.num_rows, _video_bytes(table), created.version
+    gops = declare_primary_key(open_table(gops_uri(root), storage_options), GOPS_KEY, storage_options)
+    stored = gops.to_table(columns=["ref_id"], filter=episode_filter(episode_index))["ref_id"]
+    new = pa.compute.invert(pa.compute.is_in(table["ref_id"], stored))
+    stats = gops.merge_insert(list(GOPS_KEY)).when_matched_update_all().when_not_matched_insert_all().execute(table)
+    return int(stats["num_inserted_rows"]), _video_bytes(table.filter(new)), gops.version
+
+
+def _video_bytes(gops: pa.Table) -> int:
+    return int(pa.compute.sum(pa.compute.list_flatten(gops["packet_sizes"])).as_py() or 0)
+
+
+def check_episode_index_free(episode: EpisodeData, root: str, storage_options: dict | None) -> None:
+    """EpisodeIndexTakenError if ``episode.episode_index`` holds a different episode (upload)."""
+    frames = open_table(frames_uri(root), storage_options)
+    stored = stored_upload_of(frames, episode.episode_index) if frames is not None else None
+    _refuse_if_taken(stored, episode.episode_id, episode.episode_index, root)
+
+
+def _refuse_if_taken(stored, episode_id: str, episode_index: int, root: str) -> None:
+    # An episode stored before upload ids were kept has an empty id: a re-ingest adopts it.
+    if stored is not None and stored.episode_id and stored.episode_id != episode_id:
+        raise EpisodeIndexTakenError(episode_index, episode_id, stored.episode_id, root)
+
+
+def replace_episode_rows(
+    root: str,
+    rows: pa.Table,
+    schema: pa.Schema,
+    recorded: list[str],
+    episode_id: str,
+    replace: bool,
+    storage_options: dict | None,
+) -> tuple[int, LabelCounts]:
+    """Make ``rows`` the episode's only rows in frames.lance, in one commit; returns the version
+    and how many labelled rows of the earlier copy were kept and dropped.
+
+    A ``merge_insert`` on (episode_index, frame_index), the declared key, with only the recorded
+    columns as its source: rows that still exist keep their annotation columns (a partial-schema
+    update leaves the columns it is not given untouched), new rows get nulls, and rows past the
+    new end are deleted. A new episode is committed with ``when_matched_fail``: if another
+    writer's copy lands first, Lance re-plans this commit, finds that copy and fails instead of
+    adding a second one; the episode is then re-committed as a re-ingest (same upload) or refused
+    (a different upload claiming the same episode_index). The first writer of a new dataset
+    creates frames.lance holding its rows (``create_once``); racing creators merge into it.
+    """
+    uri = frames_uri(root)
+    index = int(rows["episode_index"][0].as_py())
+    created = create_once(uri, rows, with_primary_key(schema, FRAMES_KEY), storage_options)
+    if created is not None:
+        return created.version, LabelCounts(0, 0)
+    frames = declare_primary_key(open_table(uri, storage_options), FRAMES_KEY, storage_options)
+    frames = _with_upload_columns(frames, storage_options)
+    for _ in range(3):
+        stored = stored_upload_of(frames, index)
+        if not replace:
+            _refuse_if_taken(stored, episode_id, index, root)
+        source = conform(rows, frames.schema).select([c for c in frames.schema.names if c in recorded])
+        labels = count_labels(frames, index, [c for c in frames.schema.names if c not in recorded], source.num_rows)
+        builder = frames.merge_insert(list(FRAMES_KEY))
+        builder = builder.when_matched_fail() if stored is None else builder.when_matched_update_all()
+        commit = builder.when_not_matched_insert_all().when_not_matched_by_source_delete(episode_filter(index))
+        try:
+            call_with_deadline(uri, storage_options, commit.execute, source)
+            return frames.version, labels
+        except DeadlineExceeded:
+            raise
+        except (OSError, ValueError):
+            latest = open_table(uri, storage_options)
+            if stored is not None or stored_upload_of(latest, index) is None:
+                raise  # not the race this handles
+            frames = latest  # a racing writer stored the episode first: go again as a re-ingest
+    raise RuntimeError(f"{uri}: episode {index} kept changing under this commit; try again")
+
+
+def _with_upload_columns(frames: lance.LanceDataset, storage_options) -> lance.LanceDataset:
+    """``frames`` with the upload columns (added, all null, to a dataset written before them)."""
+    missing = [f for f in with_upload_fields(frames.schema) if f.name not in frames.schema.names]
+    if not missing:
+        return frames
+    try:
+        frames.add_columns(missing)
+    except (OSError, ValueError):
+        pass  # another writer added them first
+    frames = open_table(frames.uri, storage_options)
+    if any(f.name not in frames.schema.names for f in missing):
+        raise IncompatibleEpisodeError(f"{frames.uri}: could not add the upload columns {[f.name for f in missing]}")
+    return frames
