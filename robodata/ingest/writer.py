@@ -300,7 +300,7 @@ def stored_settings(dataset_uri: str, storage_options: dict | None = None) -> En
         frames = open_table(frames_uri(dataset_uri), storage_options)
     if frames is None:
         return EncoderSettings()
-    meta = read_metadata(frames.schema)
+    meta = read_metadata(frames.schema, dataset_uri)
     return EncoderSettings.described(meta.gop_size, meta.codec)
 
 
@@ -388,7 +388,7 @@ def _frames_schema(episode: EpisodeData, meta: DatasetMetadata, dataset_uri: str
         frames = open_table(frames_uri(dataset_uri), storage_options)
     if frames is None:
         return with_upload_fields(_with_extra_fields(frames_schema(meta), episode))
-    problems = read_metadata(frames.schema).compatible_with(meta)
+    problems = read_metadata(frames.schema, dataset_uri).compatible_with(meta)
     if problems:
         raise IncompatibleEpisodeError(f"{episode.origin or episode.episode_id}: " + "; ".join(problems))
     return with_upload_fields(frames.schema)  # a dataset from before upload columns gets them on commit
