@@ -6,8 +6,8 @@ import os
 
 import numpy as np
 
-from robodata.bench.profiling import profile_call
-from robodata.bench.scenarios import ROW_COLUMNS, Pair, window_offsets
+from benchmarks.profiling import profile_call
+from benchmarks.scenarios import ROW_COLUMNS, Pair, window_offsets
 from robodata.format.schema import ref_columns
 from robodata.reader import open_dataset
 

@@ -17,16 +17,16 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from robodata.bench import plots
-from robodata.bench.aims import evaluate_aims, explain_misses
-from robodata.bench.ingest_speed import summarize, timed_ingest
-from robodata.bench.lerobot_baseline import LeRobotLayoutReader, real_lerobot_dataset
-from robodata.bench.loader import measure_loaders
-from robodata.bench.pairing import baseline_rows
-from robodata.bench.report import headline_table, render_report
-from robodata.bench.scenarios import Pair, scenario_a, scenario_b, scenario_c, scenario_real_lerobot
-from robodata.bench.storage import layout_storage, quality_sample
-from robodata.bench.sweep import storage_matched_point, sweep_gop_sizes
+from benchmarks import plots
+from benchmarks.aims import evaluate_aims, explain_misses
+from benchmarks.ingest_speed import summarize, timed_ingest
+from benchmarks.lerobot_baseline import LeRobotLayoutReader, real_lerobot_dataset
+from benchmarks.loader import measure_loaders
+from benchmarks.pairing import baseline_rows
+from benchmarks.report import headline_table, render_report
+from benchmarks.scenarios import Pair, scenario_a, scenario_b, scenario_c, scenario_real_lerobot
+from benchmarks.storage import layout_storage, quality_sample
+from benchmarks.sweep import storage_matched_point, sweep_gop_sizes
 from robodata.codec import EncoderSettings
 from robodata.interop import export_lerobot
 from robodata.reader import open_dataset
@@ -327,7 +327,7 @@ def _baseline_facts(reader: LeRobotLayoutReader, export_seconds: float, real_mea
         "episodes_per_video_file": len(reader.episodes) * len(reader.video_keys) / len(files),
         "encoding": {k.removeprefix("video."): v for k, v in video_info.items() if k.startswith("video.")},
         "export_seconds": export_seconds,
-        "reader": "re-implementation of LeRobot's PyAV video backend (robodata.bench.lerobot_baseline)",
+        "reader": "re-implementation of LeRobot's PyAV video backend (benchmarks.lerobot_baseline)",
         "lerobot_package": "importable: LeRobotDataset measured too" if real_measured else "not importable",
     }
 

@@ -3,7 +3,7 @@ and 128, robodata against the LeRobot-layout baseline fed through the same DataL
 order); ``robodata.torch.LeRobotCompatDataset`` against the same baseline; per-worker memory at
 1M and 10M rows; time to the first batch by worker start method; resident memory over a long run.
 
-Run ``robodata bench-loader`` (``--help`` for sizes). Needs the ``torch`` extra.
+Run ``robodata bench loader`` (``--help`` for sizes). Needs the ``torch`` extra.
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def baseline_throughput(root: str, *, num_workers: int, batch_size: int, samples
 
 
 class LeRobotLayoutTorchDataset:
-    """Map-style dataset over ``robodata.bench.lerobot_baseline.LeRobotLayoutReader``: one
+    """Map-style dataset over ``benchmarks.lerobot_baseline.LeRobotLayoutReader``: one
     ``__getitem__`` per sample, as LeRobotDataset is used. Opened lazily in each worker."""
 
     def __init__(self, root: str) -> None:
@@ -188,7 +188,7 @@ class LeRobotLayoutTorchDataset:
     @property
     def reader(self):
         if self._reader is None:
-            from robodata.bench.lerobot_baseline import LeRobotLayoutReader
+            from benchmarks.lerobot_baseline import LeRobotLayoutReader
 
             self._reader = LeRobotLayoutReader(self.root)
         return self._reader
@@ -215,7 +215,7 @@ class LeRobotLayoutTorchDataset:
 
 def baseline_available() -> bool:
     try:
-        import robodata.bench.lerobot_baseline  # noqa: F401
+        import benchmarks.lerobot_baseline  # noqa: F401
         import robodata.interop.lerobot_export  # noqa: F401
     except ImportError:
         return False
@@ -345,7 +345,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"\nDataLoader throughput ({uri}, {os.cpu_count()} CPUs)\n")
     print(format_throughput(rows))
     if not baseline_root:
-        reason = "cameras were restricted" if cameras else "robodata.bench.lerobot_baseline is not installed"
+        reason = "cameras were restricted" if cameras else "benchmarks.lerobot_baseline is not installed"
         print(f"\n(no LeRobot-layout baseline column: {reason})")
     compat = []
     for workers in args.compat_workers:
@@ -367,7 +367,7 @@ def main(args: argparse.Namespace) -> int:
         print(format_throughput(compat))
     scale = []
     for count in args.scale_rows:
-        from robodata.bench.loader_scale import synthetic_dataset, worker_memory
+        from benchmarks.loader_scale import synthetic_dataset, worker_memory
 
         synthetic = synthetic_dataset(uri, count, str(Path(workdir) / f"rows-{count}"))
         scale.append(worker_memory(synthetic))
@@ -389,7 +389,7 @@ def main(args: argparse.Namespace) -> int:
                 )
     first_batch = []
     if args.first_batch:
-        from robodata.bench.loader_scale import first_batch_times
+        from benchmarks.loader_scale import first_batch_times
 
         first_batch = first_batch_times(uri)
         print(

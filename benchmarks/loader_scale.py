@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from robodata.bench.loader import _rss
+from benchmarks.loader import _rss
 
 _CHUNK_ROWS = 1 << 20
 
@@ -128,7 +128,7 @@ def first_batch_times(uri: str) -> list[dict]:
     (so nothing is imported or started beforehand)."""
     out = []
     for method in ("spawn", "forkserver"):
-        code = f"from robodata.bench.loader_scale import _probe_first_batch; _probe_first_batch({uri!r}, {method!r})"
+        code = f"from benchmarks.loader_scale import _probe_first_batch; _probe_first_batch({uri!r}, {method!r})"
         started = time.perf_counter()
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
         if done.returncode != 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from robodata.bench.lerobot_baseline import LeRobotLayoutReader
+from benchmarks.lerobot_baseline import LeRobotLayoutReader
 from robodata.ingest.alignment import nearest_frames
 from robodata.interop.lerobot_format import camera_time_column
 from robodata.reader import RoboDataset

@@ -1,6 +1,6 @@
 """Read-path benchmark: sequential decode, single-frame and batched random reads, each against
 the decode bound (sequential decode frames/s x 2/(G+1), the cost of decoding half a GOP on
-average). Run ``robodata bench-readpath`` or ``python -m robodata.bench.readpath``.
+average). Run ``robodata bench readpath`` or ``python -m benchmarks readpath``.
 """
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -146,6 +145,13 @@ def format_table(figures: dict[str, float]) -> str:
     return "\n".join(lines)
 
 
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", default=None, help="an existing dataset; default: fresh sample data")
+    p.add_argument("--episodes", type=int, default=4, help="sample episodes to generate (without --dataset)")
+    p.add_argument("--seconds", type=float, default=6.0, help="length of each sample episode")
+    p.add_argument("--samples", type=int, default=200, help="random reads timed per measurement")
+
+
 def main(args: argparse.Namespace) -> int:
     uri = args.dataset
     if uri is None:
@@ -160,12 +166,3 @@ def main(args: argparse.Namespace) -> int:
     figures = measure_readpath(open_dataset(uri), samples=args.samples, progress=True)
     print(format_table(figures))
     return 0
-
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--dataset", default=None)
-    parser.add_argument("--episodes", type=int, default=4)
-    parser.add_argument("--seconds", type=float, default=6.0)
-    parser.add_argument("--samples", type=int, default=200)
-    sys.exit(main(parser.parse_args()))

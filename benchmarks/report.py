@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from robodata.bench.loader import format_throughput
+from benchmarks.loader import format_throughput
 
 SECTIONS = (
     "## Aims",
@@ -174,7 +174,7 @@ def render_report(results: dict) -> str:
         "A real `torch.utils.data.DataLoader` (spawned workers) over robodata's map-style adapter, whose "
         "`__getitems__` reads each batch with one `take_blobs_decoded`, against the same DataLoader over the "
         "LeRobot-layout baseline reader fed one sample at a time; all cameras, random order. Steady samples/s "
-        "after the first batch (worker start-up is in 'first batch s'). `robodata bench-loader` runs a longer "
+        "after the first batch (worker start-up is in 'first batch s'). `robodata bench loader` runs a longer "
         "grid and the resident-memory run.",
         format_throughput(results["loader"]) if results["loader"] else "Not measured: install the `torch` extra.",
         SECTIONS[6],
@@ -220,7 +220,7 @@ def _method(results: dict) -> str:
     return "\n".join(
         [
             "- The baseline reader is a **re-implementation** of LeRobot's PyAV video backend, not LeRobot itself "
-            "(`robodata/bench/lerobot_baseline.py`). It mirrors, from huggingface/lerobot (main, Aug 2026): "
+            "(`benchmarks/lerobot_baseline.py`). It mirrors, from huggingface/lerobot (main, Aug 2026): "
             "`lerobot.datasets.video_utils.decode_video_frames_pyav` (successor of "
             '`decode_video_frames_torchvision(..., backend="pyav")`): per sample, open the camera\'s MP4, seek backward '
             "to the keyframe before the timestamp (episode `from_timestamp` + frame timestamp), decode forward, take the "

@@ -1,10 +1,10 @@
-"""``python -m robodata.bench OUT_DIR [--episodes N --seconds S --small]``: the benchmark report."""
+"""The ``report`` scenario (``robodata bench OUT``, ``python -m benchmarks OUT``): robodata against
+the LeRobot v3 layout, with plots; with ``--peers VENV`` against the real LeRobot 0.6.1 and
+lerobot-lancedb's ``LanceDBDataset``."""
 
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -40,10 +40,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     peers.add_argument("--nice", type=int, default=0, help="niceness of the measuring processes (shared machines)")
 
 
-def run(args: argparse.Namespace, command: str) -> int:
+def main(args: argparse.Namespace) -> int:
+    command = args.command_line
     if args.peers:
         return _run_peers(args, command)
-    from robodata.bench.harness import run_benchmark  # heavy (matplotlib, Lance): only when running
+    from benchmarks.harness import run_benchmark  # heavy (matplotlib, Lance): only when running
     from robodata.storage import env_storage_options
 
     version = int(args.version) if args.version and args.version.isdigit() else args.version
@@ -65,8 +66,8 @@ def run(args: argparse.Namespace, command: str) -> int:
 def _run_peers(args: argparse.Namespace, command: str) -> int:
     from dataclasses import replace
 
-    from robodata.bench.peer_harness import Footage, run_peer_benchmark  # heavy: only when running
-    from robodata.bench.peer_scenarios import PeerConfig
+    from benchmarks.peers.peer_harness import Footage, run_peer_benchmark  # heavy: only when running
+    from benchmarks.peers.peer_scenarios import PeerConfig
 
     config = PeerConfig.small() if args.small else PeerConfig()
     config = replace(config, rounds=args.rounds or config.rounds)
@@ -95,14 +96,3 @@ def _run_peers(args: argparse.Namespace, command: str) -> int:
     print(result.table_markdown)
     print(f"\nwrote {result.report_path}, {result.results_path} and {len(result.plots)} plot")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m robodata.bench", description=__doc__)
-    configure(parser)
-    return run(parser.parse_args(argv), shlex.join(["python", "-m", "robodata.bench", *argv]))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import lance
 
-from robodata.bench.readpath import format_table
+from benchmarks.readpath import format_table
 from robodata.storage import fsspec_filesystem, is_remote, join_uri
 
 REPORTS_DIR = "reports"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robodata.bench.lerobot_baseline import LeRobotLayoutReader
+from benchmarks.lerobot_baseline import LeRobotLayoutReader
 from robodata.reader import RoboDataset
 
 ROW_COLUMNS = ["episode_index", "frame_index", "timestamp_ns", "observation_state", "action"]

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.compute as pc
 
-from robodata.bench.lerobot_baseline import LeRobotLayoutReader
-from robodata.bench.quality import jpeg_roundtrip, psnr
+from benchmarks.lerobot_baseline import LeRobotLayoutReader
+from robodata.codec.quality import jpeg_roundtrip, psnr
 from robodata.format.ids import episode_filter
 from robodata.format.schema import ref_columns
 from robodata.format.tables import gops_uri, open_table

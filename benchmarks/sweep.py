@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from robodata.bench.ingest_speed import summarize, timed_ingest
-from robodata.bench.readpath import measure_readpath
-from robodata.bench.storage import quality_sample, storage_figures
+from benchmarks.ingest_speed import summarize, timed_ingest
+from benchmarks.readpath import measure_readpath
+from benchmarks.storage import quality_sample, storage_figures
 from robodata.format.ids import camera_filter
 from robodata.format.schema import camera_of
 from robodata.format.tables import gops_uri, open_table

@@ -1,4 +1,4 @@
-"""``robodata bench-upkeep``: read costs on a dataset of many small appends, before and after
+"""``robodata bench upkeep``: read costs on a dataset of many small appends, before and after
 upkeep (compaction, version cleanup, scalar indexes), on a local disk and on s3:// (moto).
 
 Each episode is one ingest (1 s, one 32x32 camera: cheap to write), so the tables grow one
@@ -40,7 +40,7 @@ def main(args: argparse.Namespace) -> int:
             f"{'batch64 ms':>11} {'filter ms':>10} {'upkeep s':>9}"
         )
         if "s3" in args.where:
-            from robodata.bench.moto_server import local_s3
+            from benchmarks.moto_server import local_s3
 
             with local_s3() as s3:
                 uri = s3.uri("upkeep/ds")
@@ -59,7 +59,7 @@ def _write_new_episodes(root: str, episodes: int) -> None:
 
     import lance
 
-    from robodata.bench.tiny_episodes import tiny_episode
+    from benchmarks.tiny_episodes import tiny_episode
     from robodata.format.tables import frames_uri, open_table
     from robodata.ingest import writer
 

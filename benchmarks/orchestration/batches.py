@@ -1,10 +1,10 @@
-"""``robodata bench-batches``: the same episodes ingested through Dagster as one run per episode
+"""``robodata bench batches``: the same episodes ingested through Dagster as one run per episode
 (per-episode partitions) and as one run per batch (``ROBODATA_PARTITIONING=batch``): runs,
 partitions, wall time and the Lance versions each leaves.
 
 Both run in this process (``dg.materialize`` on an ephemeral instance, checks included), so the
 per-run cost measured is Dagster's run bookkeeping, not process start-up, which a run launcher
-adds per run on top (see ``robodata bench-landing``).
+adds per run on top (see ``robodata bench landing``).
 """
 
 from __future__ import annotations

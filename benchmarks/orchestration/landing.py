@@ -1,4 +1,4 @@
-"""``robodata bench-landing``: how long an episode takes from a complete upload to rows a reader
+"""``robodata bench landing``: how long an episode takes from a complete upload to rows a reader
 sees, through the ingest job exactly as Dagster's run launcher starts it (a fresh process that
 loads the code location and executes the run).
 
@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -70,13 +72,15 @@ def _run_job(executor: str, key: str, root: Path, uploads: Path, home: Path) -> 
         ROBODATA_UPLOADS=str(uploads),
         DAGSTER_HOME=str(home),
         ROBODATA_PARTITIONING="episode",
+        # dagster loads benchmarks.orchestration.landing_defs: the checkout must be importable.
+        PYTHONPATH=os.pathsep.join(p for p in (str(CHECKOUT), os.environ.get("PYTHONPATH", "")) if p),
     )
     command = [
         os.path.join(os.path.dirname(sys.executable), "dagster"),
         "job",
         "execute",
         "-m",
-        "robodata.orchestration_bench.landing_defs",
+        "benchmarks.orchestration.landing_defs",
         "-j",
         job,
         "--tags",

@@ -1,5 +1,5 @@
 """The project's definitions plus the ingest job on Dagster's multiprocess executor (a process per
-step), for ``robodata bench-landing`` to compare against the in-process job."""
+step), for ``robodata bench landing`` to compare against the in-process job."""
 
 import dagster as dg
 

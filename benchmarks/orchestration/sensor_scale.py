@@ -1,4 +1,4 @@
-"""``robodata bench-sensor``: the upload sensor's tick time and cursor size at thousands of
+"""``robodata bench sensor``: the upload sensor's tick time and cursor size at thousands of
 uploads in an s3:// prefix (moto's server on 127.0.0.1).
 
 Uploads are tiny (an ``episode.json`` and a ``states.parquet`` of a few bytes): only the listing
@@ -24,7 +24,7 @@ from unittest import mock
 
 import dagster as dg
 
-from robodata.bench.moto_server import LocalS3, local_s3
+from benchmarks.moto_server import LocalS3, local_s3
 
 
 def configure(p: argparse.ArgumentParser) -> None:

@@ -3,7 +3,7 @@
 Runs with the peers' Python (``scripts/peers.sh`` installs gym-aloha, MuJoCo and PyAV there), so
 it imports nothing from robodata: robodata's own process only reads what this writes.
 
-    MUJOCO_GL=osmesa PYOPENGL_PLATFORM=osmesa .peers-venv/bin/python robodata/bench/aloha_render.py \
+    MUJOCO_GL=osmesa PYOPENGL_PLATFORM=osmesa .peers-venv/bin/python benchmarks/peers/aloha_render.py \
         OUT --episodes 3 --steps 100
 
 Each episode folder holds three 640x480 cameras at 50 fps (the sim's ``top``, ``angle`` and

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from robodata.bench.peer_protocol import run_job
-from robodata.bench.peer_storage import psnr_figures, quality_camera
-from robodata.bench.storage import camera_frame_counts, quality_sample, video_bytes
+from benchmarks.peers.peer_protocol import run_job
+from benchmarks.peers.peer_storage import psnr_figures, quality_camera
+from benchmarks.storage import camera_frame_counts, quality_sample, video_bytes
 from robodata.codec import EncoderSettings
 from robodata.ingest import ingest_episode
 from robodata.reader import open_dataset

@@ -18,16 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
-from robodata.bench.footage import benchmark_uploads
-from robodata.bench.gop_crf_sweep import choose_default, sweep_gop_crf, sweep_table
-from robodata.bench.harness import BenchmarkResult, _dataset_facts, _json_default, _machine
-from robodata.bench.ingest_speed import summarize as summarize_ingest
-from robodata.bench.ingest_speed import timed_ingest
-from robodata.bench.lerobot_baseline import LeRobotLayoutReader
-from robodata.bench.pairing import baseline_rows
-from robodata.bench.peer_protocol import peer_python, run_job
-from robodata.bench.peer_report import render_peer_report, side_by_side_table, write_peer_plot
-from robodata.bench.peer_scenarios import (
+from benchmarks.harness import BenchmarkResult, _dataset_facts, _json_default, _machine
+from benchmarks.ingest_speed import summarize as summarize_ingest
+from benchmarks.ingest_speed import timed_ingest
+from benchmarks.lerobot_baseline import LeRobotLayoutReader
+from benchmarks.pairing import baseline_rows
+from benchmarks.peers.footage import benchmark_uploads
+from benchmarks.peers.gop_crf_sweep import choose_default, sweep_gop_crf, sweep_table
+from benchmarks.peers.peer_protocol import peer_python, run_job
+from benchmarks.peers.peer_report import render_peer_report, side_by_side_table, write_peer_plot
+from benchmarks.peers.peer_scenarios import (
     SYSTEMS,
     PeerConfig,
     System,
@@ -39,9 +39,9 @@ from robodata.bench.peer_scenarios import (
     scenario_jobs,
     summarize,
 )
-from robodata.bench.peer_storage import peer_storage
-from robodata.bench.profiling import Profile, profile_from_own_times
-from robodata.bench.scenarios import Pair, window_offsets
+from benchmarks.peers.peer_storage import peer_storage
+from benchmarks.profiling import Profile, profile_from_own_times
+from benchmarks.scenarios import Pair, window_offsets
 from robodata.codec import EncoderSettings
 from robodata.interop import export_lerobot
 from robodata.reader import open_dataset

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from robodata.bench.peer_runner import PROTOCOL, RESULT_PREFIX
+from benchmarks.peers.peer_runner import PROTOCOL, RESULT_PREFIX
 
 RUNNER = Path(__file__).with_name("peer_runner.py")
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robodata.bench.peer_scenarios import AIMS, SYSTEMS
-from robodata.bench.report import headline_table, missed_aim_lines
+from benchmarks.peers.peer_scenarios import AIMS, SYSTEMS
+from benchmarks.report import headline_table, missed_aim_lines
 
 COLUMNS = [(s.key, s.label) for s in SYSTEMS]
 
@@ -190,9 +190,9 @@ def _method(results: dict) -> str:
             "`take_windows`, the peers `delta_timestamps` of k / fps); another process runs D. Each process warms up "
             "on one sample before timing.",
             "- Peers run in their own venv (`scripts/peers.sh`: Python 3.12, lerobot[dataset]==0.6.1, "
-            "lerobot-lancedb==0.3.1, torchcodec on Debian's FFmpeg 5) through `robodata/bench/peer_runner.py`, "
+            "lerobot-lancedb==0.3.1, torchcodec on Debian's FFmpeg 5) through `benchmarks/peers/peer_runner.py`, "
             "`return_uint8=True`; robodata runs the same runner with its own Python.",
-            "- Rows pair by the camera frame they show (`robodata/bench/pairing.py`), so every system decodes the "
+            "- Rows pair by the camera frame they show (`benchmarks/pairing.py`), so every system decodes the "
             "same pictures; at the camera rate one robodata row is one LeRobot frame when control and camera rates "
             "match (gym-aloha: 50 Hz both).",
             "- Bytes per camera frame: robodata's GOP bytes; LeRobot's MP4 bytes; LanceDB's videos.lance folder. "

@@ -8,7 +8,7 @@ file imports only the standard library at the top, so it runs in either environm
 
     echo '{"system": "lerobot", "root": "bench_out/work/lerobot", "backend": "torchcodec",
            "measurements": [{"name": "A", "kind": "sample", "indices": [5, 17]}]}' \
-        | .peers-venv/bin/python robodata/bench/peer_runner.py
+        | .peers-venv/bin/python benchmarks/peers/peer_runner.py
 
 Kinds of measurement (each times every call; ``indices`` are the system's own sample indices):
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robodata.bench.aims import _aim
+from benchmarks.aims import _aim
 from robodata.reader.sampler import RowSampler
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from robodata.bench.lerobot_baseline import LeRobotLayoutReader
-from robodata.bench.storage import camera_frame_counts, mean_psnr, quality_sample, video_bytes
+from benchmarks.lerobot_baseline import LeRobotLayoutReader
+from benchmarks.storage import camera_frame_counts, mean_psnr, quality_sample, video_bytes
 from robodata.reader import RoboDataset
 
 

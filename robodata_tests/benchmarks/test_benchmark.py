@@ -12,11 +12,11 @@ import pytest
 from PIL import Image
 
 import robodata
-from robodata.bench.harness import BenchmarkConfig, run_benchmark
-from robodata.bench.lerobot_baseline import FrameTimestampError, LeRobotLayoutReader, decode_video_frames_pyav
-from robodata.bench.pairing import baseline_rows
-from robodata.bench.quality import psnr
-from robodata.bench.report import SECTIONS
+from benchmarks.harness import BenchmarkConfig, run_benchmark
+from benchmarks.lerobot_baseline import FrameTimestampError, LeRobotLayoutReader, decode_video_frames_pyav
+from benchmarks.pairing import baseline_rows
+from benchmarks.report import SECTIONS
+from robodata.codec.quality import psnr
 from robodata.format.schema import ref_columns
 
 pytestmark = pytest.mark.slow  # the module's fixture runs the whole (tiny) benchmark
@@ -178,11 +178,11 @@ def test_baseline_rejects_a_timestamp_off_the_frame_grid(run):
     assert decode_video_frames_pyav(path, [1 / reader.fps], 1e-4).shape[0] == 1
 
 
-def test_cli_registers_bench(capsys):
+def test_cli_registers_the_report_scenario(capsys):
     from robodata.cli import main
 
     with pytest.raises(SystemExit) as exit_:
-        main(["bench", "--help"])
+        main(["bench", "report", "--help"])
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     for option in ("OUT_DIR".lower(), "--episodes", "--seconds", "--small", "--dataset"):
@@ -192,7 +192,7 @@ def test_cli_registers_bench(capsys):
 def test_an_existing_dataset_is_measured_at_its_version_and_left_unchanged(run, tmp_path):
     from dataclasses import replace
 
-    from robodata.bench import run_benchmark as exported
+    from benchmarks import run_benchmark as exported
 
     ingested = run.dataset_uri  # the first run's dataset, measured as an existing one
     before = robodata.open(ingested)

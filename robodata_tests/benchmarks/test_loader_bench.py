@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from robodata.bench.loader import _rss, format_throughput, robodata_throughput, tree_rss
+from benchmarks.loader import _rss, format_throughput, robodata_throughput, tree_rss
 
 
 def test_tree_rss_counts_child_processes():

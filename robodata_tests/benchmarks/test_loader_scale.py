@@ -1,12 +1,12 @@
-"""bench-loader's scale parts: synthetic rows over real GOPs, per-worker memory, compat throughput."""
+"""The loader scenario's scale parts: synthetic rows over real GOPs, per-worker memory, compat throughput."""
 
 from __future__ import annotations
 
 import numpy as np
 
 import robodata
-from robodata.bench.loader import compat_throughput
-from robodata.bench.loader_scale import synthetic_dataset, worker_memory
+from benchmarks.loader import compat_throughput
+from benchmarks.loader_scale import synthetic_dataset, worker_memory
 
 
 def test_synthetic_rows_repeat_the_base_as_new_episodes(ingested, tmp_path):
@@ -32,7 +32,7 @@ def test_compat_throughput_reads_the_asked_samples(ingested):
 
 
 def test_first_batch_is_timed_for_both_start_methods_in_fresh_processes(ingested):
-    from robodata.bench.loader_scale import first_batch_times
+    from benchmarks.loader_scale import first_batch_times
 
     figures = first_batch_times(ingested)
     assert [f["start_method"] for f in figures] == ["spawn", "forkserver"]

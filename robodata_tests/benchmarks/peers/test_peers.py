@@ -12,12 +12,12 @@ import pytest
 from PIL import Image
 
 import robodata
-from robodata.bench.footage import benchmark_uploads, gym_aloha_available
-from robodata.bench.gop_crf_sweep import choose_default, mark_frontier, sweep_table
-from robodata.bench.peer_protocol import PeerRunError, parse_runner_output, peer_python, run_job
-from robodata.bench.peer_report import render_peer_report, side_by_side_table, write_peer_plot
-from robodata.bench.peer_runner import RESULT_PREFIX
-from robodata.bench.peer_scenarios import (
+from benchmarks.peers.footage import benchmark_uploads, gym_aloha_available
+from benchmarks.peers.gop_crf_sweep import choose_default, mark_frontier, sweep_table
+from benchmarks.peers.peer_protocol import PeerRunError, parse_runner_output, peer_python, run_job
+from benchmarks.peers.peer_report import render_peer_report, side_by_side_table, write_peer_plot
+from benchmarks.peers.peer_runner import RESULT_PREFIX
+from benchmarks.peers.peer_scenarios import (
     SYSTEMS,
     PeerConfig,
     loader_rows_match,
@@ -27,8 +27,8 @@ from robodata.bench.peer_scenarios import (
     scenario_jobs,
     summarize,
 )
-from robodata.bench.peer_storage import psnr_figures, quality_camera
-from robodata.bench.quality import psnr
+from benchmarks.peers.peer_storage import psnr_figures, quality_camera
+from robodata.codec.quality import psnr
 
 
 # --- the runner protocol -------------------------------------------------------------------------
@@ -292,7 +292,7 @@ def test_cli_offers_the_peers_options(capsys):
     from robodata.cli import main
 
     with pytest.raises(SystemExit):
-        main(["bench", "--help"])
+        main(["bench", "report", "--help"])
     out = capsys.readouterr().out
     for option in ("--peers", "--source", "--rounds", "--gop-size", "--crf"):
         assert option in out
