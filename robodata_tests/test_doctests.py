@@ -16,6 +16,7 @@ PACKAGE = Path(robodata.__file__).parent
 RUN = [
     "robodata.codec.codecs",
     "robodata.codec.settings",
+    "robodata.codec.quality",
     "robodata.format.alignment",
     "robodata.format.ids",
     "robodata.format.schema",
