@@ -94,7 +94,7 @@ def report(dataset: str, out: Path) -> dict:
     ds = open_dataset(dataset)
     column = ds.image_columns[0]
     rows = np.linspace(0, len(ds) - 1, 24).astype(int)
-    frames = ds.take_blobs_decoded(rows, column)[column]
+    frames = ds.get_frames(rows, cameras=column)[column]
     jpeg = [jpeg_roundtrip(f, 90) for f in frames]
     video_per_frame = _video_bytes_per_frame(ds, column)
     summary["video_vs_jpeg"] = {

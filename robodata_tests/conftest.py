@@ -103,7 +103,7 @@ def _markers(item: pytest.Item) -> set[str]:
     callspec = getattr(item, "callspec", None)  # e.g. test_doctests' module names
     if callspec and any(isinstance(v, str) and v.startswith("robodata.defs") for v in callspec.params.values()):
         found.add("dagster")
-    if module and (_uses(module, "torch") or _uses(module, "robodata.reader.torch_dataset")):
+    if module and (_uses(module, "torch") or _uses(module, "robodata.torch.torch_dataset")):
         found.add("torch")
     return found
 

@@ -290,7 +290,7 @@ class _Writer:
                 keep = set(np.linspace(0, len(offsets) - 1, min(_STAT_FRAMES, len(offsets))).astype(int).tolist())
                 sampled = samples[episode.lerobot_index].setdefault(key, [])
                 for batch in range(0, len(offsets), _DECODE_BATCH):
-                    frames = self.ds.take_blobs_decoded(offsets[batch : batch + _DECODE_BATCH], column)[column]
+                    frames = self.ds.get_frames(offsets[batch : batch + _DECODE_BATCH], cameras=column)[column]
                     for j, rgb in enumerate(frames):
                         video.add(rgb)
                         if batch + j in keep:

@@ -32,11 +32,13 @@ from robodata.format import stats as feature_stats
 from robodata.format.provenance import UPLOAD_COLUMNS
 from robodata.format.schema import image_column, ref_columns
 from robodata.interop.lerobot_format import ACTION, STATE, feature_of_arrow, video_key
-from robodata.reader.batch_reader import BatchReader, checked_indices
-from robodata.reader.dataset import _to_numpy, open_dataset
+from robodata.reader import open_dataset
+from robodata.reader import to_numpy as _to_numpy
 from robodata.reader.row_index import SharedArrays
-from robodata.reader.sampler import PlannedBatch, RowSampler
-from robodata.reader.torch_dataset import (
+from robodata.torch.batch_reader import BatchReader, checked_indices
+from robodata.torch.delta_timestamps import resolve_delta_timestamps
+from robodata.torch.sampler import PlannedBatch, RowSampler
+from robodata.torch.torch_dataset import (
     SampleBatch,
     adopt_shared_rows,
     finish_sending_before_exit,
@@ -102,7 +104,7 @@ class LeRobotCompatDataset(Dataset):
         self.tolerance_s = float(tolerance_s)
         self.control_hz = float(ds.metadata.control_hz)
         self.cameras = list(ds.cameras)
-        rows = ds._rows  # RoboDataset's RowIndex (built once here, mapped by workers)
+        rows = ds.rows  # RoboDataset's RowIndex (built once here, mapped by workers)
         sorted_rows = np.asarray(rows.order)
         if episodes is not None:
             wanted = np.asarray(sorted(set(int(e) for e in episodes)), dtype=np.int64)
@@ -114,7 +116,14 @@ class LeRobotCompatDataset(Dataset):
         self._shared = SharedArrays("lerobot")
         self._shared.put("rows", sorted_rows)
         self._arrays: dict[str, np.ndarray] = {"rows": sorted_rows}
-        self.offsets = self._resolve(delta_timestamps or {}, ds)
+        self.offsets = resolve_delta_timestamps(
+            delta_timestamps or {},
+            control_hz=self.control_hz,
+            camera_fps=lambda key: {image_column(c): ds.metadata.cameras[c].fps for c in self.cameras}.get(
+                self._key_column(key)  # raises for a key that is not a feature
+            ),
+            tolerance_s=self.tolerance_s,
+        )
         if any(kind == "camera" for per_key in self.offsets.values() for kind, _ in per_key):
             for cam in self.cameras:
                 shown = self._shown_frames(ds, cam)
@@ -138,31 +147,6 @@ class LeRobotCompatDataset(Dataset):
             f"delta_timestamps names {key!r}, which is not a feature of {self.uri}; features: "
             f"{[video_key(c) for c in self.cameras] + [RENAMED.get(c, c) for c in self.item_columns]}"
         )
-
-    def _resolve(self, delta_timestamps: Mapping[str, Sequence[float]], ds) -> dict[str, list[tuple[str, int]]]:
-        """key -> [("row", k) or ("camera", j) per delta]: k control steps or j camera frames."""
-        resolved = {}
-        for key, deltas in delta_timestamps.items():
-            column = self._key_column(key)
-            camera = next((c for c in self.cameras if image_column(c) == column), None)
-            per_delta = []
-            for delta in deltas:
-                steps = float(delta) * self.control_hz
-                if abs(round(steps) - steps) / self.control_hz <= self.tolerance_s:
-                    per_delta.append(("row", int(round(steps))))
-                    continue
-                fps = ds.metadata.cameras[camera].fps if camera else None
-                frames = float(delta) * fps if fps else None
-                if frames is not None and abs(round(frames) - frames) / fps <= self.tolerance_s:
-                    per_delta.append(("camera", int(round(frames))))
-                    continue
-                rates = f"1/{self.control_hz:g} s (control)" + (f" or 1/{fps:g} s (camera)" if fps else "")
-                raise ValueError(
-                    f"delta_timestamps[{key!r}] = {delta} is not a multiple of {rates} "
-                    f"within tolerance_s={self.tolerance_s}"
-                )
-            resolved[key] = per_delta
-        return resolved
 
     @staticmethod
     def _shown_frames(ds, camera: str) -> np.ndarray:
@@ -254,7 +238,7 @@ class LeRobotCompatDataset(Dataset):
         adopt_shared_rows(self.reader, self._shared_rows)
         items = checked_indices(indices, len(self), self.uri, self.version)
         ds = self.reader.dataset
-        index = ds._rows
+        index = ds.rows
         rows = np.asarray(self._array("rows")[items])
         batch: dict[str, object] = {}
         windows = {key: self._window(index, rows, key, per_delta) for key, per_delta in self.offsets.items()}
@@ -275,7 +259,7 @@ class LeRobotCompatDataset(Dataset):
         for cam in self.cameras:
             key = video_key(cam)
             cam_rows = windows[key][0] if key in windows else rows
-            frames = ds.take_blobs_decoded(columns=image_column(cam), indices=cam_rows.reshape(-1))[image_column(cam)]
+            frames = ds.get_frames(cam_rows.reshape(-1), cameras=cam)[cam]
             frames = torch.from_numpy(frames.reshape(cam_rows.shape + frames.shape[1:]))
             frames = frames.movedim(-1, -3)  # HWC -> CHW
             batch[key] = frames.contiguous() if self.return_uint8 else frames.float().div_(255)
@@ -362,7 +346,7 @@ def _as_torch(values: np.ndarray):
 def version_stats(ds, episode_lengths: dict[int, int]) -> dict[str, dict[str, np.ndarray]]:
     """LeRobot-keyed statistics of ``ds``'s version from the per-episode moments stored at ingest;
     episodes without stored moments (ingested before robodata kept them) are computed here."""
-    found, missing = feature_stats.episode_moments_at(ds.uri, ds.version, episode_lengths, ds._storage_options)
+    found, missing = feature_stats.episode_moments_at(ds.uri, ds.version, episode_lengths, ds.storage_options)
     for episode in missing:
         found[episode] = _compute_moments(ds, episode)
     aggregated = feature_stats.aggregate([found[e] for e in sorted(found)])
@@ -373,15 +357,15 @@ def version_stats(ds, episode_lengths: dict[int, int]) -> dict[str, dict[str, np
 def _compute_moments(ds, episode: int) -> dict[str, dict]:
     """What ingest stores for ``episode``, from the dataset: state and action of every row, and
     the first frame of the sampled GOPs among those its rows show (in time order)."""
-    rows = np.flatnonzero(np.asarray(ds._rows.episode_index) == episode)
+    rows = np.flatnonzero(np.asarray(ds.rows.episode_index) == episode)
     table = ds.lance_dataset.take(rows.tolist(), columns=["observation_state", "action"])
     moments = {name: feature_stats.vector_moments(_to_numpy(table[name])) for name in ("observation_state", "action")}
     for cam in ds.cameras:
-        first = rows[np.asarray(ds._rows.frame_in_gop[cam])[rows] == 0]
-        first = first[np.argsort(np.asarray(ds._rows.frame_index)[first], kind="stable")]
-        _, keep = np.unique(np.asarray(ds._rows.ref_id[cam])[first], return_index=True)
+        first = rows[np.asarray(ds.rows.frame_in_gop[cam])[rows] == 0]
+        first = first[np.argsort(np.asarray(ds.rows.frame_index)[first], kind="stable")]
+        _, keep = np.unique(np.asarray(ds.rows.ref_id[cam])[first], return_index=True)
         keep = np.sort(keep)[feature_stats.sampled_gops(len(keep))]
         column = image_column(cam)
-        frames = ds.take_blobs_decoded(columns=column, indices=first[keep])[column] if len(keep) else []
+        frames = ds.get_frames(first[keep], cameras=column)[column] if len(keep) else []
         moments[image_column(cam)] = feature_stats.pixel_moments(list(frames))
     return moments

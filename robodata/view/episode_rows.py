@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from robodata.format.schema import image_column, ref_columns
+from robodata.format.schema import ref_columns
 from robodata.reader import RoboDataset
 
 # Decoded frames are re-encoded as they arrive: at most this many are held in memory at once.
@@ -23,7 +23,7 @@ SEGMENT_COLUMNS = ("source", "is_intervention")
 class EpisodeRows:
     """An episode's rows in frame order.
 
-    ``offsets`` are dataset row offsets (what ``take_blobs_decoded`` takes), ``seconds`` each
+    ``offsets`` are dataset row offsets (what ``get_frames`` takes), ``seconds`` each
     row's time since the episode's first row, ``table`` the per-row columns the page shows.
     """
 
@@ -96,11 +96,9 @@ def camera_frames(ds: RoboDataset, rows: EpisodeRows, camera: str) -> CameraFram
 
 def decoded_frames(ds: RoboDataset, frames: CameraFrames) -> Iterator[np.ndarray]:
     """The camera's frames (H x W x 3 uint8) decoded by robodata's reader, a chunk at a time."""
-    column = image_column(frames.camera)
     for start in range(0, len(frames.offsets), DECODE_CHUNK):
         chunk = frames.offsets[start : start + DECODE_CHUNK]
-        # Keyword arguments: the positional order of take_blobs_decoded may change.
-        yield from ds.take_blobs_decoded(columns=column, indices=chunk)[column]
+        yield from ds.get_frames(chunk, cameras=frames.camera)[frames.camera]
 
 
 def _first(table: pa.Table, name: str) -> str:

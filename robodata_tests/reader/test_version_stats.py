@@ -43,7 +43,7 @@ def expected_stats(uri: str, version: int) -> dict:
             keep = np.sort(keep)
             spread = np.linspace(0, len(keep) - 1, min(len(keep), stats.SAMPLED_GOPS)).round().astype(int)
             sampled += rows[keep[np.unique(spread)]].tolist()
-        frames = ds.take_blobs_decoded(columns=column, indices=sampled)[column]
+        frames = ds.get_frames(sampled, cameras=column)[column]
         pixels = frames[:, ::4, ::4].reshape(-1, 3) / 255.0
         out[f"observation.images.{camera}"] = {
             "mean": pixels.mean(0).reshape(3, 1, 1),

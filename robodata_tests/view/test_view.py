@@ -94,7 +94,7 @@ def test_each_camera_is_h264_with_one_frame_per_camera_frame_at_its_rows_time(la
         # The pixels are the frames robodata's reader returns for those rows (re-encoded once).
         column = image_column(camera)
         for k in (0, len(starts) // 2, len(starts) - 1):
-            expected = ds.take_blobs_decoded(columns=column, indices=rows[starts[k : k + 1]])[column][0]
+            expected = ds.get_frames(rows[starts[k : k + 1]], cameras=column)[column][0]
             assert psnr(expected, decoded[k][1]) > 30
 
 
@@ -141,7 +141,7 @@ def assert_cameras_show_row(ds, figures: dict, pixels: np.ndarray, row: int) -> 
         shown = pixels[y : y + h, x : x + w].astype(np.float64)
         assert shown.std() > 20  # a picture, not a blank or single-colour box
         column = image_column(camera)
-        frames = ds.take_blobs_decoded(columns=column, indices=[int(rows[row]), int(rows[other])])[column]
+        frames = ds.get_frames([int(rows[row]), int(rows[other])], cameras=column)[column]
         right, wrong = (float(np.abs(np.asarray(Image.fromarray(f).resize((w, h))) - shown).mean()) for f in frames)
         assert right < 12 and right * 2 < wrong, (camera, row, right, wrong)
 

@@ -12,41 +12,21 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from robodata.format.schema import camera_of, image_column
-from robodata.reader.dataset import RoboDataset, _to_numpy, open_dataset
-from robodata.reader.gop_cache import GopCache
+from robodata.reader import RoboDataset, open_dataset, to_numpy
+from robodata.torch.delta_timestamps import resolve_delta_timestamps
+from robodata.torch.gop_cache import GopCache
 
 DEFAULT_COLUMNS = ("episode_index", "frame_index", "observation_state", "action")
 DEFAULT_BUDGET_BYTES = 256 << 20
 
 
-def offsets_from_delta_timestamps(delta_timestamps: Mapping[str, Sequence[float]], control_hz: float) -> dict:
-    """LeRobot's ``delta_timestamps`` (seconds) as row offsets; each must be a whole number of
-    control steps.
-
-    >>> offsets_from_delta_timestamps({"action": [0.0, 0.01, 0.02]}, 100.0)
-    {'action': [0, 1, 2]}
-    """
-    offsets = {}
-    for column, deltas in delta_timestamps.items():
-        steps = [float(d) * control_hz for d in deltas]
-        rounded = [round(s) for s in steps]
-        bad = [d for d, s, r in zip(deltas, steps, rounded, strict=True) if abs(s - r) > 1e-4]
-        if bad:
-            raise ValueError(
-                f"delta_timestamps[{column!r}] = {bad} is not a multiple of 1/{control_hz:g} s (one control step)"
-            )
-        offsets[column] = rounded
-    return offsets
-
-
 class BatchReader:
-    """Reads batches of rows as numpy arrays, through ``take_blobs_decoded`` / ``take_windows``.
+    """Reads batches of rows as numpy arrays, through ``get_frames`` / ``get_windows``.
 
-    >>> reader = BatchReader(  # doctest: +SKIP
-    ...     "s3://bucket/ds", version="run-42", cameras=["top"], offsets={"action": range(16)}
-    ... )
-    >>> reader.read([5, 900, 17])["observation_images_top"].shape  # doctest: +SKIP
-    (3, 480, 640, 3)
+    >>> reader = BatchReader("data/demo", cameras=["top"], offsets={"action": range(16)})
+    >>> batch = reader.read([5, 500, 17])
+    >>> batch["observation_images_top"].shape, batch["action"].shape, batch["action_is_pad"].shape
+    ((3, 480, 640, 3), (3, 16, 14), (3, 16))
     """
 
     def __init__(
@@ -80,7 +60,9 @@ class BatchReader:
         self.columns = _known_columns(columns, self._dataset, uri)
         windows = dict(offsets or {})
         if delta_timestamps:
-            windows.update(offsets_from_delta_timestamps(delta_timestamps, self._dataset.metadata.control_hz))
+            # Whole rows only: every delta must be a whole number of control steps.
+            resolved = resolve_delta_timestamps(delta_timestamps, control_hz=self._dataset.metadata.control_hz)
+            windows.update({name: [step for _, step in steps] for name, steps in resolved.items()})
         self.offsets = {self._column_name(name, known): [int(o) for o in offs] for name, offs in windows.items()}
         self.image_dtype = image_dtype
         self.channels_first = channels_first
@@ -99,6 +81,11 @@ class BatchReader:
         )
 
     # --- lazily opened state (never pickled) ------------------------------------------------
+    @property
+    def is_open(self) -> bool:
+        """Whether this process has opened the dataset (a pickled copy has not, until it reads)."""
+        return self._dataset is not None
+
     @property
     def dataset(self) -> RoboDataset:
         if self._dataset is None:
@@ -161,12 +148,18 @@ class BatchReader:
         plain_images = [c for c in self.image_columns if c not in self.offsets]
         plain_columns = [c for c in self.columns if c not in self.offsets]
         if plain_images:
-            batch.update(ds.take_blobs_decoded(indices, plain_images, gop_bytes=gop_bytes))
+            frames = ds.get_frames(indices, cameras=plain_images, gop_bytes=gop_bytes)
+            batch.update({name: frames.data[camera_of(name, ds.cameras)] for name in plain_images})
         if plain_columns:
             table = ds.lance_dataset.take(indices.tolist(), columns=plain_columns)
-            batch.update({name: _to_numpy(table[name]) for name in plain_columns})
+            batch.update({name: to_numpy(table[name]) for name in plain_columns})
         for offs, names in _group_by_offsets(self.offsets).items():
-            batch.update(ds.take_windows(indices, offs, names, gop_bytes=gop_bytes))
+            images = [name for name in names if name in self.image_columns]
+            columns = [name for name in names if name not in self.image_columns]
+            window = ds.get_windows(indices, offs, cameras=images, columns=columns, gop_bytes=gop_bytes)
+            for name in names:
+                batch[name] = window.data[camera_of(name, ds.cameras)] if name in images else window.columns[name]
+                batch[f"{name}_is_pad"] = window.is_pad
         for name in self.image_columns:
             batch[name] = self._convert_images(batch[name])
         return batch
@@ -227,7 +220,7 @@ def _camera(name: str, cameras: list[str]) -> str:
 
 
 def _group_by_offsets(offsets: Mapping[str, list[int]]) -> dict[tuple[int, ...], list[str]]:
-    """Columns that share the same offsets are read in one take_windows call."""
+    """Columns that share the same offsets are read in one get_windows call."""
     groups: dict[tuple[int, ...], list[str]] = {}
     for name, offs in offsets.items():
         groups.setdefault(tuple(offs), []).append(name)

@@ -1,18 +1,19 @@
-"""PyTorch adapter: a map-style Dataset whose batched fetch is one ``take_blobs_decoded``.
+"""PyTorch adapter: a map-style Dataset whose batched fetch is one ``get_frames``.
 
 DataLoader calls ``__getitems__`` with a whole batch of indices (from the RowSampler used as
 ``batch_sampler``, or any sampler with ``batch_size=``), so a batch costs one coalesced GOP read
 and one decode per GOP. ``__getitems__`` returns a ``SampleBatch``: a sequence of per-sample
 dicts for PyTorch's default collate, which also holds the already-stacked batch that
 ``collate_batch`` hands over without copying. The training process builds the row index once
-and its workers memory-map it (``RowIndex.share``). Workers
+and its workers memory-map it (``RoboDataset.share_rows`` / ``adopt_rows``). Workers
 are started by spawn (Lance is not fork-safe); each opens the pinned dataset version lazily
 from the pickled (uri, version, storage options). Inside a worker, ``get_worker_info`` tells
 which of the rank's batches DataLoader will hand to it (batches w, w + n, ...), and a
 background thread prefetches their GOPs within the byte budget.
 
->>> loader = make_dataloader("s3://bucket/ds", version="run-42", batch_size=64, num_workers=2)  # doctest: +SKIP
->>> for batch in loader: ...  # doctest: +SKIP
+>>> loader = make_dataloader("data/demo", batch_size=64)
+>>> next(iter(loader))["observation_images_top"].shape
+torch.Size([64, 480, 640, 3])
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("robodata's PyTorch adapter needs torch: pip install 'robodata[torch]'") from exc
 
-from robodata.reader.batch_reader import BatchReader
-from robodata.reader.loader import ResumableLoader
-from robodata.reader.row_index import RowIndex, SharedArrays
-from robodata.reader.sampler import PlannedBatch, RowSampler, current_worker
+from robodata.reader.row_index import SharedArrays
+from robodata.torch.batch_reader import BatchReader
+from robodata.torch.loader import ResumableLoader
+from robodata.torch.sampler import PlannedBatch, RowSampler, current_worker
 
 
 def to_tensors(batch: dict) -> dict:
@@ -88,20 +89,13 @@ def adopt_shared_rows(reader: BatchReader, shared: SharedArrays | None) -> None:
     instead of scanning frames.lance and holding a private copy."""
     if shared is None or shared.owner:
         return
-    dataset = reader.dataset
-    if "_rows" not in vars(dataset):  # RoboDataset caches its RowIndex in ``_rows``
-        dataset._rows = RowIndex.mapped(shared, dataset.cameras)
+    reader.dataset.adopt_rows(shared)
 
 
 def share_rows(reader: BatchReader) -> SharedArrays | None:
-    """The training process's row index as memory-mappable files (made once per reader)."""
-    shared = getattr(reader, "_shared_rows", None)
-    if shared is None and reader._dataset is not None:
-        dataset = reader.dataset
-        shared = reader._shared_rows = dataset._rows.share()
-        # This process maps the files too, rather than keep a private copy beside them.
-        dataset._rows = RowIndex.mapped(shared, dataset.cameras)
-    return shared
+    """The training process's row index as memory-mappable files (made once per dataset); None
+    where the reader has not opened its dataset (a worker's copy)."""
+    return reader.dataset.share_rows() if reader.is_open else None
 
 
 START_METHODS = ("spawn", "forkserver")
@@ -127,7 +121,7 @@ def worker_context(start_method: str = "spawn"):
         raise ValueError(f"start_method must be one of {START_METHODS}, got {start_method!r}")
     context = multiprocessing.get_context(start_method)
     if start_method == "forkserver":
-        context.set_forkserver_preload(["__main__", "robodata.reader.forkserver_preload"])
+        context.set_forkserver_preload(["__main__", "robodata.torch.forkserver_preload"])
         # Start it now: its imports overlap with opening the dataset in this process.
         from multiprocessing import forkserver
 
@@ -136,14 +130,30 @@ def worker_context(start_method: str = "spawn"):
 
 
 class RoboTorchDataset(Dataset):
-    """Map-style dataset over one pinned dataset version; ``__getitems__`` reads a whole batch.
+    """Map-style PyTorch dataset over one pinned dataset version; ``__getitems__`` reads a whole
+    batch with one coalesced GOP read and one decode per GOP.
 
-    ``plan`` (the RowSampler DataLoader iterates) lets each worker prefetch the batches it
-    will be asked for; any other sampler works too, just without prefetch.
+    ``make_dataloader`` builds one with its sampler and DataLoader; build it yourself to use
+    your own DataLoader or sampler.
 
-    >>> ds = RoboTorchDataset(BatchReader("data/demo", cameras=["top"], channels_first=True))  # doctest: +SKIP
-    >>> ds.__getitems__([0, 1])["observation_images_top"].shape  # doctest: +SKIP
-    torch.Size([2, 3, 480, 640])
+    Parameters
+    ----------
+    reader : BatchReader
+        What to read: version, cameras, columns, offsets or delta_timestamps, image dtype and
+        layout, transform, GOP cache budget.
+    plan : RowSampler, optional
+        The ``batch_sampler`` DataLoader iterates: each worker then prefetches the batches it
+        will be asked for. Any other sampler works too, without prefetch.
+
+    Examples
+    --------
+    >>> from robodata.torch.batch_reader import BatchReader
+    >>> dataset = RoboTorchDataset(BatchReader("data/demo", cameras=["top"], channels_first=True))
+    >>> len(dataset), dataset.__getitems__([0, 1]).stacked["observation_images_top"].shape
+    (591, torch.Size([2, 3, 480, 640]))
+    >>> loader = DataLoader(dataset, batch_size=4, collate_fn=collate_batch)
+    >>> next(iter(loader))["action"].shape
+    torch.Size([4, 14])
     """
 
     def __init__(self, reader: BatchReader, plan: RowSampler | None = None) -> None:
@@ -302,17 +312,62 @@ def make_dataloader(
     start_method: str = "spawn",
     **reader_options,
 ) -> TorchLoader:
-    """A resumable, sharded, pinned-version PyTorch loader; ``reader_options`` go to BatchReader
-    (version, storage_options, cameras, columns, offsets, delta_timestamps, image_dtype,
-    channels_first, transform, budget_bytes, prefetch_batches).
+    """A resumable, sharded PyTorch DataLoader over one pinned dataset version.
 
     Every rank takes the same number of batches: the last step is padded with flagged repeats
-    (``batch["padding"]``) unless ``drop_last=True`` drops it.
+    (``batch["padding"]``) unless ``drop_last=True`` drops it. ``state_dict()`` names the next
+    sample; ``load_state_dict`` resumes there, with another world size or batch size too.
 
-    >>> loader = make_dataloader(  # doctest: +SKIP
-    ...     "data/demo", batch_size=32, num_workers=2, rank=rank, world_size=world
-    ... )
-    >>> print(loader.dataset_version); for batch in loader: ...  # doctest: +SKIP
+    Parameters
+    ----------
+    uri : str
+        The dataset root (local or s3://).
+    batch_size : int
+        Rows per batch on each rank.
+    num_workers : int, default 0
+        DataLoader worker processes (started by ``start_method``, never forked).
+    rank, world_size : int, default 0 and 1
+        This process's place in distributed training.
+    seed, epoch : int, default 0
+        The shuffle's seed and the epoch to start with.
+    shuffle : {"global", "episode", "none"}, default "global"
+        All rows permuted; episodes pooled ``pool_episodes`` at a time (consecutive batches
+        share GOPs); or in order.
+    drop_last : bool, default False
+        Drop the last, short step instead of padding it.
+    pool_episodes : int, default 8
+        Episodes per pool with ``shuffle="episode"``.
+    prefetch_factor, pin_memory, persistent_workers
+        As DataLoader's (workers persist across epochs by default).
+    start_method : {"spawn", "forkserver"}, default "spawn"
+        How workers start (see ``worker_context``).
+    **reader_options
+        Passed to BatchReader: ``version``, ``storage_options``, ``cameras``, ``columns``,
+        ``offsets``, ``delta_timestamps``, ``image_dtype``, ``channels_first``, ``transform``,
+        ``budget_bytes``, ``prefetch_batches``.
+
+    Returns
+    -------
+    TorchLoader
+        A ``torch.utils.data.DataLoader`` with ``set_epoch``, ``state_dict``,
+        ``load_state_dict`` and ``dataset_version``.
+
+    Raises
+    ------
+    ValueError
+        An unknown camera, column, shuffle mode or start method, or delta_timestamps that are
+        not whole control steps.
+
+    Examples
+    --------
+    >>> loader = make_dataloader("data/demo", batch_size=32, rank=0, world_size=2, cameras=["top"])
+    >>> loader.dataset_version, len(loader)
+    (3, 10)
+    >>> batch = next(iter(loader))
+    >>> batch["observation_images_top"].shape, batch["padding"].shape
+    (torch.Size([32, 480, 640, 3]), torch.Size([32]))
+    >>> loader.state_dict()["consumed"]
+    64
     """
     reader = BatchReader(uri, **reader_options)
     sampler = RowSampler.for_dataset(

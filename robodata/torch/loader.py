@@ -1,7 +1,7 @@
 """A resumable training loader: a RowSampler's batches read by a BatchReader, numpy only.
 
 The loader counts the batches it has handed to the training loop (not the ones read ahead),
-so ``state_dict()`` names exactly the next sample. ``robodata.reader.torch_dataset`` puts the
+so ``state_dict()`` names exactly the next sample. ``robodata.torch.torch_dataset`` puts the
 same pieces behind a PyTorch DataLoader with worker processes.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from robodata.reader.batch_reader import BatchReader
-from robodata.reader.sampler import RowSampler
+from robodata.torch.batch_reader import BatchReader
+from robodata.torch.sampler import RowSampler
 
 
 class ResumableLoader:
