@@ -84,6 +84,13 @@ class LeRobotFormatError(RoboDataError, ValueError):
     """A LeRobot dataset robodata cannot read or write; the message names the file or feature."""
 
 
+def recorded_cameras(metadata, cameras: list[str]) -> list[str]:
+    """``cameras`` in the order they were recorded (as LeRobot lists its video features); sorted
+    for datasets written before robodata kept the order."""
+    order = [c for c in (metadata.extra or {}).get("camera_order", []) if c in cameras]
+    return order + sorted(c for c in cameras if c not in order)
+
+
 def video_key(camera: str) -> str:
     return IMAGE_PREFIX + camera
 

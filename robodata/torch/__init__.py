@@ -5,7 +5,8 @@
 """
 
 from robodata.reader.torch_dataset import RoboTorchDataset, TorchLoader, collate_batch, make_dataloader, worker_context
-from robodata.torch.lerobot_compat import LeRobotCompatDataset, LeRobotMeta
+from robodata.torch.lerobot_compat import LeRobotCompatDataset
+from robodata.torch.lerobot_meta import LeRobotMeta
 
 __all__ = [
     "LeRobotCompatDataset",
