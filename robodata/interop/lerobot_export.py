@@ -59,6 +59,7 @@ from robodata.interop.lerobot_format import (
     camera_time_column,
     chunk_and_file,
     feature_of_arrow,
+    joint_names_feature,
     recorded_cameras,
     video_columns,
     video_key,
@@ -195,9 +196,10 @@ def _task_text(rows: pa.Table) -> str:
 
 def _features(ds, table: pa.Table, extras: list[str], fps: int, rate: Rate) -> dict:
     joints = list(ds.metadata.joint_names)
+    names = joint_names_feature(ds.metadata)
     features: dict[str, dict] = {
-        STATE: {"dtype": "float32", "shape": [len(joints)], "names": joints},
-        ACTION: {"dtype": "float32", "shape": [len(joints)], "names": joints},
+        STATE: {"dtype": "float32", "shape": [len(joints)], "names": names},
+        ACTION: {"dtype": "float32", "shape": [len(joints)], "names": names},
     }
     for camera in recorded_cameras(ds.metadata, ds.cameras):
         info = ds.metadata.cameras[camera]

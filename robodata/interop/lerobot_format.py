@@ -91,6 +91,16 @@ def recorded_cameras(metadata, cameras: list[str]) -> list[str]:
     return order + sorted(c for c in cameras if c not in order)
 
 
+def joint_names_feature(metadata) -> list[str] | None:
+    """The ``names`` of LeRobot's state and action features: robodata's joint names, or None for
+    a LeRobot dataset imported without names (import numbers its joints ``joint_<i>`` then)."""
+    joints = list(metadata.joint_names)
+    imported = (metadata.extra or {}).get("imported_from") or {}
+    if imported.get("format") == "lerobot" and joints == [f"joint_{i}" for i in range(len(joints))]:
+        return None
+    return joints
+
+
 def video_key(camera: str) -> str:
     return IMAGE_PREFIX + camera
 

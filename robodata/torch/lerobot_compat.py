@@ -35,6 +35,7 @@ from robodata.interop.lerobot_format import (
     DEFAULT_FEATURES,
     STATE,
     feature_of_arrow,
+    joint_names_feature,
     recorded_cameras,
     video_key,
 )
@@ -234,6 +235,7 @@ class LeRobotCompatDataset(Dataset):
         for column in ("observation_state", "action"):
             if column in self.item_columns:
                 feature = feature_of_arrow(column, schema.field(column).type)
+                feature["names"] = joint_names_feature(ds.metadata)
                 features[RENAMED[column]] = feature
         for cam in self.cameras:
             info = ds.metadata.cameras[cam]
@@ -359,6 +361,11 @@ class LeRobotCompatDataset(Dataset):
                 key = video_key(cam)
                 batch[key] = torch.stack([self.image_transforms(frame) for frame in batch[key]])
         batch["task"] = [self._episode_task[int(e)] for e in episode_index]
+        # LeRobot's key order: cameras, the per-frame columns, the pad masks, task.
+        cameras = [video_key(c) for c in self.cameras]
+        pads = [f"{key}_is_pad" for key in self.offsets]
+        rest = [k for k in batch if k not in cameras and k not in pads and k != "task"]
+        batch = {k: batch[k] for k in cameras + rest + pads + ["task"]}
         if isinstance(indices, PlannedBatch):  # from a RowSampler: flag rows that only pad the last step
             batch["padding"] = torch.tensor(indices.padding, dtype=torch.bool)
         return SampleBatch(batch)
