@@ -167,3 +167,17 @@ def test_episodes_select_items_and_keep_the_global_index(short_dataset):
     assert ds.absolute_to_relative_idx == {lengths[0] + lengths[1] + i: i for i in range(lengths[2])}
     assert int(ds[0]["episode_index"]) == 2 and int(ds[0]["frame_index"]) == 0
     assert int(ds[0]["index"]) == lengths[0] + lengths[1]
+
+
+def test_forked_workers_fail_at_once_saying_what_to_pass(short_dataset):
+    import multiprocessing
+
+    ds = LeRobotCompatDataset(short_dataset)
+    loader = DataLoader(ds, batch_size=2, num_workers=1, multiprocessing_context=multiprocessing.get_context("fork"))
+    with pytest.warns(UserWarning, match="fork"), pytest.raises(RuntimeError, match="multiprocessing_context=robodata"):
+        next(iter(loader))
+    # The way the message names works: spawned workers open their own Lance handles.
+    from robodata.torch import worker_context
+
+    loader = DataLoader(ds, batch_size=2, num_workers=1, multiprocessing_context=worker_context())
+    assert next(iter(loader))["index"].tolist() == [0, 1]

@@ -162,3 +162,47 @@ def test_stats_are_lerobots_quantiles_included(short_dataset, export):
     assert ours.meta.stats["observation.images.top"]["count"].tolist() == [
         sum(len(compute_stats.sample_indices(n)) for n in theirs.meta.episodes["length"])
     ]
+
+
+def test_lerobot_train_runs_unchanged_through_robodata_train(short_dataset, export, tmp_path):
+    """LeRobot's own training script, through robodata-train, on the dataset pinned to a tag."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import robodata
+
+    version = robodata.open(short_dataset).tag("parity-train")
+    args = [
+        f"--dataset.repo_id={short_dataset}",
+        "--dataset.revision=parity-train",
+        "--policy.type=act",
+        "--policy.device=cpu",
+        "--policy.push_to_hub=false",
+        "--policy.pretrained_backbone_weights=null",
+        "--policy.chunk_size=5",
+        "--policy.n_action_steps=5",
+        "--policy.dim_model=32",
+        "--policy.dim_feedforward=64",
+        "--steps=2",
+        "--batch_size=2",
+        "--num_workers=1",  # lerobot-train's default start method (spawn)
+        "--log_freq=1",
+        "--save_checkpoint=false",
+        "--wandb.enable=false",
+        f"--output_dir={tmp_path / 'out'}",
+    ]
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run(
+        [sys.executable, "-m", "robodata.torch.lerobot_train", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-4000:]
+    assert f"dataset.num_frames={len(LeRobotCompatDataset(short_dataset, version=version))}" in log
+    assert "step:2 " in log and "End of training" in log
