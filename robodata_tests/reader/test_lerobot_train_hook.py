@@ -12,8 +12,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import robodata  # noqa: E402
-from robodata.torch import LeRobotCompatDataset  # noqa: E402
-from robodata.torch import lerobot_train  # noqa: E402
+from robodata.torch import (
+    LeRobotCompatDataset,  # noqa: E402
+    lerobot_train,  # noqa: E402
+)
 
 
 @pytest.fixture
