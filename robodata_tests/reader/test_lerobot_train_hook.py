@@ -12,10 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import robodata  # noqa: E402
-from robodata.torch import (
-    LeRobotCompatDataset,  # noqa: E402
-    lerobot_train,  # noqa: E402
-)
+from robodata.torch import LeRobotCompatDataset, lerobot_train  # noqa: E402
 
 
 @pytest.fixture
