@@ -21,6 +21,7 @@ RUN = [
     "robodata.format.schema",
     "robodata.format.staging",
     "robodata.format.tables",
+    "robodata.interop.lerobot_stats",
     "robodata.storage.uris",
     "robodata.storage.failures",
     "robodata.storage.upload_batches",
