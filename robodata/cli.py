@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
 from collections.abc import Callable
 
 from tqdm import tqdm
@@ -642,18 +643,28 @@ def _version(value: str | None) -> int | str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one ``robodata`` command. robodata's own errors (RoboDataError: a bad upload, a storage
+    failure, a missing episode) are one line on stderr and exit code 2; anything else is a bug and
+    keeps its traceback. ``--debug`` shows the traceback for robodata's errors too."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="robodata", description=__doc__)
+    parser.add_argument("--debug", action="store_true", help="show the traceback of robodata's own errors too")
     sub = parser.add_subparsers(dest="command", required=True)
+    # Only the command being run configures its options: a command whose options need an extra
+    # (Dagster, a benchmark) never stops the others from running without it.
+    chosen = next((arg for arg in argv if not arg.startswith("-")), None)
     for name, (configure, run) in COMMANDS.items():
         p = sub.add_parser(name, help=(run.__doc__ or "").strip() or None)
-        configure(p)
+        if name == chosen:
+            configure(p)
+            p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         p.set_defaults(run=run)
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (RoboDataError, ValueError, OSError, KeyError) as exc:
-        # robodata's own errors (bad uploads, storage failures) and a user's mistakes (a missing
-        # file, a bad value) are one line on stderr and exit code 2, never a traceback.
+    except RoboDataError as exc:
+        if args.debug:
+            traceback.print_exc()
         print(f"robodata {args.command}: {one_line_error(exc)}", file=sys.stderr)
         return 2
 

@@ -33,6 +33,7 @@ RUN = [
     "robodata.defs.resources",
     "robodata.defs.checks",
     "robodata.view.plots",
+    "robodata.errors",
 ]
 
 
