@@ -46,7 +46,16 @@ def robodata_item(work: Path) -> dict:
     subprocess.run([*run, "sample-data", str(uploads), "--episodes", "2", "--seconds", "1"], check=True)
     subprocess.run([*run, "ingest", *map(str, sorted(uploads.iterdir())), str(root)], check=True)
     dataset = robodata.open(str(root))
-    return {"len": len(dataset), "episodes": dataset.episodes().num_rows, "item": dataset[0], "file": robodata.__file__}
+    from robodata.torch import LeRobotCompatDataset  # robodata[torch]: the LeRobot-shaped view
+
+    compat = LeRobotCompatDataset(str(root))[0]
+    return {
+        "len": len(dataset),
+        "episodes": dataset.episodes().num_rows,
+        "item": dataset[0],
+        "compat": compat,
+        "file": robodata.__file__,
+    }
 
 
 def describe(value) -> str:
@@ -66,10 +75,15 @@ def main(work: Path) -> None:
     assert int(lerobot["item"]["episode_index"]) == 1 and int(lerobot["item"]["frame_index"]) == 1
 
     ours = robodata_item(work)
-    print(f"robodata {md.version('robodata')} ({ours['file']}): {ours['len']} rows, {ours['episodes']} episodes; item 0:")
+    print(
+        f"robodata {md.version('robodata')} ({ours['file']}): {ours['len']} rows, {ours['episodes']} episodes; item 0:"
+    )
     for key, value in sorted(ours["item"].items()):
         print(f"   {key}: {describe(value)}")
     assert int(ours["item"]["episode_index"]) == 0 and int(ours["item"]["frame_index"]) == 0
+    print("robodata.torch.LeRobotCompatDataset item 0:")
+    for key, value in sorted(ours["compat"].items()):
+        print(f"   {key}: {describe(value)}")
     print(f"both loaded in one process (pid {__import__('os').getpid()})")
 
 

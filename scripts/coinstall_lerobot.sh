@@ -29,7 +29,7 @@ echo "== pip check"
 echo "== both datasets in one process"
 # From a scratch folder, so `import robodata` is the installed package, not this checkout;
 # LeRobot's AV1 encoder and progress bars quiet, so the items read are what the log shows.
-export SVT_LOG=1 HF_DATASETS_DISABLE_PROGRESS_BARS=1
+export SVT_LOG=1 TQDM_DISABLE=1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 (cd "$work" && "$VENV/bin/python" "$REPO/scripts/coinstall_check.py" "$work") \

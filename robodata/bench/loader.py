@@ -215,7 +215,7 @@ class LeRobotLayoutTorchDataset:
 
 def baseline_available() -> bool:
     try:
-        import robodata.bench.lerobot_baseline  # noqa: F401
+        import robodata.bench.lerobot_baseline
         import robodata.interop.lerobot_export  # noqa: F401
     except ImportError:
         return False

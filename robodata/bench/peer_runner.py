@@ -84,7 +84,7 @@ class RobodataSystem:
             shuffle="global",
             version=self.ds.version,
             storage_options=self.ds._storage_options,
-        )  # noqa: SLF001 - as opened
+        )  # as opened
         return loader, lambda batch: [int(i) for i in batch["index"]], loader.close
 
 

@@ -32,7 +32,7 @@ def video_bytes(ds: RoboDataset) -> int:
 
 def _gops_of(ds: RoboDataset, columns: list[str]):
     episodes = ds.episodes()["episode_index"].to_pylist()
-    gops = open_table(gops_uri(ds.uri), ds._storage_options)  # noqa: SLF001 - same dataset, same options
+    gops = open_table(gops_uri(ds.uri), ds._storage_options)  # same dataset, same options
     return gops.to_table(columns=columns, filter=episode_filter(episodes))
 
 
