@@ -67,7 +67,7 @@ def _encoding_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _encoder_settings(args: argparse.Namespace, dataset_uri: str, storage_options: dict):
+def _encoder_settings(args: argparse.Namespace, dataset_uri: str, storage_options: dict | None):
     """The EncoderSettings for writing into ``dataset_uri``: its own, with what the
     ``_encoding_args`` options ask for (None when they ask for nothing: the writer reads them)."""
     from robodata.ingest.writer import requested_settings
