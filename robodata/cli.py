@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from tqdm import tqdm
 
-from robodata.errors import RoboDataError
+from robodata.errors import InvalidArgumentError, RoboDataError
 
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
 
@@ -490,7 +490,7 @@ def _view(args: argparse.Namespace) -> int:
     try:
         server = PageServer(page, args.port)
     except OSError as exc:
-        raise ValueError(f"cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
+        raise InvalidArgumentError(f"cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
     with server:
         print(f"serving episode {args.episode} at {server.url} (Ctrl-C stops)", flush=True)
         try:

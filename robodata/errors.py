@@ -104,6 +104,10 @@ class EpisodeIndexTakenError(RoboDataError, ValueError):
         )
 
 
+class NotFoundError(RoboDataError, FileNotFoundError):
+    """A dataset, a version or tag, or a file the caller named does not exist; the message names it."""
+
+
 class InvalidArgumentError(RoboDataError, ValueError):
     """A value robodata refuses before doing anything (an episode index or id, a setting such as
     DAGSTER_HOME); the message names the value and what is allowed."""

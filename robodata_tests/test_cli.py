@@ -78,3 +78,21 @@ def test_a_command_configures_only_its_own_options(monkeypatch):
     assert done.value.code == 0
     with pytest.raises(ModuleNotFoundError):
         main(["needs-dagster"])
+
+
+def test_a_users_mistakes_are_one_line(ingested, tmp_path, capsys):
+    nowhere = tmp_path / "nowhere"
+    cases = [
+        (["info", str(nowhere)], f"robodata info: no robodata dataset at {nowhere} (frames.lance does not exist)"),
+        (
+            ["info", ingested, "--version", "no-such-tag"],
+            "version 'no-such-tag' not found (no such version number or tag)",
+        ),
+        (["tag", ingested, "t", "--version", "999"], "version 999 not found"),
+        (["annotate", ingested, str(tmp_path / "labels.csv")], f"{tmp_path / 'labels.csv'}: label file does not exist"),
+    ]
+    for argv, message in cases:
+        capsys.readouterr()
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err and len(err.splitlines()) == 1, err

@@ -36,7 +36,7 @@ import pyarrow as pa
 from PIL import Image
 
 from robodata.codec import EncoderSettings
-from robodata.errors import BadUploadError, import_extra
+from robodata.errors import BadUploadError, NotFoundError, import_extra
 from robodata.ingest import CameraStream, EpisodeData
 from robodata.interop.aloha_layout import ALOHA_JOINTS
 from robodata.interop.episode_source import import_episodes
@@ -73,7 +73,7 @@ def find_hdf5_files(path_or_glob: str, *, storage_options: dict | None = None) -
     else:
         found = globlib.glob(path_or_glob)
     if not found:
-        raise FileNotFoundError(f"{path_or_glob}: matches no HDF5 files")
+        raise NotFoundError(f"{path_or_glob}: matches no HDF5 files")
     return sorted(found, key=_natural_key)
 
 
