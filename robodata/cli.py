@@ -70,10 +70,16 @@ def _encoding_args(p: argparse.ArgumentParser) -> None:
 def _encoder_settings(args: argparse.Namespace, dataset_uri: str, storage_options: dict | None):
     """The EncoderSettings for writing into ``dataset_uri``: its own, with what the
     ``_encoding_args`` options ask for (None when they ask for nothing: the writer reads them)."""
+    from robodata.codec import EncoderSettings
     from robodata.ingest.writer import requested_settings
 
-    if all(getattr(args, name) is None for name in ("gop_size", "crf", "preset", "codec")):
+    asked = {name: getattr(args, name) for name in ("gop_size", "crf", "preset", "codec")}
+    if all(value is None for value in asked.values()):
         return None
+    try:  # the settings' own range checks (codec/ raises ValueError: it imports nothing of robodata)
+        EncoderSettings(**{name: value for name, value in asked.items() if value is not None})
+    except ValueError as exc:
+        raise InvalidArgumentError(str(exc)) from None
     return requested_settings(
         dataset_uri, storage_options, gop_size=args.gop_size, crf=args.crf, preset=args.preset, codec=args.codec
     )

@@ -91,8 +91,19 @@ def test_a_users_mistakes_are_one_line(ingested, tmp_path, capsys):
         (["tag", ingested, "t", "--version", "999"], "version 999 not found"),
         (["annotate", ingested, str(tmp_path / "labels.csv")], f"{tmp_path / 'labels.csv'}: label file does not exist"),
     ]
+    upload = str(tmp_path / "uploads" / "episode_000000")
+    assert main(["sample-data", str(tmp_path / "uploads"), "--episodes", "1", "--seconds", "0.5"]) == 0
+    cases += [
+        (
+            ["ingest", upload, str(tmp_path / "ds"), "--gop-size", "0"],
+            "robodata ingest: gop_size must be in 1..1024, got 0",
+        ),
+        (["ingest", upload, str(tmp_path / "ds"), "--crf", "99"], "robodata ingest: crf must be in 0..51, got 99"),
+    ]
     for argv, message in cases:
         capsys.readouterr()
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
-        assert message in err and "Traceback" not in err and len(err.splitlines()) == 1, err
+        [line] = [x for x in err.splitlines() if x.startswith("robodata ")]  # progress bars aside
+        assert message in line and "Traceback" not in err, err
+    assert not (tmp_path / "ds").exists()
