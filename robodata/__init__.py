@@ -29,7 +29,7 @@ from robodata.errors import (
 )
 from robodata.ingest import IngestResult, ingest_episode, write_episode
 from robodata.reader import FrameBatch, RoboDataset, WindowBatch
-from robodata.reader import open_dataset as open  # noqa: A001 - mirrors lance.dataset / robodata.open
+from robodata.reader import open_dataset as open  # mirrors lance.dataset / robodata.open
 
 __all__ = [
     "BadUploadError",

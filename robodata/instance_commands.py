@@ -12,14 +12,17 @@ from robodata.defs.batches import register_upload_batches
 from robodata.defs.episodes import register_uploads
 from robodata.defs.interop import register_import_partitions
 from robodata.defs.resources import PER_BATCH, DatasetStore, partitioning
+from robodata.errors import InvalidArgumentError
 from robodata.storage import env_storage_options
 
 
 @contextmanager
 def home_instance():
-    """The Dagster instance in $DAGSTER_HOME, or a ValueError saying how to point at one."""
+    """The Dagster instance in $DAGSTER_HOME, or an InvalidArgumentError saying how to point at one."""
     if not os.environ.get("DAGSTER_HOME"):
-        raise ValueError("DAGSTER_HOME is not set: point it at the Dagster instance folder (holding dagster.yaml)")
+        raise InvalidArgumentError(
+            "DAGSTER_HOME is not set: point it at the Dagster instance folder (holding dagster.yaml)"
+        )
     with dg.DagsterInstance.get() as instance:
         yield instance
 

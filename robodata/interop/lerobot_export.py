@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from robodata.errors import import_extra
 from robodata.format.ids import episode_filter
 from robodata.format.provenance import UPLOAD_COLUMNS
 from robodata.format.schema import CORE_COLUMNS, image_column, ref_columns
@@ -415,6 +415,7 @@ class _Writer:
         episodes_path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(self.episode_rows), episodes_path, compression="snappy")
         # LeRobot reads tasks with pandas: the task text is the index, task_index the one column.
+        pd = import_extra("pandas", "interop", "LeRobot export")
         pd.DataFrame({"task_index": range(len(tasks))}, index=pd.Index(tasks, name="task")).to_parquet(
             self.staging / TASKS_PATH
         )

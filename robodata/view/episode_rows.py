@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from robodata.errors import InvalidArgumentError
 from robodata.format.schema import ref_columns
 from robodata.reader import RoboDataset
 
@@ -60,7 +61,7 @@ class CameraFrames:
 
 
 def load_episode(ds: RoboDataset, episode: int) -> EpisodeRows:
-    """The rows of ``episode`` in ``ds``, or a ValueError naming the episodes the version has.
+    """The rows of ``episode`` in ``ds``, or an InvalidArgumentError naming the episodes the version has.
 
     >>> load_episode(robodata.open("data/demo"), 0).duration  # doctest: +SKIP
     4.0
@@ -70,7 +71,7 @@ def load_episode(ds: RoboDataset, episode: int) -> EpisodeRows:
     mine = np.flatnonzero(episodes == episode)
     if mine.size == 0:
         present = ", ".join(str(e) for e in np.unique(episodes)[:20]) or "none"
-        raise ValueError(f"{ds.uri}: no episode {episode} at version {ds.version} (episodes: {present})")
+        raise InvalidArgumentError(f"{ds.uri}: no episode {episode} at version {ds.version} (episodes: {present})")
     offsets = mine[np.argsort(keys["frame_index"].to_numpy()[mine], kind="stable")]
     labels = ds.label_columns
     shown = ["timestamp_ns", "task", "language_instruction", "observation_state", "action", *SEGMENT_COLUMNS]
