@@ -39,12 +39,15 @@ start_bg() {  # NAME COMMAND...
     echo $! >"$RUN/$name.pid"
 }
 running() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
-stop_bg() {  # NAME TIMEOUT: SIGTERM to its process group, SIGKILL after TIMEOUT seconds
+stop_bg() {  # NAME TIMEOUT: SIGTERM to the process, SIGKILL to its process group after TIMEOUT s
     local name=$1 timeout=$2 pid
     [ -f "$RUN/$name.pid" ] || return 0
     pid=$(cat "$RUN/$name.pid")
     if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+        # The process only: a Celery worker then finishes its runs (warm shutdown) and the
+        # daemon and the webserver stop their code servers; a SIGTERM to a run's own process
+        # would interrupt it mid-step.
+        kill -TERM "$pid" 2>/dev/null || true
         for _ in $(seq $((timeout * 5))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
         if kill -0 "$pid" 2>/dev/null; then
             say "$name did not stop within $timeout s: killing it"
