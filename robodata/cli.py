@@ -94,7 +94,7 @@ def _print_import(result) -> None:
 
 
 def _sample_data_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("out", help="folder to write one upload folder per episode into")
+    p.add_argument("out", help="folder or s3:// prefix to write one upload folder per episode into")
     p.add_argument("--episodes", type=int, default=4, help="how many episodes to write")
     p.add_argument("--seed", type=int, default=0, help="random seed: the same seed writes the same episodes")
     p.add_argument("--seconds", type=float, default=4.0, help="length of each episode")
@@ -104,15 +104,15 @@ def _sample_data_args(p: argparse.ArgumentParser) -> None:
 @command("sample-data", _sample_data_args)
 def _sample_data(args: argparse.Namespace) -> int:
     """Write synthetic episodes in the upload format: three cameras, 14-DoF state and action."""
-    from pathlib import Path
-
     import numpy as np
 
-    from robodata.sample_data import write_sample_episode
+    from robodata.sample_data import write_sample_episode_to
+    from robodata.storage import env_storage_options
 
+    options = env_storage_options()
     for i in tqdm(range(args.episodes), desc="sample episodes", unit="episode"):
         index = args.start_index + i
-        write_sample_episode(Path(args.out), index, np.random.default_rng([args.seed, index]), args.seconds)
+        write_sample_episode_to(args.out, index, np.random.default_rng([args.seed, index]), args.seconds, options)
     print(f"wrote {args.episodes} episodes to {args.out}")
     return 0
 
