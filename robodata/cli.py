@@ -390,7 +390,7 @@ def _register_uploads_args(p: argparse.ArgumentParser) -> None:
 def _register_uploads(args: argparse.Namespace) -> int:
     """Add a Dagster partition (in $DAGSTER_HOME's instance) for every complete upload (every upload
     batch with ROBODATA_PARTITIONING=batch); no run is started."""
-    from robodata.instance_commands import register_uploads_from_cli
+    from robodata.dagster_home import register_uploads_from_cli
 
     for key in register_uploads_from_cli(args.dataset, args.uploads):
         print(key)
@@ -405,7 +405,7 @@ def _register_imports_args(p: argparse.ArgumentParser) -> None:
 @command("register-imports", _register_imports_args)
 def _register_imports(args: argparse.Namespace) -> int:
     """Add an imported_episodes partition (in $DAGSTER_HOME's instance) per source episode."""
-    from robodata.instance_commands import register_import_partitions_from_cli
+    from robodata.dagster_home import register_import_partitions_from_cli
 
     for key in register_import_partitions_from_cli(args.source, args.format):
         print(key)

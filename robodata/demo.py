@@ -26,8 +26,8 @@ def run_demo(workdir: str, episodes: int = 4, seconds: float = 4.0) -> dict:
     """
     import dagster as dg
 
-    from robodata.defs.episodes import register_uploads
-    from robodata.defs.instance import prepare_dagster_home
+    from robodata.dagster_home import prepare_dagster_home
+    from robodata.defs.ingest.episodes import register_uploads
     from robodata.defs.resources import DatasetStore
 
     root = Path(workdir).resolve()
@@ -55,7 +55,10 @@ def materialize_all(instance, store, partitions: list[str], labels_path: str, ru
     import dagster as dg
     from tqdm import tqdm
 
-    from robodata.defs import annotations, benchmark, checks, episodes, snapshots
+    from robodata.defs.ingest import checks, episodes
+    from robodata.defs.labels import annotations
+    from robodata.defs.reports import benchmark
+    from robodata.defs.training import snapshots
 
     resources = {"store": store}
     episode_assets = [episodes.raw_episodes, episodes.gop_blobs, episodes.aligned_frames, *checks.episode_checks]

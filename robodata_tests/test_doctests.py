@@ -25,13 +25,13 @@ RUN = [
     "robodata.storage.failures",
     "robodata.storage.upload_batches",
     "robodata.storage.uploads",
-    "robodata.defs.upload_cursor",
+    "robodata.ingest.upload_queue",
     "robodata.reader.dataset",
     "robodata.reader.batch_reader",
     "robodata.interop.lerobot_rate",
     "robodata.defs.lineage",
     "robodata.defs.resources",
-    "robodata.defs.checks",
+    "robodata.defs.ingest.checks",
     "robodata.view.plots",
 ]
 

@@ -9,9 +9,12 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.defs import annotations, benchmark, episodes, snapshots
+from robodata.defs.ingest import episodes
+from robodata.defs.labels import annotations
 from robodata.defs.lineage import CODE_VERSION
+from robodata.defs.reports import benchmark
 from robodata.defs.resources import DatasetStore
+from robodata.defs.training import snapshots
 from robodata.format.tables import gops_uri
 from robodata_tests.defs.conftest import (
     EPISODE_KEYS,

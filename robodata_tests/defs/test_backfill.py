@@ -15,7 +15,7 @@ import lance
 import numpy as np
 
 import robodata
-from robodata.defs.instance import prepare_dagster_home
+from robodata.dagster_home import prepare_dagster_home
 from robodata.format.tables import frames_uri, gops_uri
 from robodata_tests.defs.conftest import EPISODE_KEYS, make_store
 
@@ -39,7 +39,7 @@ def backfill_job() -> dg.JobDefinition:
     """The episode assets of the production definitions, without their checks (tested elsewhere),
     loaded the way a code location loads them (a reconstructable target)."""
     from robodata.definitions import defs
-    from robodata.defs.episodes import aligned_frames, gop_blobs, raw_episodes
+    from robodata.defs.ingest.episodes import aligned_frames, gop_blobs, raw_episodes
 
     selection = dg.AssetSelection.assets(raw_episodes, gop_blobs, aligned_frames).without_checks()
     job = dg.define_asset_job("backfill_episodes", selection=selection)

@@ -14,12 +14,14 @@ import dagster as dg
 import pytest
 
 import robodata
-from robodata.defs import batches, checks, resources
-from robodata.defs.batches import BATCH_ASSETS, register_upload_batches, upload_batch_sensor, upload_batches
-from robodata.defs.episodes import FINGERPRINT_TAG
-from robodata.defs.jobs import ingest_batch_job
+from robodata.defs import resources
+from robodata.defs.batches import batches
+from robodata.defs.batches.batches import BATCH_ASSETS, register_upload_batches, upload_batch_sensor, upload_batches
+from robodata.defs.ingest import checks
+from robodata.defs.ingest.episodes import FINGERPRINT_TAG
+from robodata.defs.ingest.jobs import ingest_batch_job
+from robodata.defs.ingest.sensor import ATTEMPT_TAG
 from robodata.defs.resources import DatasetStore
-from robodata.defs.sensors import ATTEMPT_TAG
 from robodata.format.episodes import stored_uploads
 from robodata.format.versions import current_versions
 from robodata.ingest.upload_summary import upload_state_samples
@@ -264,8 +266,8 @@ def test_bench_batches_prints_runs_and_versions_of_both_partitionings(capsys):
 
 
 def test_a_batch_released_by_a_stalled_folder_is_requested_though_its_files_are_old():
-    from robodata.defs.batches import batch_listing
-    from robodata.defs.upload_cursor import TickSettings, UploadCursor, plan_tick
+    from robodata.defs.batches.batches import batch_listing
+    from robodata.ingest.upload_queue import TickSettings, UploadCursor, plan_tick
     from robodata.storage.upload_batches import UploadBatch
     from robodata.storage.uploads import IncompleteUpload, UploadInfo
 
@@ -288,7 +290,7 @@ def test_a_batch_released_by_a_stalled_folder_is_requested_though_its_files_are_
 
 def test_register_uploads_adds_batches_without_runs_in_batch_mode(tmp_path, eight_short_uploads, monkeypatch, capsys):
     from robodata.cli import main
-    from robodata.defs.instance import prepare_dagster_home
+    from robodata.dagster_home import prepare_dagster_home
 
     store = batch_store(tmp_path, {"2026-12-01": eight_short_uploads[:1], "2026-12-02": eight_short_uploads[1:2]})
     shutil.copytree(eight_short_uploads[2], Path(store.uploads_root) / eight_short_uploads[2].name)  # no batch

@@ -5,7 +5,8 @@ import dagster as dg
 import lance
 
 import robodata
-from robodata.defs import checks, episodes, snapshots
+from robodata.defs.ingest import checks, episodes
+from robodata.defs.training import snapshots
 from robodata.format.tables import gops_uri
 from robodata.format.versions import current_versions
 from robodata.reader.verify import verify_dataset

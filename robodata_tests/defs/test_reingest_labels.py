@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 import robodata
-from robodata.defs import episodes
+from robodata.defs.ingest import episodes
 from robodata.format.episodes import stored_uploads
 from robodata_tests.defs.conftest import EPISODE_ASSETS, make_store, materialize_episode, metadata_of, new_instance
 

@@ -7,7 +7,7 @@ import dagster as dg
 import lance
 
 import robodata
-from robodata.defs import episodes
+from robodata.defs.ingest import episodes
 from robodata.errors import StorageUnreachableError
 from robodata.format.tables import gops_uri
 from robodata_tests.defs.conftest import EPISODE_ASSETS, EPISODE_KEYS, materialize_episode, metadata_of, new_instance

@@ -11,13 +11,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from robodata.defs import sensors
-from robodata.defs.episodes import FINGERPRINT_TAG, aligned_frames, episode_partitions, gop_blobs, raw_episodes
-from robodata.defs.jobs import ingest_episode_job
+from robodata.defs.ingest import sensor as sensors
+from robodata.defs.ingest.episodes import FINGERPRINT_TAG, aligned_frames, episode_partitions, gop_blobs, raw_episodes
+from robodata.defs.ingest.jobs import ingest_episode_job
+from robodata.defs.ingest.sensor import ATTEMPT_TAG, UploadSensorSettings, upload_sensor
 from robodata.defs.resources import DatasetStore
-from robodata.defs.sensors import ATTEMPT_TAG, UploadSensorSettings, upload_sensor
-from robodata.defs.upload_cursor import RunOutcome, TickSettings, UploadCursor, listing_start, plan_tick
 from robodata.format.episodes import StoredUpload
+from robodata.ingest.upload_queue import RunOutcome, TickSettings, UploadCursor, listing_start, plan_tick
 from robodata.storage import fsspec_filesystem
 from robodata.storage.uploads import (
     IncompleteUpload,

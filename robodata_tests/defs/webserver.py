@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from robodata.defs.instance import INSTANCE_CONFIG
+from robodata.dagster_home import INSTANCE_CONFIG
 
 REPO = Path(__file__).resolve().parents[2]
 WEBSERVER = Path(sys.executable).with_name("dagster-webserver")

@@ -9,7 +9,7 @@ episode's GOPs, commit each episode's rows. Episodes the dataset already holds (
 fingerprint) are skipped, whichever mode or command ingested them.
 
 ``upload_batch_sensor`` lists the uploads root once per tick, treats each batch as one unit of
-the per-episode sensor's plan (``robodata.defs.upload_cursor.plan_tick``: bounded cursor, cap per
+the per-episode sensor's plan (``robodata.ingest.upload_queue.plan_tick``: bounded cursor, cap per
 tick, retries) and requests one run per batch that holds something new and whose uploads are
 complete (a folder without ``episode.json`` holds its batch back until it has been idle for
 ``stalled_after_s``; it is then warned about and left out).
@@ -20,17 +20,17 @@ import time
 
 import dagster as dg
 
-from robodata.defs.episodes import FINGERPRINT_TAG, STORAGE_RETRY, GopBlobsConfig
-from robodata.defs.jobs import ingest_batch_job
+from robodata.defs.ingest.episodes import FINGERPRINT_TAG, STORAGE_RETRY, GopBlobsConfig
+from robodata.defs.ingest.jobs import ingest_batch_job
+from robodata.defs.ingest.sensor import UploadSensorSettings, _finished_runs, tick_result
 from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.defs.resources import PER_BATCH, DatasetStore, partitioning
-from robodata.defs.sensors import UploadSensorSettings, _finished_runs, tick_result
-from robodata.defs.upload_cursor import UploadCursor, plan_tick
 from robodata.errors import RoboDataError
 from robodata.format.episodes import stored_uploads
 from robodata.format.ids import validate_episode_id
 from robodata.format.schema import GOPS_TABLE
 from robodata.ingest.batch import BatchEpisodeError, BatchPlan, commit_batch, plan_batch, stage_batch, validate_batch
+from robodata.ingest.upload_queue import UploadCursor, plan_tick
 from robodata.storage.upload_batches import UploadBatch, scan_upload_batches
 from robodata.storage.uploads import IncompleteUpload, UploadInfo, UploadListing
 

@@ -6,9 +6,9 @@ import dagster as dg
 from pydantic import Field
 
 from robodata.defs.encoding import EncodingConfig
+from robodata.defs.ingest.views import episode_view_metadata
 from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.defs.resources import PER_EPISODE, DatasetStore, partitioning
-from robodata.defs.views import episode_view_metadata
 from robodata.errors import RoboDataError
 from robodata.format.ids import validate_episode_id
 from robodata.format.schema import GOPS_TABLE
@@ -156,6 +156,6 @@ def register_uploads(instance: dg.DagsterInstance, store: DatasetStore) -> list[
     return keys
 
 
-# With batch partitioning (ROBODATA_PARTITIONING=batch), robodata.defs.batches defines these keys.
+# With batch partitioning (ROBODATA_PARTITIONING=batch), robodata.defs.batches.batches defines these keys.
 EPISODE_ASSETS = [raw_episodes, gop_blobs, aligned_frames]
 defs = dg.Definitions(assets=EPISODE_ASSETS if partitioning() == PER_EPISODE else [])

@@ -3,7 +3,7 @@
 One listing of the uploads root per tick: most ticks only of its tail (the folders after the last
 one dealt with), a full one every ``full_listing_every_s``. What is already ingested comes from
 the dataset (the upload fingerprint stored with each episode), whichever path ingested it (CLI,
-demo, backfill, sensor). The cursor stays small (see ``robodata.defs.upload_cursor``).
+demo, backfill, sensor). The cursor stays small (see ``robodata.ingest.upload_queue``).
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from datetime import UTC, datetime
 import dagster as dg
 from pydantic import Field
 
-from robodata.defs import resources, upload_cursor
-from robodata.defs.episodes import FINGERPRINT_TAG, episode_partitions
-from robodata.defs.jobs import ingest_episode_job
+from robodata.defs import resources
+from robodata.defs.ingest.episodes import FINGERPRINT_TAG, episode_partitions
+from robodata.defs.ingest.jobs import ingest_episode_job
 from robodata.defs.resources import DatasetStore
-from robodata.defs.upload_cursor import RunOutcome, TickSettings, UploadCursor, listing_start, plan_tick
 from robodata.format.episodes import stored_uploads
 from robodata.format.ids import validate_episode_id
+from robodata.ingest import upload_queue
+from robodata.ingest.upload_queue import RunOutcome, TickSettings, UploadCursor, listing_start, plan_tick
 from robodata.storage.uploads import UploadListing, scan_uploads
 
 ATTEMPT_TAG = "robodata/upload_attempt"
@@ -82,7 +83,7 @@ def upload_sensor(
 
 
 def tick_result(
-    context: dg.SensorEvaluationContext, plan: upload_cursor.TickPlan, partitions: dg.DynamicPartitionsDefinition
+    context: dg.SensorEvaluationContext, plan: upload_queue.TickPlan, partitions: dg.DynamicPartitionsDefinition
 ) -> dg.SensorResult:
     """One run per unit the plan requests (an upload, or a batch with batch partitioning), keyed
     by its fingerprint and attempt, and partitions for the units not known yet."""
@@ -144,7 +145,7 @@ def _finished_runs(
     return outcomes
 
 
-# With batch partitioning, robodata.defs.batches has the sensor (one run per batch); the settings serve both.
+# With batch partitioning, robodata.defs.batches.batches has the sensor (one run per batch); the settings serve both.
 defs = dg.Definitions(
     sensors=[upload_sensor] if resources.partitioning() == resources.PER_EPISODE else [],
     resources={"upload_sensor_settings": UploadSensorSettings()},

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from robodata.bench.readpath import measure_readpath
 from robodata.bench.report_markdown import figures_markdown, write_report
-from robodata.defs.episodes import aligned_frames
+from robodata.defs.ingest.episodes import aligned_frames
 from robodata.defs.lineage import CODE_VERSION, lineage_result
 from robodata.defs.resources import DatasetStore
 from robodata.reader import open_dataset
