@@ -255,10 +255,11 @@ def test_sensor_lists_the_tail_and_finds_an_out_of_order_upload_on_a_full_listin
     assert first.run_requests == [] and json.loads(first.cursor)["after"] == EPISODE_KEYS[-1]
     shutil.copytree(uploads / EPISODE_KEYS[0], uploads / "episode_000009")  # sorts last: in the tail
     shutil.copytree(uploads / EPISODE_KEYS[0], uploads / f"{EPISODE_KEYS[0]}-b")  # sorts before the tail
-    tail = evaluate(instance, store, first.cursor, full_listing_every_s=600)
+    tail_only = {"full_listing_every_s": 600, "full_listing_budget_s": 0}  # as on a root too big to list each tick
+    tail = evaluate(instance, store, first.cursor, **tail_only)
     assert keys_of(tail) == ["episode_000009"]
-    assert evaluate(instance, store, tail.cursor, full_listing_every_s=600).run_requests == []
-    full = evaluate(instance, store, tail.cursor, full_listing_every_s=0)
+    assert evaluate(instance, store, tail.cursor, **tail_only).run_requests == []
+    full = evaluate(instance, store, tail.cursor, full_listing_every_s=0, full_listing_budget_s=0)
     assert keys_of(full) == [f"{EPISODE_KEYS[0]}-b"]
 
 
@@ -284,7 +285,7 @@ def test_one_listing_fingerprints_an_upload_as_listing_its_folder_does(where, re
     listed = scan_uploads(root, options).complete
     assert [u.episode_id for u in listed] == EPISODE_KEYS
     for u in listed:
-        assert u.fingerprint == _fingerprint(fs.ls(u.uri, detail=True))
+        assert u.fingerprint == _fingerprint(fs.ls(u.uri, detail=True), fs)
 
 
 def test_a_tick_lists_an_s3_root_with_one_paginated_listing(s3):
@@ -353,7 +354,7 @@ def test_folder_order_is_the_order_s3_lists_keys_in():
 
 
 def test_idle_ticks_list_only_the_tail_and_a_new_upload_is_found_on_the_next_tick(tmp_path):
-    lab = Lab(tmp_path / "uploads", full_listing_every_s=600)
+    lab = Lab(tmp_path / "uploads", full_listing_every_s=600, full_listing_budget_s=0)
     for i in range(5):
         lab.upload(f"episode_{i:06d}")
     now = time.time()
@@ -369,7 +370,7 @@ def test_idle_ticks_list_only_the_tail_and_a_new_upload_is_found_on_the_next_tic
 
 
 def test_an_out_of_order_or_changed_upload_is_found_by_the_next_full_listing(tmp_path):
-    lab = Lab(tmp_path / "uploads", full_listing_every_s=600)
+    lab = Lab(tmp_path / "uploads", full_listing_every_s=600, full_listing_budget_s=0)
     for i in (0, 1, 3):
         lab.upload(f"episode_{i:06d}")
     now = time.time()
@@ -387,7 +388,7 @@ def test_an_out_of_order_or_changed_upload_is_found_by_the_next_full_listing(tmp
 
 
 def test_a_folder_still_uploading_holds_the_tail_until_it_completes_or_stalls(tmp_path):
-    lab = Lab(tmp_path / "uploads", full_listing_every_s=600, stalled_after_s=3600)
+    lab = Lab(tmp_path / "uploads", full_listing_every_s=600, full_listing_budget_s=0, stalled_after_s=3600)
     lab.upload("episode_000000")
     lab.upload("episode_000001", complete=False)  # a slow upload: a later one completes first
     lab.upload("episode_000002")
@@ -409,7 +410,7 @@ def test_a_folder_still_uploading_holds_the_tail_until_it_completes_or_stalls(tm
 
 
 def test_a_failing_upload_is_retried_from_the_tail_and_stays_given_up_after_the_mark_passes(tmp_path):
-    lab = Lab(tmp_path / "uploads", full_listing_every_s=600, max_attempts=2)
+    lab = Lab(tmp_path / "uploads", full_listing_every_s=600, full_listing_budget_s=0, max_attempts=2)
     lab.upload("episode_000000")
     lab.upload("episode_000001")
     lab.failing.add("episode_000000")

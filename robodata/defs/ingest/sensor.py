@@ -1,7 +1,8 @@
 """upload_sensor: every complete upload becomes a partition and a run, once per version of it.
 
-One listing of the uploads root per tick: most ticks only of its tail (the folders after the last
-one dealt with), a full one every ``full_listing_every_s``. What is already ingested comes from
+One listing of the uploads root per tick: all of it while that costs at most
+``full_listing_budget_s`` (a changed or fixed upload is seen by the next tick), past that mostly
+its tail (the folders after the last one dealt with) and all of it every ``full_listing_every_s``. What is already ingested comes from
 the dataset (the upload fingerprint stored with each episode), whichever path ingested it (CLI,
 demo, backfill, sensor). The cursor stays small (see ``robodata.ingest.upload_queue``).
 """
@@ -17,6 +18,7 @@ from pydantic import Field
 from robodata.defs import resources
 from robodata.defs.ingest.episodes import FINGERPRINT_TAG, episode_partitions
 from robodata.defs.ingest.jobs import ingest_episode_job
+from robodata.defs.lineage import BAD_INPUT, FAILURE_KIND
 from robodata.defs.resources import DatasetStore
 from robodata.format.episodes import stored_uploads
 from robodata.format.ids import validate_episode_id
@@ -39,8 +41,14 @@ class UploadSensorSettings(dg.ConfigurableResource):
     stalled_after_s: float = Field(default=3600.0, description="Warn about a folder without episode.json this long.")
     full_listing_every_s: float = Field(
         default=600.0,
-        description="List the whole uploads root this often (other ticks list only the folders after the last "
-        "one dealt with): finds re-uploaded folders and new ones whose names sort before the last.",
+        description="Past full_listing_budget_s, list the whole uploads root this often (other ticks list only "
+        "the folders after the last one dealt with): finds re-uploaded folders and new ones whose names sort "
+        "before the last.",
+    )
+    full_listing_budget_s: float = Field(
+        default=2.0,
+        description="List the whole uploads root every tick while one listing takes at most this long, so a "
+        "changed or fixed upload is seen by the next tick.",
     )
 
     def tick_settings(self) -> TickSettings:
@@ -52,6 +60,7 @@ class UploadSensorSettings(dg.ConfigurableResource):
             slack_s=self.slack_s,
             stalled_after_s=self.stalled_after_s,
             full_listing_every_s=self.full_listing_every_s,
+            full_listing_budget_s=self.full_listing_budget_s,
         )
 
 
@@ -69,7 +78,9 @@ def upload_sensor(
     cursor = UploadCursor.loads(context.cursor)
     settings, now = upload_sensor_settings.tick_settings(), time.time()
     after = listing_start(cursor, now, settings)
+    started = time.monotonic()
     listing = _valid_uploads(context, store, scan_uploads(store.uploads_root, store.storage_options(), after))
+    listed_s = time.monotonic() - started
     outcomes = _finished_runs(context.instance, cursor) if cursor.pending else []
 
     def stored_fingerprints() -> dict[str, str]:
@@ -77,6 +88,8 @@ def upload_sensor(
         return {key: upload.fingerprint for key, upload in stored.items()}
 
     plan = plan_tick(listing, cursor, stored_fingerprints, outcomes, now, settings, after)
+    if not after:
+        plan.cursor.full_cost = listed_s
     for warning in plan.warnings:
         context.log.warning(store.redact(warning))
     return tick_result(context, plan, episode_partitions)
@@ -134,15 +147,28 @@ def _finished_runs(
         tags = record.dagster_run.tags
         if FINGERPRINT_TAG not in tags or ATTEMPT_TAG not in tags or "dagster/partition" not in tags:
             continue
+        succeeded = record.dagster_run.status == dg.DagsterRunStatus.SUCCESS
         outcomes.append(
             RunOutcome(
                 episode_id=tags["dagster/partition"],
                 fingerprint=tags[FINGERPRINT_TAG],
                 attempt=int(tags[ATTEMPT_TAG]),
-                succeeded=record.dagster_run.status == dg.DagsterRunStatus.SUCCESS,
+                succeeded=succeeded,
+                bad_input="" if succeeded else bad_input_reason(instance, record.dagster_run.run_id),
             )
         )
     return outcomes
+
+
+def bad_input_reason(instance: dg.DagsterInstance, run_id: str) -> str:
+    """The one-line reason a failed run gave when a step failed on bad input (``failure``
+    classifies it), else ``""`` (a storage failure, a lost worker: worth another run)."""
+    for event in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
+        data = event.dagster_event.step_failure_data.user_failure_data
+        kind = data.metadata.get(FAILURE_KIND) if data is not None else None
+        if kind is not None and kind.value == BAD_INPUT:
+            return data.description or BAD_INPUT
+    return ""
 
 
 # With batch partitioning, robodata.defs.batches.batches has the sensor (one run per batch); the settings serve both.
