@@ -183,10 +183,18 @@ def plan_tick(
     retries = _settle_pending(pending, failed, outcomes, now, settings, warnings)
     by_id = {u.episode_id: u for u in listing.complete}
     requests = []
+    landed: list[str] = []
+    # A run that failed, was canceled or was lost may still have stored its episode (a worker
+    # killed after the commit): ask the dataset before requesting it again.
+    stored_now = stored_fingerprints() if retries else {}
     for key, attempt in retries:
         upload = by_id.get(key)
         if upload is None or upload.fingerprint != pending[key].fingerprint:
             del pending[key]  # gone or changed since: a changed upload is a new candidate below
+            continue
+        if stored_now.get(key) == upload.fingerprint:
+            del pending[key]  # it landed: done
+            landed.append(key)
             continue
         requests.append(Request(upload, attempt))
 
@@ -200,8 +208,8 @@ def plan_tick(
         if (k in by_id and by_id[k].last_write > floor) or not folder_sorts_after(k, listed_after)
     }
     digest = _digest(window)
-    read_dataset = False
-    known: list[str] = []
+    read_dataset = bool(retries)
+    known: list[str] = list(landed)
     new_hwm = max([cursor.hwm, *(u.last_write for u in window)])
     waiting: list[UploadInfo] = []  # found, not requested yet (over the cap)
     if digest != cursor.window:
@@ -214,7 +222,7 @@ def plan_tick(
         if candidates:
             read_dataset = True
             stored = stored_fingerprints()
-            known = [u.episode_id for u in candidates if stored.get(u.episode_id) == u.fingerprint]
+            known += [u.episode_id for u in candidates if stored.get(u.episode_id) == u.fingerprint]
             candidates = [u for u in candidates if stored.get(u.episode_id) != u.fingerprint]
         room = max(0, min(settings.max_requests_per_tick - len(requests), settings.max_in_flight - len(pending)))
         for upload in candidates[:room]:

@@ -49,7 +49,8 @@ def _batch_failure(store: DatasetStore, exc: Exception) -> dg.Failure:
             "committed_episodes": json.dumps(exc.committed),
             "not_committed_episodes": json.dumps(exc.not_committed),
         }
-    return dg.Failure(description=store.redact(str(exc)), metadata=metadata, allow_retries=base.allow_retries)
+    reason = " ".join(store.redact(str(exc)).split())
+    return dg.Failure(description=reason, metadata=metadata, allow_retries=base.allow_retries)
 
 
 def _plan(store: DatasetStore, batch_id: str) -> BatchPlan:
@@ -123,6 +124,7 @@ def batch_gop_blobs(
         bytes_written=sum(s.bytes_written for s in staged),
         gops_version=staged[-1].gops_version if staged else None,
         table=GOPS_TABLE,
+        row_count=sum(s.gops for s in staged),  # the batch's new episodes' GOP rows
         extra={
             "episodes": json.dumps([s.episode_id for s in staged]),
             "gops": sum(s.gops for s in staged),
@@ -159,6 +161,7 @@ def batch_aligned_frames(context: dg.AssetExecutionContext, store: DatasetStore)
         bytes_written=sum(r.rows_bytes for r in results),
         frames_version=results[-1].frames_version if results else None,
         gops_version=max(r.gops_version for r in results) if results else None,
+        row_count=sum(r.rows for r in results),  # the rows this batch committed, not the table's
         extra={
             "episodes": json.dumps([r.episode_id for r in results]),
             "episodes_already_stored": _ids(plan.stored),
