@@ -397,6 +397,23 @@ def _register_uploads(args: argparse.Namespace) -> int:
     return 0
 
 
+def _migrate_partitioning_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("to", choices=["episode", "batch"], help="the partitioning to carry the instance over to")
+    _register_uploads_args(p)
+
+
+@command("migrate-partitioning", _migrate_partitioning_args)
+def _migrate_partitioning(args: argparse.Namespace) -> int:
+    """Carry $DAGSTER_HOME's instance over to per-episode or batch partitions (then set
+    ROBODATA_PARTITIONING and restart the code location): what is ingested is recorded as such."""
+    from robodata.dagster_home import migrate_partitioning_from_cli
+
+    done = migrate_partitioning_from_cli(args.to, args.dataset, args.uploads)
+    print(f"{len(done['stored'])} partition(s) already ingested, {len(done['new'])} to ingest")
+    print(f"now set ROBODATA_PARTITIONING={args.to} and restart the code location")
+    return 0
+
+
 def _register_imports_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", help="a LeRobot v3 root or an HDF5 glob (local or s3://)")
     p.add_argument("--format", choices=["lerobot", "aloha_hdf5"], default="lerobot", help="what SOURCE holds")

@@ -44,7 +44,7 @@ ALLOWED = {
     # Dagster's own rooms: the definitions (a folder per domain), the entry point that loads
     # them, and the instance helpers the CLI and the demo use (no definitions of their own).
     "definitions": {"defs"},
-    "dagster_home": {"defs", "storage", "errors"},
+    "dagster_home": {"defs", "format", "storage", "errors"},
     "demo": LIBRARY | {"bench", "defs", "dagster_home"},
     "orchestration_bench": LIBRARY | {"bench", "defs", "definitions", "dagster_home"},
     "cli": LIBRARY | {"bench", "demo", "dagster_home", "orchestration_bench"},

@@ -16,8 +16,18 @@ import dagster as dg
 from robodata.defs.batches.batches import register_upload_batches
 from robodata.defs.ingest.episodes import register_uploads
 from robodata.defs.interop.imports import register_import_partitions
-from robodata.defs.resources import PER_BATCH, DatasetStore, partitioning
+from robodata.defs.resources import (
+    PARTITIONS_OF,
+    PER_BATCH,
+    PER_EPISODE,
+    DatasetStore,
+    partitioning,
+    partitioning_refusal,
+)
+from robodata.format.episodes import stored_uploads
 from robodata.storage import env_storage_options
+from robodata.storage.upload_batches import scan_upload_batches
+from robodata.storage.uploads import list_complete_uploads
 
 # Package data (pyproject's [tool.setuptools.package-data]), so a wheel install has it too.
 INSTANCE_CONFIG = Path(__file__).with_name("dagster.yaml")
@@ -57,7 +67,81 @@ def register_uploads_from_cli(root: str | None = None, uploads_root: str | None 
     store = DatasetStore(**{k: v for k, v in {"root": root, "uploads_root": uploads_root}.items() if v})
     register = register_upload_batches if partitioning() == PER_BATCH else register_uploads
     with home_instance() as instance:
+        if refusal := partitioning_refusal(instance):
+            raise ValueError(refusal)
         return register(instance, store)
+
+
+INGEST_ASSETS = ("raw_episodes", "gop_blobs", "aligned_frames")
+
+
+def migrate_partitioning(instance: dg.DagsterInstance, store: DatasetStore, to: str) -> dict[str, list[str]]:
+    """Carry the instance over to partitioning ``to`` (``episode`` or ``batch``): add a partition
+    per upload (or batch) the new layout finds, record the ones the dataset already holds in full
+    as materialized (a runless materialization of each ingest asset naming the episodes, so
+    nothing is ingested again and the asset pages show them done), then remove the old
+    partitions. Their runs and materializations stay in the event log under their old keys.
+    Refused while an ingest run is in flight. Returns the new keys, ``"stored"`` and ``"new"``.
+
+    >>> migrate_partitioning(dg.DagsterInstance.get(), DatasetStore(), "batch")  # doctest: +SKIP
+    {'stored': ['2026-12-01'], 'new': ['2026-12-02']}
+    """
+    if to not in PARTITIONS_OF:
+        raise ValueError(f"partitioning {to!r}: use '{PER_EPISODE}' or '{PER_BATCH}'")
+    running = instance.get_runs(dg.RunsFilter(statuses=_IN_FLIGHT))
+    if running:
+        raise ValueError(f"{len(running)} run(s) in flight: let them finish (or cancel them), then migrate")
+    options = store.storage_options()
+    held = {k: u.fingerprint for k, u in stored_uploads(store.root, storage_options=options).items()}
+    if to == PER_BATCH:
+        units = {
+            b.batch_id: [(u.episode_id, u.fingerprint) for u in b.complete]
+            for b in scan_upload_batches(store.uploads_root, options)
+            if b.complete
+        }
+        register = register_upload_batches
+    else:
+        units = {
+            u.episode_id: [(u.episode_id, u.fingerprint)] for u in list_complete_uploads(store.uploads_root, options)
+        }
+        register = register_uploads
+    register(instance, store)
+    stored = sorted(k for k, episodes in units.items() if all(held.get(e) == fp for e, fp in episodes))
+    for key in stored:
+        episodes = [e for e, _ in units[key]]
+        for asset in INGEST_ASSETS:
+            instance.report_runless_asset_event(
+                dg.AssetMaterialization(
+                    asset_key=asset,
+                    partition=key,
+                    description=f"already ingested (migrated from {PARTITIONS_OF[_other(to)]} partitions)",
+                    metadata={"episodes": ", ".join(episodes), "dataset_uri": store.safe_uri()},
+                )
+            )
+    old = PARTITIONS_OF[_other(to)]
+    for key in instance.get_dynamic_partitions(old):
+        instance.delete_dynamic_partition(old, key)
+    return {"stored": stored, "new": sorted(set(units) - set(stored))}
+
+
+_IN_FLIGHT = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
+
+
+def _other(mode: str) -> str:
+    return PER_EPISODE if mode == PER_BATCH else PER_BATCH
+
+
+def migrate_partitioning_from_cli(to: str, root: str | None = None, uploads_root: str | None = None) -> dict:
+    """``migrate_partitioning`` for ``robodata migrate-partitioning``, on $DAGSTER_HOME's instance."""
+    store = DatasetStore(**{k: v for k, v in {"root": root, "uploads_root": uploads_root}.items() if v})
+    with home_instance() as instance:
+        return migrate_partitioning(instance, store, to)
 
 
 def register_import_partitions_from_cli(source: str, format: str = "lerobot") -> list[str]:

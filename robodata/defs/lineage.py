@@ -137,3 +137,9 @@ def failure(store: DatasetStore, exc: Exception) -> dg.Failure:
     metadata[FAILURE_KIND] = RETRYABLE if retryable else BAD_INPUT
     reason = " ".join(store.redact(str(exc)).split()) or type(exc).__name__
     return dg.Failure(description=reason, metadata=metadata, allow_retries=retryable)
+
+
+def refused(reason: str) -> dg.Failure:
+    """A failure no retry can fix that is not about an upload (the instance is set up for the
+    other partitioning): one line, classified like bad input so the sensor does not repeat it."""
+    return dg.Failure(description=reason, metadata={FAILURE_KIND: BAD_INPUT}, allow_retries=False)

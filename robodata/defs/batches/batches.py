@@ -23,8 +23,8 @@ import dagster as dg
 from robodata.defs.ingest.episodes import FINGERPRINT_TAG, STORAGE_RETRY, GopBlobsConfig
 from robodata.defs.ingest.jobs import ingest_batch_job
 from robodata.defs.ingest.sensor import UploadSensorSettings, _finished_runs, tick_result
-from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
-from robodata.defs.resources import PER_BATCH, DatasetStore, partitioning
+from robodata.defs.lineage import CODE_VERSION, failure, lineage_result, refused
+from robodata.defs.resources import PARTITIONS_OF, PER_BATCH, DatasetStore, partitioning, partitioning_refusal
 from robodata.errors import RoboDataError
 from robodata.format.episodes import stored_uploads
 from robodata.format.ids import validate_episode_id
@@ -34,7 +34,7 @@ from robodata.ingest.upload_queue import UploadCursor, plan_tick
 from robodata.storage.upload_batches import UploadBatch, scan_upload_batches
 from robodata.storage.uploads import IncompleteUpload, UploadInfo, UploadListing
 
-upload_batches = dg.DynamicPartitionsDefinition(name="upload_batches")
+upload_batches = dg.DynamicPartitionsDefinition(name=PARTITIONS_OF[PER_BATCH])
 
 
 def _batch_failure(store: DatasetStore, exc: Exception) -> dg.Failure:
@@ -75,6 +75,8 @@ def _ids(uploads) -> str:
     "written last); those the dataset already holds are listed, not read.",
 )
 def raw_batch_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.MaterializeResult:
+    if refusal := partitioning_refusal(context.instance, PER_BATCH):
+        raise refused(refusal)
     plan = _plan(store, context.partition_key)
     try:
         summaries = validate_batch(plan, store.storage_options())
@@ -189,6 +191,8 @@ BATCH_ASSETS = [raw_batch_episodes, batch_gop_blobs, batch_aligned_frames]
 def upload_batch_sensor(
     context: dg.SensorEvaluationContext, store: DatasetStore, upload_sensor_settings: UploadSensorSettings
 ) -> dg.SensorResult:
+    if refusal := partitioning_refusal(context.instance, PER_BATCH):
+        return dg.SensorResult(skip_reason=refusal)
     settings = upload_sensor_settings.tick_settings()
     now = time.time()
     cursor = UploadCursor.loads(context.cursor)

@@ -14,8 +14,8 @@ from pydantic import Field
 
 from robodata.defs.encoding import EncodingConfig
 from robodata.defs.ingest.views import episode_view_metadata
-from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
-from robodata.defs.resources import PER_EPISODE, DatasetStore, partitioning
+from robodata.defs.lineage import CODE_VERSION, failure, lineage_result, refused
+from robodata.defs.resources import PARTITIONS_OF, PER_EPISODE, DatasetStore, partitioning, partitioning_refusal
 from robodata.errors import RoboDataError
 from robodata.format.episodes import StoredUpload, stored_uploads
 from robodata.format.ids import validate_episode_id
@@ -28,7 +28,7 @@ from robodata.ingest.upload_summary import describe_upload
 from robodata.storage import fsspec_filesystem
 from robodata.storage.uploads import list_complete_uploads, upload_fingerprint
 
-episode_partitions = dg.DynamicPartitionsDefinition(name="episodes")
+episode_partitions = dg.DynamicPartitionsDefinition(name=PARTITIONS_OF[PER_EPISODE])
 FINGERPRINT_TAG = "robodata/upload_fingerprint"
 # A storage hiccup (a timeout, a 503, a dropped connection: StorageError) is retried after 3,
 # 6 and 12 s (+-50% jitter, so parallel runs do not retry in step); a bad upload fails at once
@@ -106,6 +106,8 @@ def _skipped(store: DatasetStore, stored: StoredUpload, table: str) -> dg.Materi
     description="A validated, complete upload (<uploads>/<episode_id>/ with episode.json written last).",
 )
 def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.MaterializeResult:
+    if refusal := partitioning_refusal(context.instance, PER_EPISODE):
+        raise refused(refusal)
     upload = store.upload_uri(context.partition_key)
     try:
         summary = describe_upload(upload, store.storage_options(), store.uploads_root)

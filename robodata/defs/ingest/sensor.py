@@ -75,6 +75,8 @@ class UploadSensorSettings(dg.ConfigurableResource):
 def upload_sensor(
     context: dg.SensorEvaluationContext, store: DatasetStore, upload_sensor_settings: UploadSensorSettings
 ) -> dg.SensorResult:
+    if refusal := resources.partitioning_refusal(context.instance, resources.PER_EPISODE):
+        return dg.SensorResult(skip_reason=refusal)
     cursor = UploadCursor.loads(context.cursor)
     settings, now = upload_sensor_settings.tick_settings(), time.time()
     after = listing_start(cursor, now, settings)
