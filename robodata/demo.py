@@ -52,23 +52,28 @@ def run_demo(workdir: str, episodes: int = 4, seconds: float = 4.0) -> dict:
 def materialize_all(instance, store, partitions: list[str], labels_path: str, run_name: str) -> dict[str, str]:
     """Materialize every asset in-process: each episode partition (checks included), then
     annotations, the training snapshot and the benchmark report. Returns the report's path."""
-    import dagster as dg
     from tqdm import tqdm
 
+    from robodata.dagster_home import run_named_job
     from robodata.defs.ingest import checks, episodes
+    from robodata.defs.ingest.jobs import ingest_episode_job
     from robodata.defs.labels import annotations
     from robodata.defs.reports import benchmark
     from robodata.defs.training import snapshots
 
     resources = {"store": store}
-    episode_assets = [episodes.raw_episodes, episodes.gop_blobs, episodes.aligned_frames, *checks.episode_checks]
+    episode_assets = [episodes.raw_episodes, episodes.gop_blobs, episodes.aligned_frames]
     for key in tqdm(partitions, desc="dagster: ingest episodes", unit="episode"):
-        dg.materialize(episode_assets, partition_key=key, instance=instance, resources=resources, run_config=QUIET)
+        run_named_job(
+            "ingest_episode", episode_assets, asset_checks=checks.episode_checks, job=ingest_episode_job,
+            instance=instance, resources=resources, partition_key=key, run_config=QUIET,
+        )  # fmt: skip
     config = {
         "annotations": {"config": {"labels_path": labels_path}},
         "training_snapshot": {"config": {"run_name": run_name}},
     }
-    result = dg.materialize(
+    result = run_named_job(
+        "demo_labels_snapshot_report",
         [annotations.annotations, snapshots.training_snapshot, benchmark.benchmark_report],
         instance=instance,
         resources=resources,

@@ -152,3 +152,27 @@ def register_import_partitions_from_cli(source: str, format: str = "lerobot") ->
     """
     with home_instance() as instance:
         return register_import_partitions(instance, source, format, env_storage_options())
+
+
+def run_named_job(
+    name: str,
+    assets: list,
+    *,
+    instance: dg.DagsterInstance,
+    resources: dict,
+    asset_checks: list | None = None,
+    job: dg.UnresolvedAssetJobDefinition | None = None,
+    partition_key: str | None = None,
+    run_config: dict | None = None,
+) -> dg.ExecuteInProcessResult:
+    """Run ``assets`` (and their ``asset_checks``) in-process as job ``name`` (``job``, e.g.
+    ``ingest_episode``, or one made here over all of ``assets``), so the runs carry a name in
+    the UI instead of ``__ephemeral_asset_job__``.
+
+    >>> run_named_job("demo_labels", [annotations], instance=instance, resources={"store": store})  # doctest: +SKIP
+    """
+    job = job or dg.define_asset_job(name, selection=assets)
+    defs = dg.Definitions(assets=assets, asset_checks=asset_checks or [], jobs=[job], resources=resources)
+    return defs.resolve_job_def(job.name).execute_in_process(
+        instance=instance, partition_key=partition_key, run_config=run_config or {}
+    )
