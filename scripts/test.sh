@@ -12,11 +12,10 @@ bash scripts/install.sh
 ci_tmp=$(mktemp -d)
 trap 'rm -rf "$ci_tmp"' EXIT
 export DAGSTER_HOME="$ci_tmp/dagster_home" ROBODATA_ROOT="$ci_tmp/dataset" ROBODATA_UPLOADS="$ci_tmp/uploads"
-mkdir -p "$DAGSTER_HOME" && cp dagster.yaml "$DAGSTER_HOME/"
+mkdir -p "$DAGSTER_HOME" && cp robodata/dagster_home/dagster.yaml "$DAGSTER_HOME/"
 .venv/bin/dagster definitions validate -m robodata.definitions
 .venv/bin/robodata sample-data "$ROBODATA_UPLOADS" --episodes 1 --seconds 1
 .venv/bin/robodata register-uploads
 .venv/bin/dagster asset materialize -m robodata.definitions \
-    --select 'raw_episodes,gop_blobs,aligned_frames' --partition episode_000000 \
-    --config-json '{"execution": {"config": {"in_process": {}}}}'
+    --select 'raw_episodes,gop_blobs,aligned_frames' --partition episode_000000
 .venv/bin/robodata info "$ROBODATA_ROOT"
