@@ -402,7 +402,7 @@ def _migrate_partitioning_args(p: argparse.ArgumentParser) -> None:
     _register_uploads_args(p)
 
 
-@command("migrate-partitioning", _migrate_partitioning_args)
+@command("repartition", _migrate_partitioning_args)
 def _migrate_partitioning(args: argparse.Namespace) -> int:
     """Carry $DAGSTER_HOME's instance over to per-episode or batch partitions (then set
     ROBODATA_PARTITIONING and restart the code location): what is ingested is recorded as such."""

@@ -138,7 +138,7 @@ def _other(mode: str) -> str:
 
 
 def migrate_partitioning_from_cli(to: str, root: str | None = None, uploads_root: str | None = None) -> dict:
-    """``migrate_partitioning`` for ``robodata migrate-partitioning``, on $DAGSTER_HOME's instance."""
+    """``migrate_partitioning`` for ``robodata repartition``, on $DAGSTER_HOME's instance."""
     store = DatasetStore(**{k: v for k, v in {"root": root, "uploads_root": uploads_root}.items() if v})
     with home_instance() as instance:
         return migrate_partitioning(instance, store, to)

@@ -19,7 +19,7 @@ PER_EPISODE = "episode"  # one partition (and run) per upload folder <uploads>/<
 PER_BATCH = "batch"  # one partition (and run) per upload batch folder <uploads>/<batch>/<episode_id>/
 # The dynamic partitions each partitioning keeps in the instance.
 PARTITIONS_OF = {PER_EPISODE: "episodes", PER_BATCH: "upload_batches"}
-MIGRATE_COMMAND = "robodata migrate-partitioning"
+MIGRATE_COMMAND = "robodata repartition"
 
 
 def default_root() -> str:
@@ -60,7 +60,7 @@ def partitioning_refusal(instance: dg.DagsterInstance, mode: str | None = None) 
 
     Both partitionings use the same asset keys, so a switch would leave the other one's
     partitions, and their history, orphaned: it is refused until ``robodata
-    migrate-partitioning`` has carried the instance over.
+    repartition`` has carried the instance over.
 
     >>> partitioning_refusal(dg.DagsterInstance.ephemeral())
     ''

@@ -199,13 +199,13 @@ def test_switching_to_batches_does_not_ingest_stored_episodes_again(tmp_path, ei
 
     # The instance still holds the per-episode partitions: the switch is refused, naming the command.
     refused = tick(instance, store, None)
-    assert refused.run_requests == [] and "`robodata migrate-partitioning batch`" in refused.skip_reason.skip_message
+    assert refused.run_requests == [] and "`robodata repartition batch`" in refused.skip_reason.skip_message
     instance.add_dynamic_partitions(upload_batches.name, ["legacy"])  # as a person in the UI might
     run = dg.materialize(
         BATCH_ASSETS, partition_key="legacy", instance=instance, resources={"store": store}, raise_on_error=False
     )
     [failure] = [e for e in run.all_events if e.is_step_failure]
-    assert "`robodata migrate-partitioning batch`" in failure.step_failure_data.user_failure_data.description
+    assert "`robodata repartition batch`" in failure.step_failure_data.user_failure_data.description
     assert migrate_partitioning(instance, store, "batch") == {"stored": [], "new": ["legacy", "new"]}
     assert instance.get_dynamic_partitions("episodes") == []
     assert instance.get_dynamic_partitions(upload_batches.name) == ["legacy", "new"]
