@@ -397,13 +397,13 @@ def _register_uploads(args: argparse.Namespace) -> int:
     return 0
 
 
-def _migrate_partitioning_args(p: argparse.ArgumentParser) -> None:
+def _repartition_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("to", choices=["episode", "batch"], help="the partitioning to carry the instance over to")
     _register_uploads_args(p)
 
 
-@command("repartition", _migrate_partitioning_args)
-def _migrate_partitioning(args: argparse.Namespace) -> int:
+@command("repartition", _repartition_args)
+def _repartition(args: argparse.Namespace) -> int:
     """Carry $DAGSTER_HOME's instance over to per-episode or batch partitions (then set
     ROBODATA_PARTITIONING and restart the code location): what is ingested is recorded as such."""
     from robodata.dagster_home import migrate_partitioning_from_cli

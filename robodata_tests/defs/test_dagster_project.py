@@ -68,6 +68,12 @@ def test_prepared_home_holds_the_packaged_config(tmp_path, monkeypatch):
     assert (home / "dagster.yaml").read_bytes() == INSTANCE_IN_PACKAGE.read_bytes()
     with dg.DagsterInstance.get() as dagster_instance:
         assert dagster_instance.root_directory == str(home)  # SQLite storage inside the home
+        # No run hangs: stuck starts and cancels time out, a dead worker's run fails and is
+        # retried (twice), but a failed step is not re-run as a whole run (a bad upload fails once).
+        assert dagster_instance.run_monitoring_enabled
+        assert dagster_instance.run_monitoring_start_timeout_seconds == 180
+        assert dagster_instance.run_retries_enabled and dagster_instance.run_retries_max_retries == 2
+        assert dagster_instance.run_retries_retry_on_asset_or_op_failure is False
 
 
 def _configured(store: resources.DatasetStore) -> dict:

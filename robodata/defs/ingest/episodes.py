@@ -51,8 +51,14 @@ class GopBlobsConfig(EncodingConfig):
 
 
 class AlignedFramesConfig(dg.Config):
-    """Whether to also write the episode's page (``robodata view``) next to the dataset."""
+    """Whether to commit the rows even when the dataset holds this upload already, and whether
+    to also write the episode's page (``robodata view``) next to the dataset."""
 
+    force: bool = Field(
+        default=False,
+        description="Commit the episode's rows even when the dataset already holds them from this upload "
+        "(a backfill of aligned_frames alone then stages the GOPs again: identical ones are reused).",
+    )
     episode_page: bool = Field(
         default=False,
         description="Also write the episode's HTML page (every camera, in sync) under <root>/views/: "
@@ -188,7 +194,7 @@ def aligned_frames(
     context: dg.AssetExecutionContext, config: AlignedFramesConfig, store: DatasetStore
 ) -> dg.MaterializeResult:
     options = store.storage_options()
-    stored = already_stored(context, store)
+    stored = None if config.force else already_stored(context, store)
     if stored is not None and not _staged(store, stored.episode_index):  # gop_blobs staged nothing
         context.log.info(f"{stored.episode_id}: already stored from this upload; no rows written")
         return _skipped(store, stored, FRAMES_TABLE)
