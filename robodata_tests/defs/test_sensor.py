@@ -130,9 +130,17 @@ def run_ingest(instance, store: DatasetStore, request: dg.RunRequest) -> dg.Exec
     )
 
 
-def test_sensor_retries_a_failed_run_and_gives_up_after_max_attempts(store, tmp_path):
+def lost_run(instance, store: DatasetStore, request: dg.RunRequest) -> None:
+    """A run of the request whose worker died: run monitoring fails it, no step failed."""
+    job = dg.Definitions(
+        assets=[raw_episodes, gop_blobs, aligned_frames], jobs=[ingest_episode_job], resources={"store": store}
+    ).resolve_job_def(ingest_episode_job.name)
+    tags = {**request.tags, "dagster/partition": request.partition_key}
+    instance.report_run_failed(instance.create_run_for_job(job_def=job, tags=tags), message="run worker lost")
+
+
+def test_sensor_retries_a_lost_run_and_gives_up_after_max_attempts(store):
     instance = dg.DagsterInstance.ephemeral()
-    broken = DatasetStore(root=store.root, uploads_root=str(tmp_path / "nowhere"))  # the run fails
     cursor, attempts = None, []
     for _ in range(3):
         tick = evaluate(instance, store, cursor, max_attempts=2)
@@ -140,10 +148,21 @@ def test_sensor_retries_a_failed_run_and_gives_up_after_max_attempts(store, tmp_
         attempts.append(sorted((r.partition_key, r.tags[ATTEMPT_TAG]) for r in tick.run_requests))
         for request in tick.run_requests:
             if request.partition_key == EPISODE_KEYS[0]:
-                assert not run_ingest(instance, broken, request).success
+                lost_run(instance, store, request)
     assert attempts == [[(k, "1") for k in EPISODE_KEYS], [(EPISODE_KEYS[0], "2")], []]
     assert EPISODE_KEYS[0] in json.loads(cursor)["failed"]  # given up until the upload changes
     assert set(json.loads(cursor)["pending"]) == set(EPISODE_KEYS[1:])  # not finished: not done
+
+
+def test_sensor_gives_up_at_once_on_a_run_that_failed_on_bad_input(store, tmp_path):
+    instance = dg.DagsterInstance.ephemeral()
+    broken = DatasetStore(root=store.root, uploads_root=str(tmp_path / "nowhere"))  # no such upload
+    first = evaluate(instance, store, None, max_attempts=3)
+    [request] = [r for r in first.run_requests if r.partition_key == EPISODE_KEYS[0]]
+    assert not run_ingest(instance, broken, request).success
+    second = evaluate(instance, store, first.cursor, max_attempts=3)
+    assert second.run_requests == []
+    assert EPISODE_KEYS[0] in json.loads(second.cursor)["failed"]
 
 
 def test_sensor_marks_an_upload_done_only_when_its_run_succeeded(store):
