@@ -84,9 +84,10 @@ def test_identical_bytes_have_one_fingerprint_whatever_their_file_times(short_up
     assert upload_fingerprint(str(a)) != upload_fingerprint(str(b))
 
 
-def test_a_bad_upload_gives_exactly_one_failed_run(store):
+def test_a_bad_upload_gives_exactly_one_failed_run_and_its_fix_is_ingested_next_tick(store):
     video = Path(store.uploads_root) / EPISODE_KEYS[1] / "top.mp4"
-    video.write_bytes(video.read_bytes()[: video.stat().st_size // 3])  # truncated in transfer
+    good = video.read_bytes()
+    video.write_bytes(good[: len(good) // 3])  # truncated in transfer
     instance = dg.DagsterInstance.ephemeral()
     cursor = None
     for _ in range(4):
@@ -103,3 +104,8 @@ def test_a_bad_upload_gives_exactly_one_failed_run(store):
     assert "\n" not in reason and "top.mp4" in reason
     assert data.error.message.strip().endswith(reason) and data.error.cause is None  # no chained traceback
     assert instance.all_logs(runs[0].run_id, of_type=dg.DagsterEventType.STEP_UP_FOR_RETRY) == []
+
+    video.write_bytes(good)  # the upload fixed: the next tick ingests it
+    fixed, results = _tick_and_run(instance, store, cursor)
+    assert keys_of(fixed) == [EPISODE_KEYS[1]] and results[EPISODE_KEYS[1]].success
+    assert robodata.open(store.root).episodes()["episode_index"].to_pylist() == [0, 1, 2]
