@@ -5,7 +5,7 @@ What is ingested is known from the dataset itself (the upload fingerprint stored
 episode), so the cursor does not grow with the number of uploads.
 
 Every tick lists the whole uploads root while one listing of it costs at most
-``full_listing_budget_s`` (2 s: about 20,000 files on S3): a new, changed, re-dropped or fixed
+``full_listing_budget_s`` (2 s): a new, changed, re-dropped or fixed
 upload is then seen by the next tick, wherever its name sorts. Past that budget, most ticks list
 only the tail of the root: the folders that sort after ``after`` (on S3 one ListObjectsV2 with
 ``StartAfter``), the last folder of an unbroken run, in key order, of folders already dealt with
