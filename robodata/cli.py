@@ -366,10 +366,27 @@ def _register_uploads_args(p: argparse.ArgumentParser) -> None:
 def _register_uploads(args: argparse.Namespace) -> int:
     """Add a Dagster partition (in $DAGSTER_HOME's instance) for every complete upload (every upload
     batch with ROBODATA_PARTITIONING=batch); no run is started."""
-    from robodata.instance_commands import register_uploads_from_cli
+    from robodata.dagster_home import register_uploads_from_cli
 
     for key in register_uploads_from_cli(args.dataset, args.uploads):
         print(key)
+    return 0
+
+
+def _repartition_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("to", choices=["episode", "batch"], help="the partitioning to carry the instance over to")
+    _register_uploads_args(p)
+
+
+@command("repartition", _repartition_args)
+def _repartition(args: argparse.Namespace) -> int:
+    """Carry $DAGSTER_HOME's instance over to per-episode or batch partitions (then set
+    ROBODATA_PARTITIONING and restart the code location): what is ingested is recorded as such."""
+    from robodata.dagster_home import migrate_partitioning_from_cli
+
+    done = migrate_partitioning_from_cli(args.to, args.dataset, args.uploads)
+    print(f"{len(done['stored'])} partition(s) already ingested, {len(done['new'])} to ingest")
+    print(f"now set ROBODATA_PARTITIONING={args.to} and restart the code location")
     return 0
 
 
@@ -381,7 +398,7 @@ def _register_imports_args(p: argparse.ArgumentParser) -> None:
 @command("register-imports", _register_imports_args)
 def _register_imports(args: argparse.Namespace) -> int:
     """Add an imported_episodes partition (in $DAGSTER_HOME's instance) per source episode."""
-    from robodata.instance_commands import register_import_partitions_from_cli
+    from robodata.dagster_home import register_import_partitions_from_cli
 
     for key in register_import_partitions_from_cli(args.source, args.format):
         print(key)

@@ -25,11 +25,10 @@ stage "Dagster from the command line"
 ci_tmp=$(mktemp -d)
 trap 'rm -rf "$ci_tmp"' EXIT
 export DAGSTER_HOME="$ci_tmp/dagster_home" ROBODATA_ROOT="$ci_tmp/dataset" ROBODATA_UPLOADS="$ci_tmp/uploads"
-mkdir -p "$DAGSTER_HOME" && cp dagster.yaml "$DAGSTER_HOME/"
+mkdir -p "$DAGSTER_HOME" && cp robodata/dagster_home/dagster.yaml "$DAGSTER_HOME/"
 dagster definitions validate -m robodata.definitions
 robodata sample-data "$ROBODATA_UPLOADS" --episodes 1 --seconds 1
 robodata register-uploads
 dagster asset materialize -m robodata.definitions \
-    --select 'raw_episodes,gop_blobs,aligned_frames' --partition episode_000000 \
-    --config-json '{"execution": {"config": {"in_process": {}}}}'
+    --select 'raw_episodes,gop_blobs,aligned_frames' --partition episode_000000
 robodata info "$ROBODATA_ROOT"

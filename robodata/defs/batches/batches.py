@@ -9,7 +9,7 @@ episode's GOPs, commit each episode's rows. Episodes the dataset already holds (
 fingerprint) are skipped, whichever mode or command ingested them.
 
 ``upload_batch_sensor`` lists the uploads root once per tick, treats each batch as one unit of
-the per-episode sensor's plan (``robodata.defs.upload_cursor.plan_tick``: bounded cursor, cap per
+the per-episode sensor's plan (``robodata.ingest.upload_queue.plan_tick``: bounded cursor, cap per
 tick, retries) and requests one run per batch that holds something new and whose uploads are
 complete (a folder without ``episode.json`` holds its batch back until it has been idle for
 ``stalled_after_s``; it is then warned about and left out).
@@ -20,21 +20,21 @@ import time
 
 import dagster as dg
 
-from robodata.defs.episodes import FINGERPRINT_TAG, STORAGE_RETRY, GopBlobsConfig
-from robodata.defs.jobs import ingest_batch_job
-from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
-from robodata.defs.resources import PER_BATCH, DatasetStore, partitioning
-from robodata.defs.sensors import UploadSensorSettings, _finished_runs, tick_result
-from robodata.defs.upload_cursor import UploadCursor, plan_tick
+from robodata.defs.ingest.episodes import FINGERPRINT_TAG, STORAGE_RETRY, GopBlobsConfig
+from robodata.defs.ingest.jobs import ingest_batch_job
+from robodata.defs.ingest.sensor import UploadSensorSettings, _finished_runs, tick_result
+from robodata.defs.lineage import CODE_VERSION, failure, lineage_result, refused
+from robodata.defs.resources import PARTITIONS_OF, PER_BATCH, DatasetStore, partitioning, partitioning_refusal
 from robodata.errors import RoboDataError
 from robodata.format.ids import validate_episode_id
 from robodata.format.provenance import stored_uploads
 from robodata.format.schema import GOPS_TABLE
 from robodata.ingest.batch import BatchEpisodeError, BatchPlan, commit_batch, plan_batch, stage_batch, validate_batch
+from robodata.ingest.upload_queue import UploadCursor, plan_tick
 from robodata.storage.upload_batches import UploadBatch, scan_upload_batches
 from robodata.storage.uploads import IncompleteUpload, UploadInfo, UploadListing
 
-upload_batches = dg.DynamicPartitionsDefinition(name="upload_batches")
+upload_batches = dg.DynamicPartitionsDefinition(name=PARTITIONS_OF[PER_BATCH])
 
 
 def _batch_failure(store: DatasetStore, exc: Exception) -> dg.Failure:
@@ -49,7 +49,8 @@ def _batch_failure(store: DatasetStore, exc: Exception) -> dg.Failure:
             "committed_episodes": json.dumps(exc.committed),
             "not_committed_episodes": json.dumps(exc.not_committed),
         }
-    return dg.Failure(description=store.redact(str(exc)), metadata=metadata, allow_retries=base.allow_retries)
+    reason = " ".join(store.redact(str(exc)).split())
+    return dg.Failure(description=reason, metadata=metadata, allow_retries=base.allow_retries)
 
 
 def _plan(store: DatasetStore, batch_id: str) -> BatchPlan:
@@ -74,6 +75,8 @@ def _ids(uploads) -> str:
     "written last); those the dataset already holds are listed, not read.",
 )
 def raw_batch_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.MaterializeResult:
+    if refusal := partitioning_refusal(context.instance, PER_BATCH):
+        raise refused(refusal)
     plan = _plan(store, context.partition_key)
     try:
         summaries = validate_batch(plan, store.storage_options())
@@ -123,6 +126,7 @@ def batch_gop_blobs(
         bytes_written=sum(s.bytes_written for s in staged),
         gops_version=staged[-1].gops_version if staged else None,
         table=GOPS_TABLE,
+        row_count=sum(s.gops for s in staged),  # the batch's new episodes' GOP rows
         extra={
             "episodes": json.dumps([s.episode_id for s in staged]),
             "gops": sum(s.gops for s in staged),
@@ -159,6 +163,7 @@ def batch_aligned_frames(context: dg.AssetExecutionContext, store: DatasetStore)
         bytes_written=sum(r.rows_bytes for r in results),
         frames_version=results[-1].frames_version if results else None,
         gops_version=max(r.gops_version for r in results) if results else None,
+        row_count=sum(r.rows for r in results),  # the rows this batch committed, not the table's
         extra={
             "episodes": json.dumps([r.episode_id for r in results]),
             "episodes_already_stored": _ids(plan.stored),
@@ -186,6 +191,8 @@ BATCH_ASSETS = [raw_batch_episodes, batch_gop_blobs, batch_aligned_frames]
 def upload_batch_sensor(
     context: dg.SensorEvaluationContext, store: DatasetStore, upload_sensor_settings: UploadSensorSettings
 ) -> dg.SensorResult:
+    if refusal := partitioning_refusal(context.instance, PER_BATCH):
+        return dg.SensorResult(skip_reason=refusal)
     settings = upload_sensor_settings.tick_settings()
     now = time.time()
     cursor = UploadCursor.loads(context.cursor)

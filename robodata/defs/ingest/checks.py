@@ -3,7 +3,7 @@
 
 The same checks (and a decode of every GOP) already ran on the staged episode before its rows
 were committed (robodata.integrity.audit); these confirm what landed, with the code
-``robodata verify`` runs. With batch partitioning (robodata.defs.batches) one step runs them on
+``robodata verify`` runs. With batch partitioning (robodata.defs.batches.batches) one step runs them on
 every episode of the batch and reports each check once for the batch."""
 
 import warnings
@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import dagster as dg
 
-from robodata.defs.batches import upload_batches
-from robodata.defs.episodes import aligned_frames, episode_partitions
+from robodata.defs.batches.batches import upload_batches
+from robodata.defs.ingest.episodes import aligned_frames, episode_partitions
 from robodata.defs.resources import PER_EPISODE, DatasetStore, partitioning
 from robodata.ingest.upload_summary import upload_episode_index, upload_state_samples
 from robodata.integrity.episode_checks import (

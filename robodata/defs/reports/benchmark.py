@@ -3,13 +3,15 @@ request also the whole benchmark (LeRobot-layout comparison, GOP-size sweep) wit
 benchmarks ship with the source checkout: without them the asset fails, saying so."""
 
 import base64
+import hashlib
+import posixpath
 import tempfile
 from pathlib import Path
 
 import dagster as dg
 from pydantic import Field
 
-from robodata.defs.episodes import aligned_frames
+from robodata.defs.ingest.episodes import aligned_frames
 from robodata.defs.lineage import CODE_VERSION, lineage_result
 from robodata.defs.resources import DatasetStore
 from robodata.reader import open_dataset
@@ -62,8 +64,16 @@ def benchmark_report(config: BenchmarkConfig, store: DatasetStore) -> dg.Materia
         extra.update(_full_benchmark(store, ds.version, config.small))
     if config.peers_venv:
         extra.update(_peers_benchmark(store, ds.version, config.peers_venv, config.small))
+    # The asset stands for its report, not for frames.lance: its URI and data version are the
+    # report's (named after the version measured, and its content's hash: each run measures anew).
+    digest = hashlib.sha256(markdown.encode()).hexdigest()[:12]
     return lineage_result(
-        store, rows_written=0, bytes_written=len(markdown.encode()), frames_version=ds.version, extra=extra
+        store,
+        rows_written=0,
+        bytes_written=len(markdown.encode()),
+        frames_version=ds.version,
+        output=(report, f"{posixpath.basename(report)}#{digest}"),
+        extra=extra,
     )
 
 

@@ -1,17 +1,20 @@
 """The upload sensor's decisions, apart from Dagster: which uploads to request this tick, and the
-small cursor it keeps between ticks.
+small cursor it keeps between ticks (the upload queue: what is in flight, retried, given up on).
 
 What is ingested is known from the dataset itself (the upload fingerprint stored with each
 episode), so the cursor does not grow with the number of uploads.
 
-Most ticks list only the tail of the uploads root: the folders that sort after ``after`` (on S3
-one ListObjectsV2 with ``StartAfter``), the last folder of an unbroken run, in key order, of
-folders already dealt with (requested and succeeded, found ingested, given up on, or without
-``episode.json`` for ``stalled_after_s``). With folder names that sort in arrival order (zero-
-padded counters, timestamps) a new upload is always in the tail, and an idle tick lists next to
-nothing. Every ``full_listing_every_s`` a tick lists everything (a reconciliation): it finds what
-the tail cannot see, a new folder whose name sorts before ``after`` and a re-uploaded (changed)
-folder, and moves ``after`` back before anything it requests until that run succeeded.
+Every tick lists the whole uploads root while one listing of it costs at most
+``full_listing_budget_s`` (2 s): a new, changed, re-dropped or fixed
+upload is then seen by the next tick, wherever its name sorts. Past that budget, most ticks list
+only the tail of the root: the folders that sort after ``after`` (on S3 one ListObjectsV2 with
+``StartAfter``), the last folder of an unbroken run, in key order, of folders already dealt with
+(requested and succeeded, found ingested, given up on, or without ``episode.json`` for
+``stalled_after_s``). With folder names that sort in arrival order (zero-padded counters,
+timestamps) a new upload is always in the tail, and an idle tick lists next to nothing. Every
+``full_listing_every_s`` such a tick lists everything (a reconciliation): it finds what the tail
+cannot see, a new folder whose name sorts before ``after`` and a re-uploaded (changed) folder,
+and moves ``after`` back before anything it requests until that run succeeded.
 
 The cursor holds:
 
@@ -24,6 +27,7 @@ The cursor holds:
 - ``pending``: uploads requested and not yet seen succeed (bounded by ``max_in_flight``), with
   their attempt count; a failed or timed-out run is requested again, up to ``max_attempts``.
 - ``failed``: uploads whose runs failed ``max_attempts`` times (only while inside the window).
+- ``full_cost``: how long the last full listing took (whether the next tick lists in full).
 - ``after``, ``full_at``, ``full_hwm``: the folder the tail listing starts after, when the last
   full listing ran, and the high-water mark it left (the next full listing looks at everything
   written since ``full_hwm - slack_s``, whatever the tail ticks in between moved ``hwm`` to).
@@ -50,6 +54,7 @@ class TickSettings:
     slack_s: float = 900.0
     stalled_after_s: float = 3600.0
     full_listing_every_s: float = 600.0
+    full_listing_budget_s: float = 2.0
 
 
 @dataclass
@@ -69,6 +74,7 @@ class UploadCursor:
     after: str = ""
     full_at: float = 0.0
     full_hwm: float = 0.0
+    full_cost: float = 0.0
 
     def dumps(self) -> str:
         return json.dumps(
@@ -77,6 +83,7 @@ class UploadCursor:
                 "after": self.after,
                 "full_at": self.full_at,
                 "full_hwm": self.full_hwm,
+                "full_cost": round(self.full_cost, 3),
                 "hwm": self.hwm,
                 "window": self.window,
                 "checked_at": self.checked_at,
@@ -104,16 +111,21 @@ class UploadCursor:
             after=data.get("after", ""),
             full_at=data.get("full_at", 0.0),
             full_hwm=data.get("full_hwm", 0.0),
+            full_cost=data.get("full_cost", 0.0),
         )
 
 
 def listing_start(cursor: UploadCursor, now: float, settings: TickSettings) -> str:
-    """The folder this tick's listing starts after: ``""`` (list everything) when a full
-    listing is due, else the cursor's ``after``.
+    """The folder this tick's listing starts after: ``""`` (list everything) while a full
+    listing costs at most ``full_listing_budget_s`` or when one is due, else the cursor's ``after``.
 
-    >>> listing_start(UploadCursor(after="episode_000041", full_at=1000.0), 1030.0, TickSettings())
+    >>> listing_start(UploadCursor(after="episode_000041", full_at=1000.0, full_cost=0.3), 1030.0, TickSettings())
+    ''
+    >>> listing_start(UploadCursor(after="episode_000041", full_at=1000.0, full_cost=9.0), 1030.0, TickSettings())
     'episode_000041'
     """
+    if cursor.full_cost < settings.full_listing_budget_s:
+        return ""
     if not 0 <= now - cursor.full_at < settings.full_listing_every_s:  # due, or the clock went back
         return ""
     return cursor.after
@@ -129,12 +141,14 @@ class Request:
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """A finished run of the ingest job, as the instance reports it."""
+    """A finished run of the ingest job, as the instance reports it. A run that failed on bad
+    input (``bad_input``: the reason) fails the same way every time: it is not requested again."""
 
     episode_id: str
     fingerprint: str
     attempt: int
     succeeded: bool
+    bad_input: str = ""
 
 
 @dataclass
@@ -169,10 +183,18 @@ def plan_tick(
     retries = _settle_pending(pending, failed, outcomes, now, settings, warnings)
     by_id = {u.episode_id: u for u in listing.complete}
     requests = []
+    landed: list[str] = []
+    # A run that failed, was canceled or was lost may still have stored its episode (a worker
+    # killed after the commit): ask the dataset before requesting it again.
+    stored_now = stored_fingerprints() if retries else {}
     for key, attempt in retries:
         upload = by_id.get(key)
         if upload is None or upload.fingerprint != pending[key].fingerprint:
             del pending[key]  # gone or changed since: a changed upload is a new candidate below
+            continue
+        if stored_now.get(key) == upload.fingerprint:
+            del pending[key]  # it landed: done
+            landed.append(key)
             continue
         requests.append(Request(upload, attempt))
 
@@ -186,8 +208,8 @@ def plan_tick(
         if (k in by_id and by_id[k].last_write > floor) or not folder_sorts_after(k, listed_after)
     }
     digest = _digest(window)
-    read_dataset = False
-    known: list[str] = []
+    read_dataset = bool(retries)
+    known: list[str] = list(landed)
     new_hwm = max([cursor.hwm, *(u.last_write for u in window)])
     waiting: list[UploadInfo] = []  # found, not requested yet (over the cap)
     if digest != cursor.window:
@@ -200,7 +222,7 @@ def plan_tick(
         if candidates:
             read_dataset = True
             stored = stored_fingerprints()
-            known = [u.episode_id for u in candidates if stored.get(u.episode_id) == u.fingerprint]
+            known += [u.episode_id for u in candidates if stored.get(u.episode_id) == u.fingerprint]
             candidates = [u for u in candidates if stored.get(u.episode_id) != u.fingerprint]
         room = max(0, min(settings.max_requests_per_tick - len(requests), settings.max_in_flight - len(pending)))
         for upload in candidates[:room]:
@@ -222,6 +244,7 @@ def plan_tick(
         after=after,
         full_at=now if full else cursor.full_at,
         full_hwm=new_hwm if full else cursor.full_hwm,
+        full_cost=cursor.full_cost,  # the sensor times its full listings
     )
     return TickPlan(requests, next_cursor, known, warnings, read_dataset)
 
@@ -257,7 +280,8 @@ def _settle_pending(
     warnings: list[str],
 ) -> list[tuple[str, int]]:
     """Drop pending uploads whose run succeeded; return (episode id, next attempt) for those
-    whose run failed or was not heard of in ``retry_after_s``. Gives up after ``max_attempts``."""
+    whose run failed or was not heard of in ``retry_after_s``. Gives up after ``max_attempts``,
+    and at once on a run that failed on bad input (until the upload changes)."""
     to_retry = set()
     for outcome in outcomes:
         entry = pending.get(outcome.episode_id)
@@ -265,6 +289,12 @@ def _settle_pending(
             continue
         if outcome.succeeded:
             del pending[outcome.episode_id]
+        elif outcome.bad_input:
+            del pending[outcome.episode_id]
+            failed[outcome.episode_id] = entry.fingerprint
+            warnings.append(
+                f"{outcome.episode_id}: bad upload, not requested again until it changes: {outcome.bad_input}"
+            )
         else:
             to_retry.add(outcome.episode_id)
     to_retry |= {k for k, p in pending.items() if now - p.requested_at > settings.retry_after_s}

@@ -6,7 +6,7 @@ from datetime import timedelta
 import dagster as dg
 from pydantic import Field
 
-from robodata.defs.episodes import aligned_frames
+from robodata.defs.ingest.episodes import aligned_frames
 from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.defs.resources import DatasetStore
 from robodata.edits.upkeep import upkeep_dataset
@@ -66,9 +66,7 @@ def dataset_maintenance(config: MaintenanceConfig, store: DatasetStore) -> dg.Ma
     )
 
 
-dataset_maintenance_job = dg.define_asset_job(
-    "dataset_maintenance_job", selection=[dataset_maintenance], executor_def=dg.in_process_executor
-)
+dataset_maintenance_job = dg.define_asset_job("dataset_maintenance_job", selection=[dataset_maintenance])
 nightly_maintenance = dg.ScheduleDefinition(
     name="nightly_dataset_maintenance",
     job=dataset_maintenance_job,

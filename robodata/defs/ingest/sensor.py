@@ -1,9 +1,10 @@
 """upload_sensor: every complete upload becomes a partition and a run, once per version of it.
 
-One listing of the uploads root per tick: most ticks only of its tail (the folders after the last
-one dealt with), a full one every ``full_listing_every_s``. What is already ingested comes from
+One listing of the uploads root per tick: all of it while that costs at most
+``full_listing_budget_s`` (a changed or fixed upload is seen by the next tick), past that mostly
+its tail (the folders after the last one dealt with) and all of it every ``full_listing_every_s``. What is already ingested comes from
 the dataset (the upload fingerprint stored with each episode), whichever path ingested it (CLI,
-demo, backfill, sensor). The cursor stays small (see ``robodata.defs.upload_cursor``).
+demo, backfill, sensor). The cursor stays small (see ``robodata.ingest.upload_queue``).
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from datetime import UTC, datetime
 import dagster as dg
 from pydantic import Field
 
-from robodata.defs import resources, upload_cursor
-from robodata.defs.episodes import FINGERPRINT_TAG, episode_partitions
-from robodata.defs.jobs import ingest_episode_job
+from robodata.defs import resources
+from robodata.defs.ingest.episodes import FINGERPRINT_TAG, episode_partitions
+from robodata.defs.ingest.jobs import ingest_episode_job
+from robodata.defs.lineage import BAD_INPUT, FAILURE_KIND
 from robodata.defs.resources import DatasetStore
-from robodata.defs.upload_cursor import RunOutcome, TickSettings, UploadCursor, listing_start, plan_tick
 from robodata.format.ids import validate_episode_id
 from robodata.format.provenance import stored_uploads
+from robodata.ingest import upload_queue
+from robodata.ingest.upload_queue import RunOutcome, TickSettings, UploadCursor, listing_start, plan_tick
 from robodata.storage.uploads import UploadListing, scan_uploads
 
 ATTEMPT_TAG = "robodata/upload_attempt"
@@ -38,8 +41,14 @@ class UploadSensorSettings(dg.ConfigurableResource):
     stalled_after_s: float = Field(default=3600.0, description="Warn about a folder without episode.json this long.")
     full_listing_every_s: float = Field(
         default=600.0,
-        description="List the whole uploads root this often (other ticks list only the folders after the last "
-        "one dealt with): finds re-uploaded folders and new ones whose names sort before the last.",
+        description="Past full_listing_budget_s, list the whole uploads root this often (other ticks list only "
+        "the folders after the last one dealt with): finds re-uploaded folders and new ones whose names sort "
+        "before the last.",
+    )
+    full_listing_budget_s: float = Field(
+        default=2.0,
+        description="List the whole uploads root every tick while one listing takes at most this long, so a "
+        "changed or fixed upload is seen by the next tick.",
     )
 
     def tick_settings(self) -> TickSettings:
@@ -51,6 +60,7 @@ class UploadSensorSettings(dg.ConfigurableResource):
             slack_s=self.slack_s,
             stalled_after_s=self.stalled_after_s,
             full_listing_every_s=self.full_listing_every_s,
+            full_listing_budget_s=self.full_listing_budget_s,
         )
 
 
@@ -65,10 +75,14 @@ class UploadSensorSettings(dg.ConfigurableResource):
 def upload_sensor(
     context: dg.SensorEvaluationContext, store: DatasetStore, upload_sensor_settings: UploadSensorSettings
 ) -> dg.SensorResult:
+    if refusal := resources.partitioning_refusal(context.instance, resources.PER_EPISODE):
+        return dg.SensorResult(skip_reason=refusal)
     cursor = UploadCursor.loads(context.cursor)
     settings, now = upload_sensor_settings.tick_settings(), time.time()
     after = listing_start(cursor, now, settings)
+    started = time.monotonic()
     listing = _valid_uploads(context, store, scan_uploads(store.uploads_root, store.storage_options(), after))
+    listed_s = time.monotonic() - started
     outcomes = _finished_runs(context.instance, cursor) if cursor.pending else []
 
     def stored_fingerprints() -> dict[str, str]:
@@ -76,13 +90,15 @@ def upload_sensor(
         return {key: upload.fingerprint for key, upload in stored.items()}
 
     plan = plan_tick(listing, cursor, stored_fingerprints, outcomes, now, settings, after)
+    if not after:
+        plan.cursor.full_cost = listed_s
     for warning in plan.warnings:
         context.log.warning(store.redact(warning))
     return tick_result(context, plan, episode_partitions)
 
 
 def tick_result(
-    context: dg.SensorEvaluationContext, plan: upload_cursor.TickPlan, partitions: dg.DynamicPartitionsDefinition
+    context: dg.SensorEvaluationContext, plan: upload_queue.TickPlan, partitions: dg.DynamicPartitionsDefinition
 ) -> dg.SensorResult:
     """One run per unit the plan requests (an upload, or a batch with batch partitioning), keyed
     by its fingerprint and attempt, and partitions for the units not known yet."""
@@ -133,18 +149,31 @@ def _finished_runs(
         tags = record.dagster_run.tags
         if FINGERPRINT_TAG not in tags or ATTEMPT_TAG not in tags or "dagster/partition" not in tags:
             continue
+        succeeded = record.dagster_run.status == dg.DagsterRunStatus.SUCCESS
         outcomes.append(
             RunOutcome(
                 episode_id=tags["dagster/partition"],
                 fingerprint=tags[FINGERPRINT_TAG],
                 attempt=int(tags[ATTEMPT_TAG]),
-                succeeded=record.dagster_run.status == dg.DagsterRunStatus.SUCCESS,
+                succeeded=succeeded,
+                bad_input="" if succeeded else bad_input_reason(instance, record.dagster_run.run_id),
             )
         )
     return outcomes
 
 
-# With batch partitioning, robodata.defs.batches has the sensor (one run per batch); the settings serve both.
+def bad_input_reason(instance: dg.DagsterInstance, run_id: str) -> str:
+    """The one-line reason a failed run gave when a step failed on bad input (``failure``
+    classifies it), else ``""`` (a storage failure, a lost worker: worth another run)."""
+    for event in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
+        data = event.dagster_event.step_failure_data.user_failure_data
+        kind = data.metadata.get(FAILURE_KIND) if data is not None else None
+        if kind is not None and kind.value == BAD_INPUT:
+            return data.description or BAD_INPUT
+    return ""
+
+
+# With batch partitioning, robodata.defs.batches.batches has the sensor (one run per batch); the settings serve both.
 defs = dg.Definitions(
     sensors=[upload_sensor] if resources.partitioning() == resources.PER_EPISODE else [],
     resources={"upload_sensor_settings": UploadSensorSettings()},

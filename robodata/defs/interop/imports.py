@@ -106,6 +106,7 @@ def imported_episodes(
         bytes_written=result.video_bytes,
         frames_version=result.frames_version,
         gops_version=result.gops_version,
+        row_count=result.rows,  # this source episode's rows, not the table's
         extra={
             "source": store.safe_uri(config.source),
             "format": config.format,

@@ -3,8 +3,8 @@
 import dagster as dg
 from pydantic import Field
 
-from robodata.defs.episodes import aligned_frames
-from robodata.defs.interop import imported_episodes
+from robodata.defs.ingest.episodes import aligned_frames
+from robodata.defs.interop.imports import imported_episodes
 from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.defs.resources import DatasetStore
 from robodata.edits import add_annotations

@@ -3,26 +3,22 @@ upload batch (one partition of ``upload_batches``) end to end, checks included."
 
 import dagster as dg
 
-from robodata.defs.episodes import aligned_frames, gop_blobs, raw_episodes
+from robodata.defs.ingest.episodes import aligned_frames, gop_blobs, raw_episodes
 from robodata.defs.resources import PER_EPISODE, partitioning
 
-# The asset keys are the same in both partitionings (robodata.defs.batches keeps them).
+# The asset keys are the same in both partitionings (robodata.defs.batches.batches keeps them).
 INGEST_SELECTION = dg.AssetSelection.assets(raw_episodes, gop_blobs, aligned_frames)
 
-# One process per run: its steps and checks run one after another in the run's own process.
-# The multiprocess default starts a Python process per step (3 assets and their checks), which
-# costs more than a short episode's whole ingest; runs still go side by side, one per episode.
+# Both run on the code location's executor (robodata.defs.execution): one process per run.
 ingest_episode_job = dg.define_asset_job(
     "ingest_episode",
     selection=INGEST_SELECTION,
-    executor_def=dg.in_process_executor,
     description="Validate one upload, write its GOPs and its aligned rows, run the episode checks (one process).",
 )
 
 ingest_batch_job = dg.define_asset_job(
     "ingest_batch",
     selection=INGEST_SELECTION,
-    executor_def=dg.in_process_executor,
     description="Validate every new upload of one batch, stage their GOPs, commit their rows, run the "
     "checks on the batch's episodes (one process).",
 )
