@@ -10,6 +10,7 @@ from collections.abc import Callable
 from tqdm import tqdm
 
 from robodata.errors import RoboDataError
+from robodata.storage.deadlines import exit_now_if_abandoned
 
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
 
@@ -655,6 +656,8 @@ def main(argv: list[str] | None = None) -> int:
         # robodata's own errors (bad uploads, storage failures) and a user's mistakes (a missing
         # file, a bad value) are one line on stderr and exit code 2, never a traceback.
         print(f"robodata {args.command}: {one_line_error(exc)}", file=sys.stderr)
+        if argv is None:  # the robodata command itself (not a caller of main): see exit_now_if_abandoned
+            exit_now_if_abandoned(2)
         return 2
 
 

@@ -163,7 +163,7 @@ class BatchReader:
         if plain_images:
             batch.update(ds.take_blobs_decoded(indices, plain_images, gop_bytes=gop_bytes))
         if plain_columns:
-            table = ds.lance_dataset.take(indices.tolist(), columns=plain_columns)
+            table = ds.take_rows(indices, plain_columns)
             batch.update({name: _to_numpy(table[name]) for name in plain_columns})
         for offs, names in _group_by_offsets(self.offsets).items():
             batch.update(ds.take_windows(indices, offs, names, gop_bytes=gop_bytes))

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robodata.errors import DatasetLocationError
+from robodata.errors import DatasetLocationError, StorageUnreachableError
+from robodata.storage.failures import storage_call
 from robodata.storage.uris import fsspec_filesystem, is_remote, redact
 
 # (endpoint, bucket, access key id) known to exist for that identity: other credentials may be refused.
@@ -42,7 +43,11 @@ def check_dataset_location(uri: str, storage_options: dict | None = None) -> Non
         return
     fs = fsspec_filesystem(uri, storage_options)
     try:
-        fs.info(bucket)
+        # Under the deadline: a store that does not answer this fails the write here, once,
+        # rather than again at every step after it.
+        storage_call("checking the bucket", uri, storage_options, fs.info, bucket)
+    except StorageUnreachableError:
+        raise
     except FileNotFoundError:
         raise DatasetLocationError(
             f"{uri}: bucket {bucket!r} does not exist at {endpoint} (or the endpoint is not an S3 "
@@ -54,6 +59,6 @@ def check_dataset_location(uri: str, storage_options: dict | None = None) -> Non
             "and the bucket policy. Nothing was written"
         )
         raise DatasetLocationError(redact(" ".join(message.split()), storage_options)) from None
-    except Exception:  # unreachable or slow: the write itself reports that, with its deadline
+    except Exception:  # anything else the store answered: the write itself reports it
         return
     _checked.add(checked)

@@ -13,6 +13,7 @@ from robodata.storage.deadlines import DeadlineExceeded, call_with_deadline, cur
 from robodata.storage.uris import is_remote, redact
 
 F = TypeVar("F", bound=Callable)
+T = TypeVar("T")
 
 # What Lance / object_store put in an error when a request failed...
 _IO_MARKERS = ("LanceError(IO)", "error sending request", "Generic S3 error", "Commit result", "Connection refused")
@@ -109,6 +110,16 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
         raise StorageUnreachableError(redact(message, storage_options)) from None
     finally:
         current_step.reset(token)
+
+
+def storage_call(action: str, uri: str, storage_options: dict | None, fn: Callable[..., T], /, *args, **kwargs) -> T:
+    """``fn(*args, **kwargs)`` as one storage step named ``action``, under the storage deadline
+    on a remote store: the one-line way to call Lance or fsspec on ``uri``.
+
+    >>> storage_call("listing versions", frames_uri(uri), options, frames.versions)  # doctest: +SKIP
+    """
+    with storage_step(action, str(uri), storage_options):
+        return call_with_deadline(str(uri), storage_options, fn, *args, **kwargs)
 
 
 def in_storage_step(action: str) -> Callable[[F], F]:

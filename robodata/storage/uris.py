@@ -62,6 +62,9 @@ def fsspec_filesystem(uri: str, storage_options: dict[str, str] | None = None):
     options = storage_options or {}
     if protocol in ("s3", "s3a"):
         from robodata.storage.deadlines import botocore_config
+        from robodata.storage.log_secrets import remember_secrets
+
+        remember_secrets(options)  # botocore logs its requests' credentials at DEBUG
 
         client_kwargs = {}
         if options.get("aws_endpoint"):

@@ -178,7 +178,7 @@ class LeRobotCompatDataset(Dataset):
         episodes, first = np.unique(rows.episode_index[rows.order], return_index=True)
         first_rows = np.asarray(rows.order)[first]
         columns = [c for c in ("task", "language_instruction") if c in ds.columns]
-        table = ds.lance_dataset.take(first_rows.tolist(), columns=columns)
+        table = ds.take_rows(first_rows, columns)
         texts_of_episode = []
         for i in range(table.num_rows):
             instruction = table["language_instruction"][i].as_py() if "language_instruction" in columns else ""
@@ -261,7 +261,7 @@ class LeRobotCompatDataset(Dataset):
         # Per-row columns: one Lance take over every row any key needs.
         needed = [rows] + [w for key, (w, _) in windows.items() if self._key_column(key) in self.item_columns]
         unique, inverse = np.unique(np.concatenate([n.reshape(-1) for n in needed]), return_inverse=True)
-        table = ds.lance_dataset.take(unique.tolist(), columns=self.item_columns) if self.item_columns else None
+        table = ds.take_rows(unique, self.item_columns) if self.item_columns else None
         positions, cursor = {}, 0
         for name, array in zip(
             ["__rows__", *[k for k in windows if self._key_column(k) in self.item_columns]], needed, strict=True
@@ -374,7 +374,7 @@ def _compute_moments(ds, episode: int) -> dict[str, dict]:
     """What ingest stores for ``episode``, from the dataset: state and action of every row, and
     the first frame of the sampled GOPs among those its rows show (in time order)."""
     rows = np.flatnonzero(np.asarray(ds._rows.episode_index) == episode)
-    table = ds.lance_dataset.take(rows.tolist(), columns=["observation_state", "action"])
+    table = ds.take_rows(rows, ["observation_state", "action"])
     moments = {name: feature_stats.vector_moments(_to_numpy(table[name])) for name in ("observation_state", "action")}
     for cam in ds.cameras:
         first = rows[np.asarray(ds._rows.frame_in_gop[cam])[rows] == 0]
