@@ -112,6 +112,8 @@ def read_upload(
 def _check_inside(upload: str, uploads_root: str) -> None:
     root = posixpath.normpath(str(uploads_root).rstrip("/"))
     path = posixpath.normpath(upload)
+    if not is_remote(upload) and not is_remote(root):  # a relative root and an absolute path may agree
+        root, path = os.path.abspath(root), os.path.abspath(path)
     if posixpath.dirname(path) != root:
         raise BadUploadError(upload, f"upload path is not a folder directly inside {uploads_root}")
 

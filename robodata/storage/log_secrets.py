@@ -33,7 +33,10 @@ _installed = False
 def remember_secrets(storage_options: dict | None) -> None:
     """Note the credentials in ``storage_options`` (and the environment's) so no storage
     library's log record shows them; installs the scrubbing on first use."""
-    found = {str(v) for k, v in (storage_options or {}).items() if k in _CREDENTIAL_OPTIONS and v}
+    from robodata.storage.uris import canonical_options
+
+    options = canonical_options(storage_options)
+    found = {str(v) for k, v in options.items() if k in _CREDENTIAL_OPTIONS and v}
     found |= {os.environ[name] for name in _CREDENTIAL_ENV if os.environ.get(name)}
     with _lock:
         _secrets.update(s for s in found if len(s) >= _MIN_SECRET_LENGTH)
