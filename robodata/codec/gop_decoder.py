@@ -21,6 +21,7 @@ import av
 import numpy as np
 
 from robodata.codec.codecs import codec_named
+from robodata.codec.resize import resized_rgb
 
 _local = threading.local()
 
@@ -44,10 +45,12 @@ def decode_gop_frames(
     wanted: Sequence[int],
     out: Sequence[np.ndarray] | None = None,
     codec: str = "h264",
+    size: tuple[int, int] | None = None,
 ) -> list[np.ndarray]:
     """Decode GOP frames ``wanted`` (indices in the GOP) to RGB, decoding no further than needed.
 
     ``out``, when given, holds one H x W x 3 uint8 array per wanted frame to write into.
+    ``size`` (height, width) scales each frame on its way to RGB (``robodata.codec.resize``).
 
     >>> rgb = decode_gop_frames(gop_bytes, packet_sizes, [3])[0]  # doctest: +SKIP
     """
@@ -71,11 +74,11 @@ def decode_gop_frames(
     try:
         for k in feed:
             for frame in ctx.decode(av.Packet(view[starts[k] : starts[k + 1]])):
-                _store(frame, shows[decoded], slots, results, out)
+                _store(frame, shows[decoded], slots, results, out, size)
                 decoded += 1
         if decoded < len(feed):  # the decoder held frames back: drain it
             for frame in ctx.decode(None):
-                _store(frame, shows[decoded], slots, results, out)
+                _store(frame, shows[decoded], slots, results, out, size)
                 decoded += 1
             ctx.flush_buffers()
     except av.error.FFmpegError:
@@ -98,9 +101,9 @@ def _anchored_plan(slots: dict[int, list[int]]) -> tuple[list[int], list[int | N
     return feed, shows
 
 
-def _store(frame, index, slots, results, out) -> None:
+def _store(frame, index, slots, results, out, size=None) -> None:
     for position in slots.get(index, ()):
-        rgb = frame.to_ndarray(format="rgb24")
+        rgb = frame.to_ndarray(format="rgb24") if size is None else resized_rgb(frame, *size)
         if out is not None:
             out[position][...] = rgb
             rgb = out[position]

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from robodata.format.renditions import Rendition
 from robodata.format.schema import camera_of, image_column
 from robodata.reader.dataset import RoboDataset, _to_numpy, open_dataset
 from robodata.reader.gop_cache import GopCache
@@ -64,6 +65,7 @@ class BatchReader:
         transform: Callable[[dict], dict] | None = None,
         budget_bytes: int = DEFAULT_BUDGET_BYTES,
         prefetch_batches: int = 4,
+        resolution: tuple[int, int] | None = None,
     ) -> None:
         if image_dtype not in ("uint8", "float32"):
             raise ValueError(f"image_dtype must be 'uint8' or 'float32', got {image_dtype!r}")
@@ -87,6 +89,8 @@ class BatchReader:
         self.transform = transform
         self.budget_bytes = int(budget_bytes)
         self.prefetch_batches = int(prefetch_batches)
+        # (H, W) of every camera's frames: a training rendition's GOPs when one fits (reader/renditions.py)
+        self.resolution = None if resolution is None else Rendition.parse(resolution).size
         self._cache: GopCache | None = None
 
     def _column_name(self, name: str, cameras: list[str]) -> str:
@@ -134,11 +138,11 @@ class BatchReader:
     def needed_gops(self, indices: np.ndarray) -> np.ndarray:
         """The GOP ref_ids a batch decodes from, windows included."""
         plain = [c for c in self.image_columns if c not in self.offsets]
-        refs = [self.dataset.gops.refs(indices, plain)] if plain else []
+        refs = [self.dataset.gops.refs(indices, plain, self.resolution)] if plain else []
         for column, offs in self.offsets.items():
             if column in self.image_columns:
                 rows, _ = self.dataset.gops.window_rows(indices, offs)
-                refs.append(self.dataset.gops.refs(rows.reshape(-1), column))
+                refs.append(self.dataset.gops.refs(rows.reshape(-1), column, self.resolution))
         return np.unique(np.concatenate(refs)) if refs else np.zeros(0, np.int64)
 
     def read(self, indices) -> dict[str, np.ndarray]:
@@ -161,12 +165,12 @@ class BatchReader:
         plain_images = [c for c in self.image_columns if c not in self.offsets]
         plain_columns = [c for c in self.columns if c not in self.offsets]
         if plain_images:
-            batch.update(ds.take_blobs_decoded(indices, plain_images, gop_bytes=gop_bytes))
+            batch.update(ds.take_blobs_decoded(indices, plain_images, gop_bytes=gop_bytes, resolution=self.resolution))
         if plain_columns:
             table = ds.lance_dataset.take(indices.tolist(), columns=plain_columns)
             batch.update({name: _to_numpy(table[name]) for name in plain_columns})
         for offs, names in _group_by_offsets(self.offsets).items():
-            batch.update(ds.take_windows(indices, offs, names, gop_bytes=gop_bytes))
+            batch.update(ds.take_windows(indices, offs, names, gop_bytes=gop_bytes, resolution=self.resolution))
         for name in self.image_columns:
             batch[name] = self._convert_images(batch[name])
         return batch

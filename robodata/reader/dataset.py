@@ -17,6 +17,7 @@ from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
 from robodata.integrity.gop_checksums import verify_gop_bytes
 from robodata.reader.decode_pool import GopTask, run_tasks
 from robodata.reader.gop_index import GopIndex
+from robodata.reader.renditions import decode_requests, output_size
 from robodata.reader.row_index import RowIndex
 from robodata.storage.deadlines import call_with_deadline
 from robodata.storage.failures import storage_step
@@ -46,7 +47,7 @@ class RoboDataset:
         self._storage_options = storage_options
         self.metadata = read_metadata(frames.schema)
         self.cameras = sorted(self.metadata.cameras)
-        self._buffers: dict[tuple[str, int], np.ndarray] = {}
+        self._buffers: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
 
     # --- rows -------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -138,9 +139,13 @@ class RoboDataset:
         concurrency: int | None = None,
         zero_copy: bool = False,
         gop_bytes: Mapping[int, bytes] | None = None,
+        resolution: tuple[int, int] | None = None,
     ) -> dict[str, np.ndarray]:
         """Decoded frames of rows ``indices`` (dataset row offsets), one ``[N, H, W, 3]`` uint8
         array per image column, in request order.
+
+        ``resolution=(H, W)`` returns frames of that size: from a stored training rendition when
+        one fits, without decoding the full frame (see ``robodata.reader.renditions``).
 
         Requests are grouped by GOP; every needed GOP is fetched in one coalesced Lance read and
         decoded once, only as far as its last requested frame, in parallel across GOPs. With
@@ -153,28 +158,27 @@ class RoboDataset:
         """
         names = _column_names(columns)
         indices = self._check_indices(indices)
-        outputs = {name: self._output(name, len(indices), zero_copy) for name in names}
-        requests = []  # (ref_id, frame in GOP, output array, position)
+        outputs = {name: self._output(name, len(indices), zero_copy, resolution) for name in names}
+        requests = []  # (ref_ids, frames in GOP, output slots, scale-to size)
         for name in names:
             camera = camera_of(name, self.cameras)
             refs = self._rows.ref_id[camera][indices]
             frames = self._rows.frame_in_gop[camera][indices]
-            requests.append((refs, frames, outputs[name]))
+            requests += decode_requests(self.metadata, self._gop_index, camera, refs, frames, outputs[name], resolution)
         run_tasks(self._gop_tasks(requests, gop_bytes), concurrency)
         return outputs
 
-    def _output(self, name: str, n: int, zero_copy: bool) -> np.ndarray:
-        info = self.metadata.cameras[camera_of(name, self.cameras)]
-        shape = (n, info.height, info.width, 3)
+    def _output(self, name: str, n: int, zero_copy: bool, resolution=None) -> np.ndarray:
+        shape = (n, *output_size(self.metadata, camera_of(name, self.cameras), resolution), 3)
         if not zero_copy:
             return np.empty(shape, dtype=np.uint8)
-        buffer = self._buffers.get((name, n))
+        buffer = self._buffers.get((name, shape))
         if buffer is None:
-            buffer = self._buffers[(name, n)] = np.empty(shape, dtype=np.uint8)
+            buffer = self._buffers[(name, shape)] = np.empty(shape, dtype=np.uint8)
         return buffer
 
     def _gop_tasks(self, requests, gop_bytes: Mapping[int, bytes] | None = None) -> list[GopTask]:
-        all_refs = np.concatenate([refs for refs, _, _ in requests])
+        all_refs = np.concatenate([refs for refs, _, _, _ in requests])
         unique_refs, inverse = np.unique(all_refs, return_inverse=True)
         positions = self._gop_index.positions(unique_refs)
         supplied = gop_bytes or {}
@@ -189,9 +193,10 @@ class RoboDataset:
             for data, pos in zip(blobs, positions, strict=True)
         ]
         cursor = 0
-        for refs, frames, out in requests:
+        for refs, frames, out, size in requests:
             for slot in range(len(refs)):
                 task = tasks[inverse[cursor + slot]]
+                task.size = size
                 task.wanted.append(int(frames[slot]))
                 task.out.append(out[slot])
             cursor += len(refs)
@@ -220,13 +225,14 @@ class RoboDataset:
         columns: str | list[str],
         *,
         gop_bytes: Mapping[int, bytes] | None = None,
+        resolution: tuple[int, int] | None = None,
     ) -> dict[str, np.ndarray]:
         """Temporal windows around rows ``indices`` at row ``offsets`` (e.g. ``range(-7, 1)``).
 
         Each column comes back as ``[N, T, ...]``; rows past an episode's edge repeat the edge
         row and are flagged in ``<column>_is_pad`` ([N, T] bool), as LeRobot's delta_timestamps
-        does. An offset of k rows is k / control_hz seconds. ``gop_bytes`` is passed on to
-        ``take_blobs_decoded``.
+        does. An offset of k rows is k / control_hz seconds. ``gop_bytes`` and ``resolution``
+        are passed on to ``take_blobs_decoded``.
 
         >>> ds.take_windows([10], range(-2, 1), "action")["action"].shape
         (1, 3, 14)
@@ -240,7 +246,7 @@ class RoboDataset:
         scalars = [n for n in names if n not in self.image_columns]
         result: dict[str, np.ndarray] = {}
         if images:
-            decoded = self.take_blobs_decoded(flat, images, gop_bytes=gop_bytes)
+            decoded = self.take_blobs_decoded(flat, images, gop_bytes=gop_bytes, resolution=resolution)
             for name, array in decoded.items():
                 result[name] = array.reshape(rows.shape + array.shape[1:])
         if scalars:
@@ -302,15 +308,24 @@ class GopStore:
     def __init__(self, dataset: RoboDataset) -> None:
         self._ds = dataset
 
-    def refs(self, indices: RowIndices, columns: str | list[str]) -> np.ndarray:
-        """The distinct GOP ref_ids that the frames of rows ``indices`` in ``columns`` decode from.
+    def refs(
+        self, indices: RowIndices, columns: str | list[str], resolution: tuple[int, int] | None = None
+    ) -> np.ndarray:
+        """The distinct GOP ref_ids that the frames of rows ``indices`` in ``columns`` decode from
+        (at ``resolution``: a training rendition's GOPs where one fits).
 
         >>> ds.gops.refs([0, 1, 2], "observation_images_top").shape
         (1,)
         """
         ds = self._ds
         indices = ds._check_indices(indices)
-        refs = [ds._rows.ref_id[camera_of(name, ds.cameras)][indices] for name in _column_names(columns)]
+        refs = []
+        for name in _column_names(columns):
+            camera = camera_of(name, ds.cameras)
+            rows = ds._rows.ref_id[camera][indices]
+            empty = np.zeros((len(rows), 0, 0, 0), np.uint8)
+            plan = decode_requests(ds.metadata, ds._gop_index, camera, rows, rows, empty, resolution)
+            refs += [r for r, _, _, _ in plan]
         return np.unique(np.concatenate(refs)) if refs else np.zeros(0, np.int64)
 
     def byte_sizes(self, ref_ids: Sequence[int] | np.ndarray) -> np.ndarray:

@@ -34,9 +34,10 @@ class GopTask:
     codec: str  # the FFmpeg decoder its gops.lance row names
     wanted: list[int] = field(default_factory=list)
     out: list[np.ndarray] = field(default_factory=list)
+    size: tuple[int, int] | None = None  # (height, width) to scale to: no stored rendition fits
 
     def run(self) -> None:
-        decode_gop_frames(self.data, self.packet_sizes, self.wanted, out=self.out, codec=self.codec)
+        decode_gop_frames(self.data, self.packet_sizes, self.wanted, out=self.out, codec=self.codec, size=self.size)
 
 
 def run_tasks(tasks: list[GopTask], concurrency: int | None = None) -> None:

@@ -88,12 +88,18 @@ class LeRobotCompatDataset(Dataset):
         tolerance_s: float = 1e-4,
         return_uint8: bool = False,
         storage_options: dict | None = None,
+        resolution: tuple[int, int] | None = None,
     ) -> None:
         ds = open_dataset(uri, version=version, storage_options=storage_options)
         refs = {c for cam in ds.cameras for c in ref_columns(cam)}
         self.item_columns = [c for c in ds.columns if c not in refs and c not in NOT_IN_ITEMS]
         self.reader = BatchReader(
-            uri, version=ds.version, storage_options=storage_options, columns=self.item_columns, budget_bytes=0
+            uri,
+            version=ds.version,
+            storage_options=storage_options,
+            columns=self.item_columns,
+            budget_bytes=0,
+            resolution=resolution,  # frames of (H, W) from a training rendition when one fits
         )
         self.uri, self.version = uri, ds.version
         ds = self.reader.dataset  # the reader's handle: one row index in this process, shared with workers
@@ -197,9 +203,10 @@ class LeRobotCompatDataset(Dataset):
         features: dict[str, dict] = {}
         for cam in self.cameras:
             info = ds.metadata.cameras[cam]
+            height, width = self.reader.resolution or (info.height, info.width)
             features[video_key(cam)] = {
                 "dtype": "video",
-                "shape": [info.height, info.width, 3],
+                "shape": [height, width, 3],
                 "names": ["height", "width", "channels"],
                 "fps": info.fps,
             }
@@ -275,7 +282,9 @@ class LeRobotCompatDataset(Dataset):
         for cam in self.cameras:
             key = video_key(cam)
             cam_rows = windows[key][0] if key in windows else rows
-            frames = ds.take_blobs_decoded(columns=image_column(cam), indices=cam_rows.reshape(-1))[image_column(cam)]
+            frames = ds.take_blobs_decoded(
+                columns=image_column(cam), indices=cam_rows.reshape(-1), resolution=self.reader.resolution
+            )[image_column(cam)]
             frames = torch.from_numpy(frames.reshape(cam_rows.shape + frames.shape[1:]))
             frames = frames.movedim(-1, -3)  # HWC -> CHW
             batch[key] = frames.contiguous() if self.return_uint8 else frames.float().div_(255)
