@@ -14,6 +14,7 @@ from robodata.defs import (
     interop,
     jobs,
     maintenance,
+    renditions,
     resources,
     sensors,
     snapshots,
@@ -31,4 +32,5 @@ defs = dg.Definitions.merge(
     benchmark.defs,
     interop.defs,
     maintenance.defs,
+    renditions.defs,
 )
