@@ -16,6 +16,8 @@ PACKAGE = Path(robodata.__file__).parent
 RUN = [
     "robodata.codec.codecs",
     "robodata.codec.settings",
+    "robodata.codec.resize",
+    "robodata.format.renditions",
     "robodata.format.alignment",
     "robodata.format.ids",
     "robodata.format.schema",
