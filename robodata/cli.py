@@ -266,37 +266,6 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _readpath_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", default=None, help="an existing dataset; default: fresh sample data")
-    p.add_argument("--episodes", type=int, default=4, help="sample episodes to generate (without --dataset)")
-    p.add_argument("--seconds", type=float, default=6.0, help="length of each sample episode")
-    p.add_argument("--samples", type=int, default=200, help="random reads timed per measurement")
-
-
-@command("bench-readpath", _readpath_args)
-def _bench_readpath(args: argparse.Namespace) -> int:
-    """Read-path figures (random frame reads, batched takes) against the decode bound."""
-    from robodata.bench.readpath import main as readpath_main
-
-    return readpath_main(args)
-
-
-def _bench_args(p: argparse.ArgumentParser) -> None:
-    from robodata.bench.__main__ import configure
-
-    configure(p)
-
-
-@command("bench", _bench_args)
-def _bench(args: argparse.Namespace) -> int:
-    """Benchmark report: GOP-size sweep and reads against the LeRobot v3 layout."""
-    import shlex
-
-    from robodata.bench.__main__ import run
-
-    return run(args, shlex.join(["robodata", *sys.argv[1:]]))
-
-
 def _export_lerobot_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="robodata dataset root: a directory or s3://bucket/prefix")
     p.add_argument("root", help="new local folder for the LeRobot v3.0 dataset")
@@ -433,20 +402,6 @@ def _register_imports(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench_loader_args(p: argparse.ArgumentParser) -> None:
-    from robodata.bench.loader import configure
-
-    configure(p)
-
-
-@command("bench-loader", _bench_loader_args)
-def _bench_loader(args: argparse.Namespace) -> int:
-    """Training DataLoader samples/s (0/1/2 workers, batch 32/128) and memory over a long run."""
-    from robodata.bench.loader import main as loader_main
-
-    return loader_main(args)
-
-
 def _verify_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
     p.add_argument("--version", default=None, help="a version number or a tag (default: the latest)")
@@ -539,34 +494,6 @@ def _annotate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench_sensor_args(p: argparse.ArgumentParser) -> None:
-    from robodata.orchestration_bench.sensor_scale import configure
-
-    configure(p)
-
-
-@command("bench-sensor", _bench_sensor_args)
-def _bench_sensor(args: argparse.Namespace) -> int:
-    """Upload sensor tick time and cursor size at thousands of uploads on a local moto S3 server."""
-    from robodata.orchestration_bench.sensor_scale import main as sensor_main
-
-    return sensor_main(args)
-
-
-def _bench_landing_args(p: argparse.ArgumentParser) -> None:
-    from robodata.orchestration_bench.landing import configure
-
-    configure(p)
-
-
-@command("bench-landing", _bench_landing_args)
-def _bench_landing(args: argparse.Namespace) -> int:
-    """Upload-to-visible time of one episode through the ingest job, per executor."""
-    from robodata.orchestration_bench.landing import main as landing_main
-
-    return landing_main(args)
-
-
 def _duration(text: str):
     """'7d', '12h', '30m', '45s' or '0' as a timedelta."""
     from datetime import timedelta
@@ -614,46 +541,28 @@ def _compact(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench_upkeep_args(p: argparse.ArgumentParser) -> None:
-    from robodata.bench.upkeep_scale import configure
-
-    configure(p)
-
-
-@command("bench-upkeep", _bench_upkeep_args)
-def _bench_upkeep(args: argparse.Namespace) -> int:
-    """Open, ds[i], a 64-row batch and an episode filter before and after upkeep, local and s3://."""
-    from robodata.bench.upkeep_scale import main as upkeep_main
-
-    return upkeep_main(args)
+def _bench_args(p: argparse.ArgumentParser) -> None:
+    # The arguments go to the benchmarks' own parser (``python -m benchmarks``): this command only
+    # finds the benchmarks, so it knows no scenario's options and imports nothing until it runs.
+    p.add_argument(
+        "scenario",
+        nargs=argparse.REMAINDER,
+        metavar="[SCENARIO] ARGS",
+        help="a scenario (default: report) and its arguments, e.g. OUT --peers VENV, or loader --workers 0 2",
+    )
 
 
-def _bench_batches_args(p: argparse.ArgumentParser) -> None:
-    from robodata.orchestration_bench.batches import configure
+@command("bench", _bench_args)
+def _bench(args: argparse.Namespace) -> int:
+    """Benchmarks, from a source checkout. Scenarios: report (the default: `robodata bench OUT
+    --peers VENV`, robodata against LeRobot 0.6.1 and LanceDBDataset), readpath, loader, upkeep,
+    sensor, landing, batches; `robodata bench SCENARIO --help` shows a scenario's options."""
+    from robodata.source_checkout import require_benchmarks
 
-    configure(p)
+    require_benchmarks()
+    from benchmarks.__main__ import main as run_scenario
 
-
-@command("bench-batches", _bench_batches_args)
-def _bench_batches(args: argparse.Namespace) -> int:
-    """The same episodes ingested as one Dagster run per episode and as one run per batch."""
-    from robodata.orchestration_bench.batches import main as batches_main
-
-    return batches_main(args)
-
-
-def _bench_anchored_args(p: argparse.ArgumentParser) -> None:
-    from robodata.bench.anchored import configure
-
-    configure(p)
-
-
-@command("bench-anchored", _bench_anchored_args)
-def _bench_anchored(args: argparse.Namespace) -> int:
-    """Anchored GOPs (codec h264-anchored) against normal ones at each G: bytes, PSNR, encode and decode speed."""
-    from robodata.bench.anchored import main as anchored_main
-
-    return anchored_main(args)
+    return run_scenario(args.scenario, prog="robodata bench")
 
 
 def _version(value: str | None) -> int | str | None:

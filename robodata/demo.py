@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from robodata.bench.quality import jpeg_roundtrip, psnr
+from robodata.codec.quality import jpeg_roundtrip, psnr
 from robodata.reader import open_dataset
 from robodata.sample_data import write_sample_uploads
+from robodata.source_checkout import benchmarks_available
 from robodata.summary import dataset_summary
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -45,13 +46,15 @@ def run_demo(workdir: str, episodes: int = 4, seconds: float = 4.0) -> dict:
         f"Lance versions: frames.lance {summary['version']}, gops.lance {summary['gops_version']}, "
         f"tag {run_name!r} -> version {summary['tags'].get(run_name)}"
     )
-    print(f"benchmark report: {reports['benchmark_report']} (also in the benchmark_report asset's metadata)")
+    if "benchmark_report" in reports:
+        print(f"benchmark report: {reports['benchmark_report']} (also in the benchmark_report asset's metadata)")
     return summary
 
 
 def materialize_all(instance, store, partitions: list[str], labels_path: str, run_name: str) -> dict[str, str]:
     """Materialize every asset in-process: each episode partition (checks included), then
-    annotations, the training snapshot and the benchmark report. Returns the report's path."""
+    annotations, the training snapshot and the benchmark report (skipped, saying so, where the
+    benchmarks are absent: they ship with the source checkout). Returns the report's path, if any."""
     import dagster as dg
     from tqdm import tqdm
 
@@ -65,12 +68,15 @@ def materialize_all(instance, store, partitions: list[str], labels_path: str, ru
         "annotations": {"config": {"labels_path": labels_path}},
         "training_snapshot": {"config": {"run_name": run_name}},
     }
-    result = dg.materialize(
-        [annotations.annotations, snapshots.training_snapshot, benchmark.benchmark_report],
-        instance=instance,
-        resources=resources,
-        run_config={**QUIET, "ops": config},
-    )
+    assets = [annotations.annotations, snapshots.training_snapshot]
+    with_report = benchmarks_available()
+    if with_report:
+        assets.append(benchmark.benchmark_report)
+    else:
+        print("benchmark report skipped: the benchmarks ship with robodata's source checkout, not the package")
+    result = dg.materialize(assets, instance=instance, resources=resources, run_config={**QUIET, "ops": config})
+    if not with_report:
+        return {}
     bench = result.asset_materializations_for_node("benchmark_report")[0]
     return {"benchmark_report": bench.metadata["report_path"].value}
 

@@ -102,3 +102,13 @@ class EpisodeIndexTakenError(RoboDataError, ValueError):
             f"{dataset}: episode {episode_id!r} claims episode_index {episode_index}, which already holds "
             f"{holder}; nothing was written (pass replace=True / --replace to replace it)"
         )
+
+
+class RemovedCodecError(RoboDataError, ValueError):
+    """A dataset written with a codec this release no longer has (``h264-anchored``); it is
+    neither read nor appended to. The message names the dataset and what to do."""
+
+
+class BenchmarksUnavailableError(RoboDataError):
+    """The benchmarks were asked for, but they ship with robodata's source checkout (the
+    top-level ``benchmarks/`` folder), not with the installed package."""

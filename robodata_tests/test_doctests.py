@@ -18,6 +18,7 @@ RUN = [
     "robodata.codec.settings",
     "robodata.codec.resize",
     "robodata.format.renditions",
+    "robodata.codec.quality",
     "robodata.format.alignment",
     "robodata.format.ids",
     "robodata.format.schema",

@@ -2,7 +2,8 @@
 inside functions count too). The library works without Dagster; codec/ knows nothing of Lance;
 reading never imports writing code; edits do not import ingest; integrity/ (checksums, audits,
 verify, GOP leases) sits below the reader, ingest and edits, which all use it, and no two layers
-import each other."""
+import each other. The benchmarks (top-level ``benchmarks/``, outside the wheel) are imported only
+inside the functions of three entry points, after ``require_benchmarks``."""
 
 import ast
 from pathlib import Path
@@ -24,11 +25,12 @@ LIBRARY = {
     "view",
     "torch",
 }
-LIBRARY |= {"quiet_lance"}
+LIBRARY |= {"quiet_lance", "source_checkout"}
 # layer -> the robodata layers it may import (itself always allowed)
 ALLOWED = {
     "errors": set(),
     "quiet_lance": set(),  # sets LANCE_LOG before lance loads: imports nothing of robodata
+    "source_checkout": {"errors"},  # finds benchmarks/ beside robodata/ in a source checkout
     "storage": {"errors"},
     "codec": set(),
     "format": {"storage", "errors"},
@@ -46,17 +48,19 @@ ALLOWED = {
     "view": {"reader", "format", "storage", "errors"},  # it only reads
     "torch": {"reader", "format", "interop", "storage", "errors"},  # reads, in LeRobot's keys
     "__init__": LIBRARY,
-    "bench": LIBRARY,
-    "defs": LIBRARY | {"bench"},
+    "defs": LIBRARY,
     "definitions": {"defs"},
     "instance_commands": {"defs", "storage", "errors"},
-    "demo": LIBRARY | {"bench", "defs"},
-    "orchestration_bench": LIBRARY | {"bench", "defs", "definitions"},
-    "cli": LIBRARY | {"bench", "demo", "instance_commands", "orchestration_bench"},
+    "demo": LIBRARY | {"defs"},
+    "cli": LIBRARY | {"demo", "instance_commands"},
 }
 # third-party packages a layer must not import
-FORBIDDEN = {layer: {"dagster"} for layer in LIBRARY | {"bench", "__init__"}}
+FORBIDDEN = {layer: {"dagster"} for layer in LIBRARY | {"__init__"}}
 FORBIDDEN["codec"] = {"dagster", "lance", "pyarrow"}
+# The modules that may run the benchmarks (by file name, wherever their folder moves), each only
+# inside a function that first calls require_benchmarks: the CLI's bench group, the
+# benchmark_report asset, the demo.
+BENCHMARK_ENTRY_POINTS = {"cli.py", "benchmark.py", "demo.py"}
 
 
 def _layer(package: Path, path: Path) -> str:
@@ -95,6 +99,39 @@ def _violations(package: Path = PACKAGE) -> list[str]:
     return found
 
 
+def _benchmark_imports(package: Path = PACKAGE) -> list[str]:
+    """Every import of ``benchmarks`` that is not inside a function of an entry point, or whose
+    function does not call ``require_benchmarks`` first."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        where = path.relative_to(package.parent)
+        guarded = set()
+        if path.name in BENCHMARK_ENTRY_POINTS:
+            for function in ast.walk(tree):
+                if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                    calls = [
+                        node.lineno
+                        for node in ast.walk(function)
+                        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "require_benchmarks"
+                    ]
+                    guarded |= {
+                        node.lineno
+                        for node in ast.walk(function)
+                        if isinstance(node, ast.Import | ast.ImportFrom) and calls and min(calls) < node.lineno
+                    }
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            for name in names:
+                if name.partition(".")[0] == "benchmarks" and node.lineno not in guarded:
+                    found.append(f"{where}:{node.lineno} imports {name} outside a guarded entry point")
+    return found
+
+
 def test_every_import_crosses_layers_only_where_allowed():
     assert _violations() == []
 
@@ -108,6 +145,26 @@ def test_no_two_layers_may_import_each_other_even_indirectly():
 
     cycles = sorted(layer for layer in ALLOWED if layer != "__init__" and reaches(layer, layer, set()))
     assert cycles == []
+
+
+def test_only_the_entry_points_import_benchmarks_and_only_after_require_benchmarks():
+    assert _benchmark_imports() == []
+
+
+def test_the_benchmarks_rule_names_each_unguarded_import(tmp_path):
+    package = tmp_path / "robodata"
+    (package / "reader").mkdir(parents=True)
+    (package / "reader" / "probe.py").write_text("def f():\n    from benchmarks.loader import main\n")
+    (package / "cli.py").write_text(
+        "import benchmarks\n\n"
+        "def ok():\n    require_benchmarks('x')\n    from benchmarks.readpath import main\n\n"
+        "def early():\n    from benchmarks.readpath import main\n    require_benchmarks('x')\n"
+    )
+    assert _benchmark_imports(package) == [
+        "robodata/cli.py:1 imports benchmarks outside a guarded entry point",
+        "robodata/cli.py:8 imports benchmarks.readpath outside a guarded entry point",
+        "robodata/reader/probe.py:2 imports benchmarks.loader outside a guarded entry point",
+    ]
 
 
 def test_the_rules_name_the_offending_module_and_import(tmp_path):

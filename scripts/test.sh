@@ -3,8 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
-.venv/bin/python -m ruff check robodata robodata_tests examples
-.venv/bin/python -m ruff format --check robodata robodata_tests examples
+.venv/bin/python -m ruff check robodata robodata_tests benchmarks examples
+.venv/bin/python -m ruff format --check robodata robodata_tests benchmarks examples
 .venv/bin/python -m pytest -q "$@"
 
 # Dagster from the command line, as a user would run it: validate the definitions, write one

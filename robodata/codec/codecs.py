@@ -1,10 +1,6 @@
 """The codecs robodata can store GOPs in. Adding one is an entry here: its FFmpeg encoder and
 options for closed, fixed-length GOPs; the read path decodes each GOP with the codec its
-gops.lance row names.
-
-``h264-anchored`` is H.264 with "anchored" GOPs: every P frame is predicted from the GOP's IDR
-only, so any frame costs at most two decodes whatever G is (see ``gop_encoder`` for how they
-are written and ``gop_decoder`` for how they are read; docs/benchmark.md for what it costs)."""
+gops.lance row names."""
 
 from __future__ import annotations
 
@@ -30,19 +26,6 @@ class Codec:
     options: Callable[[EncoderSettings], dict[str, str]]
     # Recorded in frames.lance's codec metadata next to the settings.
     stream_properties: dict[str, object] = field(default_factory=dict)
-    # The FFmpeg decoder when it is not ``name`` (a variant of a codec's GOP layout).
-    decoder: str = ""
-    # Anchored GOPs: frame k is packets [0, k] (each P frame refers to the IDR only).
-    anchored: bool = False
-
-    @property
-    def ffmpeg_decoder(self) -> str:
-        """The FFmpeg decoder that reads this codec's GOPs.
-
-        >>> codec_named("h264-anchored").ffmpeg_decoder
-        'h264'
-        """
-        return self.decoder or self.name
 
     def open_encoder(self, width: int, height: int, fps: float, settings: EncoderSettings) -> av.CodecContext:
         """An opened encoder writing closed GOPs of ``settings.gop_size`` frames, display order
@@ -68,25 +51,10 @@ def _x264_options(settings: EncoderSettings) -> dict[str, str]:
     }
 
 
-def _x264_anchored_options(settings: EncoderSettings) -> dict[str, str]:
-    # One thread: x264 then writes the same IDR bytes for every [IDR, frame k] pair of a GOP
-    # (GopEncoder checks it); with several, the slices and so the bytes could differ.
-    return {**_x264_options(settings), "threads": "1"}
-
-
 _H264_STREAM = {"pix_fmt": "yuv420p", "bframes": 0, "closed_gop": True}
 
 CODECS: dict[str, Codec] = {
     "h264": Codec("h264", "libx264", "yuv420p", _x264_options, _H264_STREAM),
-    "h264-anchored": Codec(
-        "h264-anchored",
-        "libx264",
-        "yuv420p",
-        _x264_anchored_options,
-        {**_H264_STREAM, "anchored": True},
-        decoder="h264",
-        anchored=True,
-    ),
 }
 
 

@@ -1,5 +1,6 @@
 """benchmark_report: the read-path benchmark on the current dataset version, as a table; on
-request also the whole benchmark (LeRobot-layout comparison, GOP-size sweep) with its plots."""
+request also the whole benchmark (LeRobot-layout comparison, GOP-size sweep) with its plots. The
+benchmarks ship with the source checkout: without them the asset fails, saying so."""
 
 import base64
 import tempfile
@@ -8,12 +9,11 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from robodata.bench.readpath import measure_readpath
-from robodata.bench.report_markdown import figures_markdown, write_report
 from robodata.defs.episodes import aligned_frames
 from robodata.defs.lineage import CODE_VERSION, lineage_result
 from robodata.defs.resources import DatasetStore
 from robodata.reader import open_dataset
+from robodata.source_checkout import require_benchmarks
 from robodata.storage import is_remote, join_uri
 
 
@@ -43,6 +43,10 @@ class BenchmarkConfig(dg.Config):
     "are in the metadata.",
 )
 def benchmark_report(config: BenchmarkConfig, store: DatasetStore) -> dg.MaterializeResult:
+    require_benchmarks("benchmark_report")
+    from benchmarks.readpath import measure_readpath
+    from benchmarks.report_markdown import figures_markdown, write_report
+
     options = store.storage_options()
     ds = open_dataset(store.root, storage_options=options)
     figures = measure_readpath(ds, samples=config.samples, batch_size=config.batch_size)
@@ -64,7 +68,8 @@ def benchmark_report(config: BenchmarkConfig, store: DatasetStore) -> dg.Materia
 
 
 def _full_benchmark(store: DatasetStore, version: int, small: bool) -> dict:
-    from robodata.bench.harness import run_benchmark  # heavy (matplotlib): only when asked for
+    require_benchmarks("benchmark_report")
+    from benchmarks.harness import run_benchmark  # heavy (matplotlib): only when asked for
 
     out = _local_out(store, f"benchmark_v{version}")
     result = run_benchmark(
@@ -84,8 +89,9 @@ def _full_benchmark(store: DatasetStore, version: int, small: bool) -> dict:
 
 
 def _peers_benchmark(store: DatasetStore, version: int, peers_venv: str, small: bool) -> dict:
-    from robodata.bench.peer_harness import run_peer_benchmark  # heavy: only when asked for
-    from robodata.bench.report import headline_table
+    require_benchmarks("benchmark_report")
+    from benchmarks.peers.peer_harness import run_peer_benchmark  # heavy: only when asked for
+    from benchmarks.report import headline_table
 
     out = _local_out(store, f"peers_v{version}")
     result = run_peer_benchmark(

@@ -9,12 +9,18 @@ from dataclasses import asdict, dataclass, field
 import lance
 import pyarrow as pa
 
+from robodata.errors import RemovedCodecError
+
 # 2: every gops.lance row carries an xxh3-64 checksum of its GOP bytes (``gop_xxh3``).
 FORMAT_VERSION = "2"
 GOPS_TABLE = "gops.lance"
 FRAMES_TABLE = "frames.lance"
 METADATA_KEY = b"robodata"
 INLINE_GOP_BYTES = 16 << 20
+# Codecs earlier releases wrote and this one no longer reads, with why (docs/benchmark.md).
+REMOVED_CODECS = {
+    "h264-anchored": "anchored GOPs did not pay for their bytes and encode time (docs/benchmark.md#anchored-gops-removed)",
+}
 
 GOPS_SCHEMA = pa.schema(
     [
@@ -151,8 +157,18 @@ def frames_schema(meta: DatasetMetadata) -> pa.Schema:
     return pa.schema(fields, metadata={METADATA_KEY: meta.to_json().encode()})
 
 
-def read_metadata(schema: pa.Schema) -> DatasetMetadata:
+def read_metadata(schema: pa.Schema, dataset: str = "frames.lance") -> DatasetMetadata:
+    """frames.lance's self-description; RemovedCodecError, naming ``dataset``, when it was written
+    with a codec this release removed (so neither a read nor an ingest goes further)."""
     raw = (schema.metadata or {}).get(METADATA_KEY)
     if raw is None:
         raise ValueError("frames.lance has no robodata schema metadata; is this a robodata dataset?")
-    return DatasetMetadata.from_json(raw)
+    meta = DatasetMetadata.from_json(raw)
+    codec = str(meta.codec.get("name", ""))
+    if codec in REMOVED_CODECS:
+        raise RemovedCodecError(
+            f"{dataset}: written with codec {codec!r}, which robodata removed ({REMOVED_CODECS[codec]}); "
+            "re-ingest its uploads into a new dataset with this release, or export it with the release "
+            "that wrote it (robodata export-lerobot) and import that here (robodata import-lerobot)"
+        )
+    return meta

@@ -24,7 +24,7 @@ def stored_settings(dataset_uri: str, storage_options: dict | None = None) -> En
         frames = open_table(frames_uri(dataset_uri), storage_options)
     if frames is None:
         return EncoderSettings()
-    meta = read_metadata(frames.schema)
+    meta = read_metadata(frames.schema, dataset_uri)
     return EncoderSettings.described(meta.gop_size, meta.codec)
 
 

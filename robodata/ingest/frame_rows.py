@@ -81,7 +81,7 @@ def episode_frames_schema(
         frames = open_table(frames_uri(dataset_uri), storage_options)
     if frames is None:
         return with_upload_fields(with_extra_fields(frames_schema(meta), episode))
-    problems = read_metadata(frames.schema).compatible_with(meta)
+    problems = read_metadata(frames.schema, dataset_uri).compatible_with(meta)
     if problems:
         raise IncompatibleEpisodeError(f"{episode.origin or episode.episode_id}: " + "; ".join(problems))
     return with_upload_fields(frames.schema)  # a dataset from before upload columns gets them on commit

@@ -45,7 +45,7 @@ class RoboDataset:
         self.uri = uri
         self._frames = frames
         self._storage_options = storage_options
-        self.metadata = read_metadata(frames.schema)
+        self.metadata = read_metadata(frames.schema, uri)
         self.cameras = sorted(self.metadata.cameras)
         self._buffers: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
 

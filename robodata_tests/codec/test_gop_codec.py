@@ -6,8 +6,8 @@ import av
 import numpy as np
 import pytest
 
-from robodata.bench.quality import psnr
 from robodata.codec import EncoderSettings, GopEncoder, decode_gop_frames, plain_decode_gop
+from robodata.codec.quality import psnr
 from robodata_tests.conftest import REAL_VIDEO
 
 

@@ -252,7 +252,7 @@ def test_a_batch_on_s3_lands_and_leaks_no_credentials(s3, s3_root, eight_short_u
 def test_bench_batches_prints_runs_and_versions_of_both_partitionings(capsys):
     from argparse import Namespace
 
-    from robodata.orchestration_bench.batches import main
+    from benchmarks.orchestration.batches import main
 
     assert main(Namespace(episodes=[2], seconds=0.5)) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]

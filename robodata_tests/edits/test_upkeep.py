@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.bench.tiny_episodes import episode_level, frame_level, identify, tiny_episode
+from benchmarks.tiny_episodes import episode_level, frame_level, identify, tiny_episode
 from robodata.edits import upkeep
 from robodata.edits.upkeep import upkeep_dataset
 from robodata.format.tables import frames_uri, gops_uri, open_table

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 import robodata
-from robodata.bench.quality import psnr
+from robodata.codec.quality import psnr
 from robodata.errors import BadUploadError
 from robodata.interop.hdf5_import import import_hdf5
 from robodata.sample_data import ALOHA_JOINTS

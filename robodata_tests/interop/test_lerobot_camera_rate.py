@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.bench.quality import psnr
 from robodata.cli import main
+from robodata.codec.quality import psnr
 from robodata.format.schema import CameraInfo, ref_columns
 from robodata.format.tables import gops_uri, open_table
 from robodata.interop import import_lerobot

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import robodata
-from robodata.bench.quality import psnr
+from robodata.codec.quality import psnr
 from robodata.interop import export_lerobot
 from robodata.interop.lerobot_format import LeRobotFormatError
 

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import robodata
-from robodata.bench.quality import psnr
+from robodata.codec.quality import psnr
 from robodata.errors import BadUploadError
 from robodata.format.provenance import UPLOAD_COLUMNS
 from robodata.interop import import_lerobot

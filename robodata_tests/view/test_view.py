@@ -22,8 +22,8 @@ import pytest
 from PIL import Image
 
 import robodata
-from robodata.bench.quality import psnr
 from robodata.cli import main
+from robodata.codec.quality import psnr
 from robodata.format.schema import image_column, ref_columns
 from robodata.view import episode_page
 from robodata_tests.view.browser import WINDOW, Chromium, attributes, box

@@ -1,0 +1,143 @@
+"""G x CRF (x codec) sweep on the benchmark footage: for each point robodata's training throughput
+(scenario D: DataLoader, spawned workers, batch 32, every camera), bytes per camera frame and PSNR
+against the source; then the frontier and the default it suggests.
+
+>>> points = sweep_gop_crf(uploads, Path("out/work/sweep"), gop_sizes=(4, 8), crfs=(20, 23))  # doctest: +SKIP
+>>> choose_default(points, max_bytes_per_frame=6200.0, min_psnr_db=34.9)["gop_size"]  # doctest: +SKIP
+8
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.peers.peer_protocol import run_job
+from benchmarks.peers.peer_storage import psnr_figures, quality_camera
+from benchmarks.storage import camera_frame_counts, quality_sample, video_bytes
+from robodata.codec import EncoderSettings
+from robodata.ingest import ingest_episode
+from robodata.reader import open_dataset
+
+
+def sweep_gop_crf(
+    uploads: Mapping[int, Path],
+    work: Path,
+    *,
+    gop_sizes=(2, 4, 8, 16),
+    crfs=(18, 23, 28),
+    codecs=("h264",),
+    batch_size: int = 32,
+    workers: int = 2,
+    loader_batches: int = 12,
+    quality_rows: int = 12,
+    seed: int = 0,
+    nice: int = 0,
+    log: Path | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> list[dict]:
+    """Ingest ``uploads`` at every (G, CRF, codec) and measure each dataset: one row per point."""
+    points = []
+    for gop, crf, codec in ((g, c, k) for g in gop_sizes for c in crfs for k in codecs):
+        say(f"sweep G={gop} crf={crf} codec={codec} ...")
+        uri = str(work / f"g{gop}-crf{crf}-{codec}")
+        settings = EncoderSettings(gop_size=gop, crf=crf, codec=codec)
+        start = time.perf_counter()
+        for upload in uploads.values():
+            ingest_episode(str(upload), uri, settings=settings)
+        ingest_seconds = time.perf_counter() - start
+        ds = open_dataset(uri)
+        frames = sum(camera_frame_counts(ds).values())
+        rows = np.sort(np.random.default_rng(seed).choice(len(ds), min(quality_rows, len(ds)), replace=False))
+        sample = quality_sample(ds, uploads, rows)
+        quality = psnr_figures(
+            {c: s["source"] for c, s in sample.items()},
+            {c: np.stack(s["robodata"]) for c, s in sample.items()},
+            quality_camera(ds.cameras),
+        )
+        answer = run_loader(
+            uri, batch_size=batch_size, workers=workers, batches=loader_batches, seed=seed, nice=nice, log=log
+        )
+        points.append(
+            {
+                "gop_size": gop,
+                "crf": crf,
+                "codec": codec,
+                "dataset_uri": uri,
+                "ingest_seconds": ingest_seconds,
+                "bytes_per_frame": video_bytes(ds) / frames,
+                **quality,
+                "loader_samples_per_s": answer["samples_per_s"],
+                "loader_first_batch_s": answer["first_batch_s"],
+            }
+        )
+    mark_frontier(points)
+    return points
+
+
+def run_loader(
+    uri: str, *, batch_size: int, workers: int, batches: int, seed: int, nice: int = 0, log: Path | None = None
+) -> dict:
+    """Scenario D on the dataset at ``uri``, in a process of its own: steady samples/s
+    (``samples_per_s``) and ``first_batch_s``."""
+    loader = {
+        "name": "D",
+        "kind": "loader",
+        "batches": [[0]] * batches,
+        "batch_size": batch_size,
+        "workers": workers,
+        "seed": seed,
+    }
+    job = {"system": "robodata", "root": uri, "measurements": [loader]}
+    measured = run_job(sys.executable, job, log=log, nice=nice)["measurements"][0]
+    return {**measured, "samples_per_s": sum(measured["samples"]) / sum(measured["seconds"])}
+
+
+def mark_frontier(points: list[dict]) -> list[dict]:
+    """Flag each point that no other point beats on all of D throughput (higher), bytes per frame
+    (lower) and top-camera PSNR (higher) at once."""
+
+    def beats(a: dict, b: dict) -> bool:
+        # Oriented so that larger is better on every axis.
+        ours = (a["loader_samples_per_s"], -a["bytes_per_frame"], a["psnr_top_db"])
+        theirs = (b["loader_samples_per_s"], -b["bytes_per_frame"], b["psnr_top_db"])
+        return all(x >= y for x, y in zip(ours, theirs, strict=True)) and ours != theirs
+
+    for point in points:
+        point["on_frontier"] = not any(beats(other, point) for other in points if other is not point)
+    return points
+
+
+def choose_default(
+    points: list[dict], *, max_bytes_per_frame: float | None = None, min_psnr_db: float | None = None
+) -> dict | None:
+    """The frontier point with the highest D throughput among those within ``max_bytes_per_frame``
+    (LeRobot's) and at least ``min_psnr_db`` (LeRobot's top-camera PSNR); None if none qualifies."""
+    fitting = [
+        p
+        for p in points
+        if p.get("on_frontier", True)
+        and (max_bytes_per_frame is None or p["bytes_per_frame"] <= max_bytes_per_frame)
+        and (min_psnr_db is None or p["psnr_top_db"] >= min_psnr_db)
+    ]
+    return max(fitting, key=lambda p: p["loader_samples_per_s"]) if fitting else None
+
+
+def sweep_table(points: list[dict], chosen: dict | None) -> str:
+    """The sweep as Markdown, frontier points and the chosen default marked."""
+    lines = [
+        "| G | CRF | D samples/s | first batch s | bytes / frame | PSNR top dB | PSNR all dB | frontier |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for p in points:
+        mark = "**chosen**" if chosen is not None and p is chosen else ("yes" if p["on_frontier"] else "")
+        lines.append(
+            f"| {p['gop_size']} | {p['crf']} | {p['loader_samples_per_s']:.1f} | "
+            f"{p['loader_first_batch_s']:.2f} | {p['bytes_per_frame']:,.0f} | {p['psnr_top_db']:.2f} | "
+            f"{p['psnr_db']:.2f} | {mark} |"
+        )
+    return "\n".join(lines)
