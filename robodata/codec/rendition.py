@@ -9,6 +9,7 @@ holds in both.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from robodata.codec.gop_decoder import decode_gop_frames
 from robodata.codec.gop_encoder import EncodedGop, GopEncoder
@@ -32,9 +33,7 @@ def render_gop(
     height, width = size
     frames = decode_gop_frames(data, packet_sizes, list(range(len(packet_sizes))), codec=codec, size=size)
     # keyint = G >= the source GOP's frame count: one encoder per GOP writes exactly one GOP.
-    encoder = GopEncoder(
-        width, height, fps, EncoderSettings(**{**settings.__dict__, "gop_size": max(settings.gop_size, len(frames))})
-    )
+    encoder = GopEncoder(width, height, fps, replace(settings, gop_size=max(settings.gop_size, len(frames))))
     gops = [gop for rgb in frames for gop in encoder.add(rgb)] + encoder.finish()
     if len(gops) != 1 or gops[0].n_frames != len(frames):
         raise RuntimeError(
