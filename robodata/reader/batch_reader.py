@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from robodata.codec.resize import PIXEL_FORMATS
 from robodata.format.renditions import Rendition
 from robodata.format.schema import camera_of, image_column
 from robodata.reader.dataset import RoboDataset, _to_numpy, open_dataset
@@ -66,9 +67,17 @@ class BatchReader:
         budget_bytes: int = DEFAULT_BUDGET_BYTES,
         prefetch_batches: int = 4,
         resolution: tuple[int, int] | None = None,
+        pixel_format: str = "rgb24",
     ) -> None:
         if image_dtype not in ("uint8", "float32"):
             raise ValueError(f"image_dtype must be 'uint8' or 'float32', got {image_dtype!r}")
+        if pixel_format not in PIXEL_FORMATS:
+            raise ValueError(f"pixel_format must be one of {PIXEL_FORMATS}, got {pixel_format!r}")
+        if pixel_format == "yuv420p" and (image_dtype != "uint8" or channels_first):
+            raise ValueError(
+                "pixel_format='yuv420p' hands over planar [H*3/2, W] uint8 frames: convert them on the training "
+                "device with robodata.torch.yuv.yuv420_to_rgb (leave image_dtype and channels_first unset)"
+            )
         self.uri = uri
         self.storage_options = storage_options
         self._dataset: RoboDataset | None = open_dataset(uri, version=version, storage_options=storage_options)
@@ -91,6 +100,8 @@ class BatchReader:
         self.prefetch_batches = int(prefetch_batches)
         # (H, W) of every camera's frames: a training rendition's GOPs when one fits (reader/renditions.py)
         self.resolution = None if resolution is None else Rendition.parse(resolution).size
+        # yuv420p: half the bytes through the worker -> trainer queue, no RGB conversion in the worker
+        self.pixel_format = pixel_format
         self._cache: GopCache | None = None
 
     def _column_name(self, name: str, cameras: list[str]) -> str:
@@ -165,12 +176,29 @@ class BatchReader:
         plain_images = [c for c in self.image_columns if c not in self.offsets]
         plain_columns = [c for c in self.columns if c not in self.offsets]
         if plain_images:
-            batch.update(ds.take_blobs_decoded(indices, plain_images, gop_bytes=gop_bytes, resolution=self.resolution))
+            batch.update(
+                ds.take_blobs_decoded(
+                    indices,
+                    plain_images,
+                    gop_bytes=gop_bytes,
+                    resolution=self.resolution,
+                    pixel_format=self.pixel_format,
+                )
+            )
         if plain_columns:
             table = ds.lance_dataset.take(indices.tolist(), columns=plain_columns)
             batch.update({name: _to_numpy(table[name]) for name in plain_columns})
         for offs, names in _group_by_offsets(self.offsets).items():
-            batch.update(ds.take_windows(indices, offs, names, gop_bytes=gop_bytes, resolution=self.resolution))
+            batch.update(
+                ds.take_windows(
+                    indices,
+                    offs,
+                    names,
+                    gop_bytes=gop_bytes,
+                    resolution=self.resolution,
+                    pixel_format=self.pixel_format,
+                )
+            )
         for name in self.image_columns:
             batch[name] = self._convert_images(batch[name])
         return batch

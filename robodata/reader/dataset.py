@@ -17,7 +17,7 @@ from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
 from robodata.integrity.gop_checksums import verify_gop_bytes
 from robodata.reader.decode_pool import GopTask, run_tasks
 from robodata.reader.gop_index import GopIndex
-from robodata.reader.renditions import decode_requests, output_size
+from robodata.reader.renditions import decode_requests, output_shape
 from robodata.reader.row_index import RowIndex
 from robodata.storage.deadlines import call_with_deadline
 from robodata.storage.failures import storage_step
@@ -140,12 +140,15 @@ class RoboDataset:
         zero_copy: bool = False,
         gop_bytes: Mapping[int, bytes] | None = None,
         resolution: tuple[int, int] | None = None,
+        pixel_format: str = "rgb24",
     ) -> dict[str, np.ndarray]:
         """Decoded frames of rows ``indices`` (dataset row offsets), one ``[N, H, W, 3]`` uint8
         array per image column, in request order.
 
         ``resolution=(H, W)`` returns frames of that size: from a stored training rendition when
         one fits, without decoding the full frame (see ``robodata.reader.renditions``).
+        ``pixel_format="yuv420p"`` returns ``[N, H*3/2, W]`` planar YUV 4:2:0 instead, half the
+        bytes (``robodata.torch.yuv.yuv420_to_rgb`` converts it on the training device).
 
         Requests are grouped by GOP; every needed GOP is fetched in one coalesced Lance read and
         decoded once, only as far as its last requested frame, in parallel across GOPs. With
@@ -158,18 +161,18 @@ class RoboDataset:
         """
         names = _column_names(columns)
         indices = self._check_indices(indices)
-        outputs = {name: self._output(name, len(indices), zero_copy, resolution) for name in names}
+        outputs = {name: self._output(name, len(indices), zero_copy, resolution, pixel_format) for name in names}
         requests = []  # (ref_ids, frames in GOP, output slots, scale-to size)
         for name in names:
             camera = camera_of(name, self.cameras)
             refs = self._rows.ref_id[camera][indices]
             frames = self._rows.frame_in_gop[camera][indices]
             requests += decode_requests(self.metadata, self._gop_index, camera, refs, frames, outputs[name], resolution)
-        run_tasks(self._gop_tasks(requests, gop_bytes), concurrency)
+        run_tasks(self._gop_tasks(requests, gop_bytes, pixel_format), concurrency)
         return outputs
 
-    def _output(self, name: str, n: int, zero_copy: bool, resolution=None) -> np.ndarray:
-        shape = (n, *output_size(self.metadata, camera_of(name, self.cameras), resolution), 3)
+    def _output(self, name: str, n: int, zero_copy: bool, resolution=None, pixel_format="rgb24") -> np.ndarray:
+        shape = (n, *output_shape(self.metadata, camera_of(name, self.cameras), resolution, pixel_format))
         if not zero_copy:
             return np.empty(shape, dtype=np.uint8)
         buffer = self._buffers.get((name, shape))
@@ -177,7 +180,9 @@ class RoboDataset:
             buffer = self._buffers[(name, shape)] = np.empty(shape, dtype=np.uint8)
         return buffer
 
-    def _gop_tasks(self, requests, gop_bytes: Mapping[int, bytes] | None = None) -> list[GopTask]:
+    def _gop_tasks(
+        self, requests, gop_bytes: Mapping[int, bytes] | None = None, pixel_format: str = "rgb24"
+    ) -> list[GopTask]:
         all_refs = np.concatenate([refs for refs, _, _, _ in requests])
         unique_refs, inverse = np.unique(all_refs, return_inverse=True)
         positions = self._gop_index.positions(unique_refs)
@@ -189,7 +194,9 @@ class RoboDataset:
                 blobs[slot] = data
         self._verify_gops(positions, blobs)  # supplied (prefetched) bytes too
         tasks = [
-            GopTask(data, self._gop_index.packet_sizes(int(pos)), self._gop_index.codec(int(pos)))
+            GopTask(
+                data, self._gop_index.packet_sizes(int(pos)), self._gop_index.codec(int(pos)), pixel_format=pixel_format
+            )
             for data, pos in zip(blobs, positions, strict=True)
         ]
         cursor = 0
@@ -226,13 +233,14 @@ class RoboDataset:
         *,
         gop_bytes: Mapping[int, bytes] | None = None,
         resolution: tuple[int, int] | None = None,
+        pixel_format: str = "rgb24",
     ) -> dict[str, np.ndarray]:
         """Temporal windows around rows ``indices`` at row ``offsets`` (e.g. ``range(-7, 1)``).
 
         Each column comes back as ``[N, T, ...]``; rows past an episode's edge repeat the edge
         row and are flagged in ``<column>_is_pad`` ([N, T] bool), as LeRobot's delta_timestamps
-        does. An offset of k rows is k / control_hz seconds. ``gop_bytes`` and ``resolution``
-        are passed on to ``take_blobs_decoded``.
+        does. An offset of k rows is k / control_hz seconds. ``gop_bytes``, ``resolution`` and
+        ``pixel_format`` are passed on to ``take_blobs_decoded``.
 
         >>> ds.take_windows([10], range(-2, 1), "action")["action"].shape
         (1, 3, 14)
@@ -246,7 +254,9 @@ class RoboDataset:
         scalars = [n for n in names if n not in self.image_columns]
         result: dict[str, np.ndarray] = {}
         if images:
-            decoded = self.take_blobs_decoded(flat, images, gop_bytes=gop_bytes, resolution=resolution)
+            decoded = self.take_blobs_decoded(
+                flat, images, gop_bytes=gop_bytes, resolution=resolution, pixel_format=pixel_format
+            )
             for name, array in decoded.items():
                 result[name] = array.reshape(rows.shape + array.shape[1:])
         if scalars:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from robodata.codec.resize import frame_shape
 from robodata.format.renditions import Rendition, source_for
 from robodata.format.schema import DatasetMetadata
 from robodata.reader.gop_index import GopIndex
@@ -20,12 +21,13 @@ from robodata.reader.gop_index import GopIndex
 Request = tuple[np.ndarray, np.ndarray, object, tuple[int, int] | None]
 
 
-def output_size(metadata: DatasetMetadata, camera: str, resolution) -> tuple[int, int]:
-    """(height, width) of ``camera``'s frames read at ``resolution`` (None: its own size)."""
+def output_shape(metadata: DatasetMetadata, camera: str, resolution, pixel_format: str = "rgb24") -> tuple[int, ...]:
+    """Array shape of one of ``camera``'s frames read at ``resolution`` (None: its own size) in
+    ``pixel_format``."""
     if resolution is not None:
-        return Rendition.parse(resolution).size
+        return frame_shape(*Rendition.parse(resolution).size, pixel_format)
     info = metadata.cameras[camera]
-    return (info.height, info.width)
+    return frame_shape(info.height, info.width, pixel_format)
 
 
 def decode_requests(
