@@ -304,7 +304,7 @@ def make_dataloader(
 ) -> TorchLoader:
     """A resumable, sharded, pinned-version PyTorch loader; ``reader_options`` go to BatchReader
     (version, storage_options, cameras, columns, offsets, delta_timestamps, image_dtype,
-    channels_first, transform, budget_bytes, prefetch_batches).
+    channels_first, transform, budget_bytes, prefetch_batches, resolution, pixel_format).
 
     Every rank takes the same number of batches: the last step is padded with flagged repeats
     (``batch["padding"]``) unless ``drop_last=True`` drops it.
