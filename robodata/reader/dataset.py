@@ -338,6 +338,19 @@ class GopStore:
             refs += [r for r, _, _, _ in plan]
         return np.unique(np.concatenate(refs)) if refs else np.zeros(0, np.int64)
 
+    def frame_refs(self, indices: RowIndices, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """Per row of ``indices``: the full-resolution GOP ref_id its frame in image ``column`` is
+        in and the frame's index in that GOP (what a decoder outside robodata needs, e.g. NVDEC).
+
+        >>> refs, in_gop = ds.gops.frame_refs([0, 1], "observation_images_top")
+        >>> refs.shape, in_gop.shape
+        ((2,), (2,))
+        """
+        ds = self._ds
+        indices = ds._check_indices(indices)
+        camera = camera_of(column, ds.cameras)
+        return ds._rows.ref_id[camera][indices], ds._rows.frame_in_gop[camera][indices]
+
     def byte_sizes(self, ref_ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """Stored size in bytes of each GOP in ``ref_ids``, known without reading it."""
         index = self._ds._gop_index
