@@ -25,6 +25,7 @@ from robodata.format.renditions import (
 )
 from robodata.format.tables import gops_uri, open_table
 from robodata.ingest.renditions import add_rendition, declare_rendition
+from robodata.integrity.verify import verify_dataset
 from robodata_tests.conftest import REAL_VIDEO
 
 TOP = "observation_images_top"
@@ -135,6 +136,9 @@ def test_adding_a_rendition_leaves_full_gops_and_rows_untouched(dataset_copy):
             src["n_frames"],
         )
         assert row["ref_id"] == rendition_ref_id(src["ref_id"], "224x224")
+    # verify checks the rendition GOPs too: checksums, frame counts and sizes.
+    report = verify_dataset(root, decode=True)
+    assert report.ok and report.gops.checked == 2 * gops_before.num_rows
     # Adding it again stores nothing new and makes no version.
     again = add_rendition(root, "224x224")
     assert (again.gops_written, again.frames_version) == (0, result.frames_version)
