@@ -152,3 +152,16 @@ def without_renditions_of_kept_gops(gops, orphans: list[int]) -> list[int]:
     source_of = dict(zip(table["ref_id"].to_pylist(), table[SOURCE_COLUMN].to_pylist(), strict=True))
     dropped = set(orphans)
     return [r for r in orphans if r not in source_of or source_of[r] in dropped]
+
+
+def full_resolution_only(gops, where: str | None = None) -> str | None:
+    """A Lance filter for gops.lance selecting the full-resolution GOPs (and ``where``): what
+    "the dataset's video bytes" means when renditions sit beside them.
+
+    >>> full_resolution_only(gops, "episode_index IN (0)")  # doctest: +SKIP
+    '(episode_index IN (0)) AND rendition IS NULL'
+    """
+    if RENDITION_COLUMN not in gops.schema.names:
+        return where
+    full = f"{RENDITION_COLUMN} IS NULL"
+    return full if where is None else f"({where}) AND {full}"

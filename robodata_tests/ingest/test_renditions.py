@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 import robodata
+from benchmarks.storage import video_bytes
 from robodata.codec import plain_decode_gop
 from robodata.format.renditions import (
     RENDITION_COLUMN,
@@ -105,6 +106,7 @@ def test_adding_a_rendition_leaves_full_gops_and_rows_untouched(dataset_copy):
     gops_before = gops.to_table(columns=full_columns, with_row_id=True)
     blobs_before = [b for _, b in gops.read_blobs("gop", ids=gops_before["_rowid"].to_pylist(), preserve_order=True)]
     frame_files, gop_files = _table_files(root, "frames.lance"), _table_files(root, "gops.lance")
+    video_before = video_bytes(before)
 
     result = add_rendition(root, "224x224")
 
@@ -136,6 +138,7 @@ def test_adding_a_rendition_leaves_full_gops_and_rows_untouched(dataset_copy):
             src["n_frames"],
         )
         assert row["ref_id"] == rendition_ref_id(src["ref_id"], "224x224")
+    assert video_bytes(after) == video_before  # the dataset's video: full-resolution GOPs only
     # verify checks the rendition GOPs too: checksums, frame counts and sizes.
     report = verify_dataset(root, decode=True)
     assert report.ok and report.gops.checked == 2 * gops_before.num_rows
