@@ -70,13 +70,18 @@ def declare_rendition(
             raise ValueError(
                 f"{dataset_uri}: rendition {wanted.name} is not smaller than camera {camera!r} ({info.width}x{info.height})"
             )
-    missing = [c for c in cameras if wanted.name not in meta.renditions.get(c, [])]
-    if missing:
+    for _ in range(5):
+        missing = [c for c in cameras if wanted.name not in meta.renditions.get(c, [])]
+        if not missing:
+            return frames.version, cameras
         for camera in missing:
             meta.renditions[camera] = sorted({*meta.renditions.get(camera, []), wanted.name})
         frames.update_schema_metadata({METADATA_KEY.decode(): meta.to_json()})
+        # Another writer's metadata update may have landed over this one (two partitions
+        # declaring different renditions at once): read it back and declare again if so.
         frames = open_frames(dataset_uri, storage_options=storage_options)
-    return frames.version, cameras
+        meta = read_metadata(frames.schema)
+    raise RuntimeError(f"{dataset_uri}: the rendition {wanted.name} declaration kept being overwritten; try again")
 
 
 def add_rendition(
