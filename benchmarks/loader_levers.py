@@ -111,7 +111,7 @@ def _transfer_run(shapes, reuse: bool, workers: int, batches: int) -> dict:
 
 
 def _loader_run(uri: str, options: dict, workers: int, batches: int, seed: int) -> dict:
-    from robodata.reader.torch_dataset import make_dataloader
+    from robodata.torch.torch_dataset import make_dataloader
 
     start = time.perf_counter()
     loader = make_dataloader(uri, batch_size=BATCH, num_workers=workers, seed=seed, persistent_workers=False, **options)
@@ -200,9 +200,7 @@ def main(args: argparse.Namespace) -> int:
     # The device-side conversion, on this machine's CPU (the trainer pays it once per batch).
     import torch
 
-    yuv = torch.from_numpy(
-        ds.take_blobs_decoded(range(BATCH), ds.image_columns[0], pixel_format="yuv420p")[ds.image_columns[0]]
-    )
+    yuv = torch.from_numpy(ds.get_frames(range(BATCH), cameras=ds.cameras[0], pixel_format="yuv420p")[ds.cameras[0]])
     t0 = time.perf_counter()
     for _ in range(5):
         yuv420_to_rgb(yuv)

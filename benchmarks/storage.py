@@ -33,7 +33,7 @@ def video_bytes(ds: RoboDataset) -> int:
 
 def _gops_of(ds: RoboDataset, columns: list[str]):
     episodes = ds.episodes()["episode_index"].to_pylist()
-    gops = open_table(gops_uri(ds.uri), ds._storage_options)  # noqa: SLF001 - same dataset, same options
+    gops = open_table(gops_uri(ds.uri), ds.storage_options)  # same dataset, same options
     # Full-resolution GOPs only: training renditions beside them are not the dataset's video.
     return gops.to_table(columns=columns, filter=full_resolution_only(gops, episode_filter(episodes)))
 

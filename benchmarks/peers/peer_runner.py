@@ -74,7 +74,7 @@ class RobodataSystem:
         return {_camera_name(k): v for k, v in decoded.items()}
 
     def loader(self, measurement: dict):
-        from robodata.reader.torch_dataset import make_dataloader
+        from robodata.torch.torch_dataset import make_dataloader
 
         loader = make_dataloader(
             self.uri,
@@ -83,8 +83,8 @@ class RobodataSystem:
             seed=measurement["seed"],
             shuffle="global",
             version=self.ds.version,
-            storage_options=self.ds._storage_options,
-        )  # noqa: SLF001 - as opened
+            storage_options=self.ds.storage_options,
+        )
         return loader, lambda batch: [int(i) for i in batch["index"]], loader.close
 
 

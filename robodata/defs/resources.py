@@ -17,6 +17,9 @@ UPLOADS_ENV = "ROBODATA_UPLOADS"
 PARTITIONING_ENV = "ROBODATA_PARTITIONING"
 PER_EPISODE = "episode"  # one partition (and run) per upload folder <uploads>/<episode_id>/
 PER_BATCH = "batch"  # one partition (and run) per upload batch folder <uploads>/<batch>/<episode_id>/
+# The dynamic partitions each partitioning keeps in the instance.
+PARTITIONS_OF = {PER_EPISODE: "episodes", PER_BATCH: "upload_batches"}
+MIGRATE_COMMAND = "robodata repartition"
 
 
 def default_root() -> str:
@@ -50,6 +53,28 @@ def partitioning() -> str:
             f"or '{PER_BATCH}' (one partition per upload batch folder)"
         )
     return value
+
+
+def partitioning_refusal(instance: dg.DagsterInstance, mode: str | None = None) -> str:
+    """Why the instance cannot run in partitioning ``mode`` (default: this location's), or ``""``.
+
+    Both partitionings use the same asset keys, so a switch would leave the other one's
+    partitions, and their history, orphaned: it is refused until ``robodata
+    repartition`` has carried the instance over.
+
+    >>> partitioning_refusal(dg.DagsterInstance.ephemeral())
+    ''
+    """
+    mode = mode or partitioning()
+    other = PER_BATCH if mode == PER_EPISODE else PER_EPISODE
+    held = instance.get_dynamic_partitions(PARTITIONS_OF[other])
+    if not held:
+        return ""
+    return (
+        f"{PARTITIONING_ENV}={mode}, but this Dagster instance holds {len(held)} '{PARTITIONS_OF[other]}' "
+        f"partitions of {PARTITIONING_ENV}={other}: run `{MIGRATE_COMMAND} {mode}` first (it carries what "
+        f"is ingested over to '{PARTITIONS_OF[mode]}' partitions), or set {PARTITIONING_ENV}={other} again"
+    )
 
 
 class DatasetStore(dg.ConfigurableResource):

@@ -43,6 +43,35 @@ def collect_garbage(
 
     Versions removed by Lance's ``cleanup_old_versions`` no longer protect their GOPs; tagged
     versions always do. The bytes leave disk at the next compaction and cleanup of gops.lance.
+
+    Parameters
+    ----------
+    uri : str
+        The dataset root (local or s3://).
+    dry_run : bool, default False
+        Count the unreferenced GOPs without deleting them.
+    storage_options : dict, optional
+        Object-store options; by default from the environment.
+    min_age : datetime.timedelta, optional
+        How long an ingest may take: older leases are ignored, newer GOPs kept.
+
+    Returns
+    -------
+    GarbageReport
+        GOPs found unreferenced, deleted, kept as too recent, and the gops.lance version.
+
+    Raises
+    ------
+    RuntimeError
+        Concurrent ingests preempted it five times in a row; nothing unsafe was deleted.
+
+    Examples
+    --------
+    >>> robodata.delete_episodes("data/demo", [2])
+    4
+    >>> report = robodata.collect_garbage("data/demo")  # versions 1-3 still refer to its GOPs
+    >>> report.unreferenced, report.deleted
+    (0, 0)
     """
     for _ in range(_ATTEMPTS):
         try:

@@ -14,6 +14,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from robodata.edits.annotate import KEYS
+from robodata.errors import NotFoundError
 from robodata.format.tables import open_frames
 from robodata.storage import fsspec_filesystem
 from robodata.storage.arrow_input import arrow_input
@@ -39,7 +40,7 @@ def read_labels(path: str, dataset_uri: str, *, storage_options: dict | None = N
     try:
         labels = reader(arrow_input(fsspec_filesystem(path, storage_options), path))
     except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: label file does not exist") from None
+        raise NotFoundError(f"{path}: label file does not exist") from None
     except pa.ArrowInvalid as exc:
         raise ValueError(f"{path}: not a readable {suffix[1:]} file ({exc})") from None
     if "episode_index" not in labels.column_names:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from robodata.edits.garbage import GarbageReport, collect_garbage
+from robodata.errors import NotFoundError
 from robodata.format.tables import frames_uri, gops_uri, open_table
 
 # The columns reads filter on: frames by episode (integrity checks, re-ingest, episode reads),
@@ -79,7 +80,7 @@ def upkeep_dataset(
     frames = open_table(frames_uri(uri), storage_options)
     gops = open_table(gops_uri(uri), storage_options)
     if frames is None or gops is None:
-        raise FileNotFoundError(f"no robodata dataset at {uri} (frames.lance or gops.lance does not exist)")
+        raise NotFoundError(f"no robodata dataset at {uri} (frames.lance or gops.lance does not exist)")
     frames_report = _compact(frames_uri(uri), storage_options)
     frames_report.indexes = _index(frames_uri(uri), SCALAR_INDEXES["frames.lance"], storage_options)
     _remove_old_versions(frames_uri(uri), frames_report, older_than, retain_versions, storage_options)

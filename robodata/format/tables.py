@@ -6,6 +6,7 @@ import lance
 import pyarrow as pa
 from lance.fragment import write_fragments
 
+from robodata.errors import NotFoundError
 from robodata.format.schema import FRAMES_TABLE, GOPS_TABLE
 from robodata.storage import join_uri
 from robodata.storage.dataset_root import check_dataset_location
@@ -27,24 +28,26 @@ def open_table(uri: str, storage_options: dict | None = None, version: int | str
     try:
         return call_with_deadline(uri, storage_options, lance.dataset, uri, version=version, storage_options=options)
     except ValueError as exc:
-        if version is None and "not found" in str(exc).lower():
-            return None
+        if "not found" in str(exc).lower() or "does not exist" in str(exc).lower():
+            if version is None:
+                return None
+            raise NotFoundError(f"{uri}: version {version!r} not found (no such version number or tag)") from None
         raise
 
 
 def open_frames(
     dataset_uri: str, *, storage_options: dict | None = None, version: int | str | None = None
 ) -> lance.LanceDataset:
-    """frames.lance of the dataset at ``dataset_uri``, or a FileNotFoundError saying there is no
-    robodata dataset there.
+    """frames.lance of the dataset at ``dataset_uri``, or a NotFoundError (a FileNotFoundError)
+    saying there is no robodata dataset there, or no such version.
 
     >>> open_frames("data/nowhere")
     Traceback (most recent call last):
-    FileNotFoundError: no robodata dataset at data/nowhere (frames.lance does not exist)
+    robodata.errors.NotFoundError: no robodata dataset at data/nowhere (frames.lance does not exist)
     """
     frames = open_table(frames_uri(dataset_uri), storage_options, version)
     if frames is None:
-        raise FileNotFoundError(f"no robodata dataset at {dataset_uri} (frames.lance does not exist)")
+        raise NotFoundError(f"no robodata dataset at {dataset_uri} (frames.lance does not exist)")
     return frames
 
 

@@ -58,5 +58,5 @@ def record_episode_stats(
         stats.record_episode_moments(
             dataset_uri, episode.episode_index, frames_version, len(episode), moments, storage_options
         )
-    except Exception as exc:  # noqa: BLE001 - the episode is committed; its stats can be recomputed
+    except Exception as exc:  # the episode is committed; its stats can be recomputed
         log.warning("episode %s: statistics not stored (%s); readers will compute them", episode.episode_index, exc)

@@ -29,7 +29,8 @@ def dataset_metadata(episode: EpisodeData, settings: EncoderSettings) -> Dataset
         gop_size=settings.gop_size,
         codec=settings.describe(),
         robot_type=episode.robot_type,
-        extra=dict(episode.extra_metadata),
+        # The order the cameras were recorded in (the JSON sorts the cameras dict's keys).
+        extra={**episode.extra_metadata, "camera_order": [c.name for c in episode.cameras]},
     )
 
 

@@ -91,15 +91,45 @@ def write_episode(
     storage_options: dict | None = None,
     replace: bool = False,
 ) -> IngestResult:
-    """Encode and write ``episode``; nothing becomes visible unless every part succeeded.
+    """Encode and write an episode already in memory; nothing becomes visible unless every part
+    succeeded (``ingest_episode`` is this after reading an upload folder; importers call it).
 
     GOP rows are appended first (unreferenced until the frames commit, so a failure leaves
     nothing a reader sees); the frames commit then swaps the episode's rows in one version.
 
-    ``replace=True`` lets the episode replace a different episode (another upload) that holds
-    its ``episode_index``; without it that is an EpisodeIndexTakenError and nothing is written.
+    Parameters
+    ----------
+    episode : EpisodeData
+        The episode: signals, camera streams, task, ``episode_index``.
+    dataset_uri : str
+        The dataset root (local or s3://).
+    settings : EncoderSettings, optional
+        How to encode; by default the dataset's own (``EncoderSettings()`` for a new one).
+    storage_options : dict, optional
+        Object-store options; by default from the environment.
+    replace : bool, default False
+        Let the episode replace a different episode (another upload) that holds its
+        ``episode_index``.
 
-    >>> write_episode(episode, "data/demo").frames_version  # doctest: +SKIP
+    Returns
+    -------
+    IngestResult
+
+    Raises
+    ------
+    robodata.EpisodeIndexTakenError
+        Another episode holds its ``episode_index`` and ``replace`` is False; nothing written.
+    robodata.IncompatibleEpisodeError
+        Its cameras, joints or GOP size differ from the dataset's.
+    robodata.EpisodeAuditError
+        The staged GOPs or rows failed the checks that run before the commit.
+
+    Examples
+    --------
+    >>> from robodata.ingest import read_upload
+    >>> episode = read_upload("uploads/episode_000001")
+    >>> robodata.write_episode(episode, "data/new").frames_version
+    1
     """
     staged = write_gops(episode, dataset_uri, settings, storage_options, replace=replace)
     try:

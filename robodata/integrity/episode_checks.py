@@ -168,7 +168,7 @@ def check_sample_decodes(ds: Any, episode_index: int, samples: int = 8, seed: in
         return IntegrityResult(False, f"episode {episode_index} has no rows")
     chosen = np.sort(np.random.default_rng(seed).choice(positions, min(samples, len(positions)), replace=False))
     try:
-        frames = ds.take_blobs_decoded(chosen, ds.image_columns)
+        frames = ds.get_frames(chosen)
     except (KeyError, ValueError, OSError) as exc:  # missing GOPs, undecodable bytes
         return IntegrityResult(False, f"episode {episode_index}: sampled frames do not decode ({exc})")
     wrong = {}

@@ -72,7 +72,7 @@ def release(lease_uri: str, storage_options: dict | None = None) -> None:
     wait = min(storage_timeout_s(storage_options), RELEASE_WAIT_S)
     try:
         fsspec_filesystem(lease_uri, {**(storage_options or {}), TIMEOUT_OPTION: str(wait)}).rm_file(lease_uri)
-    except Exception:  # noqa: BLE001 - never hide the error that made the ingest release early
+    except Exception:  # never hide the error that made the ingest release early
         pass
 
 

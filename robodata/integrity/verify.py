@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from robodata.errors import NotFoundError
 from robodata.format.ids import episode_filter
 from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.integrity.episode_checks import RowRefs, references_result
@@ -67,7 +68,7 @@ def verify_dataset(
     with storage_step("verifying the dataset", frames_uri(uri), storage_options):
         frames = open_table(frames_uri(uri), storage_options, version)
         if frames is None:
-            raise FileNotFoundError(f"no robodata dataset at {uri} (frames.lance does not exist)")
+            raise NotFoundError(f"no robodata dataset at {uri} (frames.lance does not exist)")
         gops = open_table(gops_uri(uri), storage_options)
         where = None if episode_index is None else episode_filter(episode_index)
         refs = RowRefs.of_table(uri, frames, where, storage_options)

@@ -29,20 +29,23 @@ import io
 import os
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import h5py
 import numpy as np
 import pyarrow as pa
 from PIL import Image
 
 from robodata.codec import EncoderSettings
-from robodata.errors import BadUploadError
+from robodata.errors import BadUploadError, NotFoundError, import_extra
 from robodata.ingest import CameraStream, EpisodeData
 from robodata.interop.aloha_layout import ALOHA_JOINTS
 from robodata.interop.episode_source import import_episodes
 from robodata.interop.import_result import ImportResult
 from robodata.interop.source_fingerprint import source_fingerprint
 from robodata.storage import fsspec_filesystem, is_remote
+
+if TYPE_CHECKING:
+    import h5py
 
 DEFAULT_CONTROL_HZ = 50.0
 _OPTIONAL_VECTORS = {
@@ -70,7 +73,7 @@ def find_hdf5_files(path_or_glob: str, *, storage_options: dict | None = None) -
     else:
         found = globlib.glob(path_or_glob)
     if not found:
-        raise FileNotFoundError(f"{path_or_glob}: matches no HDF5 files")
+        raise NotFoundError(f"{path_or_glob}: matches no HDF5 files")
     return sorted(found, key=_natural_key)
 
 
@@ -200,6 +203,7 @@ class _Hdf5Reader:
         return int(self._remote_fs(path).size(path) if is_remote(path) else os.path.getsize(path))
 
     def _open(self, path: str) -> h5py.File:
+        h5py = import_extra("h5py", "interop", "HDF5 import")
         try:
             if is_remote(path):
                 return h5py.File(self._remote_fs(path).open(path, "rb"), "r")

@@ -16,7 +16,7 @@ class GopIndex:
     def __init__(self, gops) -> None:
         # Datasets written before format 2 have no checksum column: their GOPs read unverified.
         self.checksummed = CHECKSUM_COLUMN in gops.schema.names
-        columns = ["ref_id", "packet_sizes", "codec"] + ([CHECKSUM_COLUMN] if self.checksummed else [])
+        columns = ["ref_id", "packet_sizes", "timestamps_ns", "codec"] + ([CHECKSUM_COLUMN] if self.checksummed else [])
         # Datasets without training renditions have no rendition columns (format/renditions.py).
         with_renditions = RENDITION_COLUMN in gops.schema.names
         columns += [RENDITION_COLUMN, SOURCE_COLUMN] if with_renditions else []
@@ -37,6 +37,10 @@ class GopIndex:
         self._codec_names = codecs.dictionary.to_pylist()
         self._codec_codes = codecs.indices.to_numpy(zero_copy_only=False)[order]
         self._sizes_cumsum = np.concatenate([[0], np.cumsum(values, dtype=np.int64)])
+        # Each GOP's frame times, flat: a frame's time is one gather (FrameBatch.timestamps_ns).
+        times = table["timestamps_ns"].combine_chunks() if table["timestamps_ns"].num_chunks else None
+        self._times_start = times.offsets.to_numpy()[:-1][order] if times is not None else np.zeros(0, np.int64)
+        self._times = times.values.to_numpy() if times is not None else np.zeros(0, np.int64)
         # rendition name -> (source ref_ids sorted, positions of the rendition GOPs in that order)
         self._renditions: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         if with_renditions:
@@ -91,6 +95,10 @@ class GopIndex:
     def codec(self, position: int) -> str:
         """The codec (FFmpeg decoder name) the GOP at ``position`` was stored in."""
         return self._codec_names[self._codec_codes[position]]
+
+    def frame_timestamps(self, positions: np.ndarray, frames_in_gop: np.ndarray) -> np.ndarray:
+        """Capture time (ns) of frame ``frames_in_gop[i]`` of the GOP at ``positions[i]``."""
+        return self._times[self._times_start[positions] + frames_in_gop]
 
     def byte_sizes(self, positions: np.ndarray) -> np.ndarray:
         """Total bytes of each GOP at ``positions`` (the sum of its packet sizes)."""

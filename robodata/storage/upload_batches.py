@@ -69,7 +69,7 @@ def scan_upload_batches(uploads_root: str, storage_options: dict | None = None) 
     batches = []
     for batch_id, uploads in sorted(folders.items()):
         batch_uri = posixpath.join(root, batch_id)
-        listing = uploads_in(batch_uri, uploads)
+        listing = uploads_in(batch_uri, uploads, storage_options)
         batches.append(UploadBatch(batch_id, batch_uri, listing.complete, listing.incomplete))
     return batches
 

@@ -27,7 +27,7 @@ class PageServer(ThreadingHTTPServer):
 class _PageHandler(BaseHTTPRequestHandler):
     server: PageServer
 
-    def do_GET(self) -> None:  # noqa: N802 - the name http.server dispatches to
+    def do_GET(self) -> None:  # the name http.server dispatches to
         if self.path.split("?", 1)[0] not in ("/", "/index.html"):
             self.send_error(404, "only / is served")
             return
@@ -38,5 +38,5 @@ class _PageHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(self.server.page)
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - http.server's signature
+    def log_message(self, format: str, *args) -> None:  # http.server's signature
         pass  # one line per request would bury the address the user needs

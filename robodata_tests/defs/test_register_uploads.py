@@ -3,7 +3,7 @@
 import dagster as dg
 
 from robodata.cli import main
-from robodata.defs.instance import prepare_dagster_home
+from robodata.dagster_home import prepare_dagster_home
 from robodata_tests.defs.conftest import EPISODE_KEYS
 
 

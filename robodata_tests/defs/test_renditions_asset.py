@@ -3,8 +3,9 @@ leave the full-resolution GOPs and the rows as they were."""
 
 from __future__ import annotations
 
-import robodata
 from robodata.defs.renditions import gop_renditions
+
+import robodata
 from robodata.format.renditions import RENDITION_COLUMN
 from robodata.format.tables import gops_uri, open_table
 from robodata_tests.defs.conftest import EPISODE_KEYS, materialize_episode, metadata_of, new_instance
@@ -35,5 +36,5 @@ def test_the_asset_adds_a_rendition_to_each_stored_episode(store):
     full_top = full_before.num_rows  # all cameras
     assert set(per_episode["camera"].to_pylist()) == {"top"}
     assert set(per_episode["episode_index"].to_pylist()) == {0, 1} and 0 < per_episode.num_rows < full_top
-    frames = robodata.open(store.root).take_blobs_decoded([0, 1, 2], "observation_images_top", resolution=(120, 160))
-    assert frames["observation_images_top"].shape == (3, 120, 160, 3)
+    frames = robodata.open(store.root).get_frames([0, 1, 2], cameras="top", resolution=(120, 160))
+    assert frames["top"].shape == (3, 120, 160, 3)

@@ -7,7 +7,7 @@ import dagster as dg
 import lance
 
 import robodata
-from robodata.defs import episodes
+from robodata.defs.ingest import episodes
 from robodata.errors import StorageUnreachableError
 from robodata.format.tables import gops_uri
 from robodata_tests.defs.conftest import EPISODE_ASSETS, EPISODE_KEYS, materialize_episode, metadata_of, new_instance
@@ -55,8 +55,14 @@ def test_aligned_frames_backfilled_alone_restages_without_new_gops(store):
     gops_before = lance.dataset(gops_uri(store.root))
     before = robodata.open(store.root)
 
-    # A backfill of aligned_frames only: the staged layout is gone since the first commit.
-    again = materialize_episode(instance, store, EPISODE_KEYS[0], assets=[episodes.aligned_frames])
+    # A backfill of aligned_frames only finds the episode stored from this upload: nothing written.
+    skipped = materialize_episode(instance, store, EPISODE_KEYS[0], assets=[episodes.aligned_frames])
+    assert skipped.success and "already_stored" in metadata_of(skipped, "aligned_frames")
+    assert robodata.open(store.root).version == before.version
+
+    # Forced: the staged layout is gone since the first commit, so the GOPs are staged again.
+    force = {"ops": {"aligned_frames": {"config": {"force": True}}}}
+    again = materialize_episode(instance, store, EPISODE_KEYS[0], assets=[episodes.aligned_frames], run_config=force)
     assert again.success
     meta = metadata_of(again, "aligned_frames")
     assert meta["restaged_gops"] is True and meta["gops_written"] == 0 and meta["rows_written"] == 97

@@ -79,8 +79,8 @@ def test_rendition_frames_match_a_reference_resize_of_the_decoded_frames(real_da
     ds = robodata.open(root)
     column = "observation_images_car"
     rows = np.arange(len(ds))
-    full = ds.take_blobs_decoded(rows, column)[column]
-    small = ds.take_blobs_decoded(rows, column, resolution=(72, 88))[column]
+    full = ds.get_frames(rows, cameras="car")["car"]
+    small = ds.get_frames(rows, cameras="car", resolution=(72, 88))["car"]
     assert small.shape == (len(ds), 72, 88, 3)
     reference = _reference_resize(full, 72, 88)
     # Frame-exact: each row's rendition frame is its own frame resized (the worst frame, not the mean).
@@ -157,24 +157,24 @@ def test_readers_pick_the_rendition_and_fall_back_to_the_same_resize(dataset_cop
     declare_rendition(root, "224x224")  # declared, no GOPs yet: every read scales the full frames
     ds = robodata.open(root)
     rows = [0, 17, 90, len(ds) - 1]
-    scaled = ds.take_blobs_decoded(rows, TOP, resolution=(224, 224))[TOP]
+    scaled = ds.get_frames(rows, cameras="top", resolution=(224, 224))["top"]
     add_rendition(root, "224x224")
     ds = robodata.open(root)
-    stored = ds.take_blobs_decoded(rows, TOP, resolution=(224, 224))[TOP]
+    stored = ds.get_frames(rows, cameras="top", resolution=(224, 224))["top"]
     assert scaled.shape == stored.shape == (4, 224, 224, 3)
     assert not np.array_equal(scaled, stored)  # from the rendition GOPs now
     assert min(_psnr(a, b) for a, b in zip(scaled, stored, strict=True)) > 25.0
     # A size no rendition has: the smallest rendition that fits, scaled (not the full frame).
     rendition_refs = set(ds.gops.refs(rows, TOP, (224, 224)).tolist())
     assert set(ds.gops.refs(rows, TOP, (112, 112)).tolist()) == rendition_refs
-    assert ds.take_blobs_decoded(rows, TOP, resolution=(112, 112))[TOP].shape == (4, 112, 112, 3)
+    assert ds.get_frames(rows, cameras="top", resolution=(112, 112))["top"].shape == (4, 112, 112, 3)
     # A size larger than every rendition decodes the full frames.
     assert set(ds.gops.refs(rows, TOP, (240, 320)).tolist()).isdisjoint(rendition_refs)
-    windows = ds.take_windows(rows, range(-2, 1), TOP, resolution=(224, 224))
-    assert windows[TOP].shape == (4, 3, 224, 224, 3)
-    np.testing.assert_array_equal(windows[TOP][:, -1], stored)
+    windows = ds.get_windows(rows, range(-2, 1), cameras="top", resolution=(224, 224))
+    assert windows.data["top"].shape == (4, 3, 224, 224, 3)
+    np.testing.assert_array_equal(windows.data["top"][:, -1], stored)
     # A dataset without renditions reads as before at its own size.
-    assert ds.take_blobs_decoded(rows, TOP)[TOP].shape == (4, 480, 640, 3)
+    assert ds.get_frames(rows, cameras="top")["top"].shape == (4, 480, 640, 3)
 
 
 def test_ingest_writes_the_declared_renditions(sample_uploads, tmp_path):
@@ -197,7 +197,7 @@ def test_garbage_collection_keeps_renditions_of_kept_gops_and_drops_those_of_orp
     collect_garbage(dataset_copy)
     gops = open_table(gops_uri(dataset_copy))
     assert gops.count_rows(f"{RENDITION_COLUMN} IS NOT NULL") == gops.count_rows(f"{RENDITION_COLUMN} IS NULL")
-    robodata.open(dataset_copy).take_blobs_decoded([0], TOP, resolution=(224, 224))
+    robodata.open(dataset_copy).get_frames([0], cameras="top", resolution=(224, 224))
     # Which unreferenced GOPs go: a rendition follows its source.
     table = gops.to_table(columns=["ref_id", SOURCE_COLUMN], filter=f"{RENDITION_COLUMN} IS NOT NULL").to_pylist()
     (orphan_rendition, orphan_source), (kept_rendition, _) = [(r["ref_id"], r[SOURCE_COLUMN]) for r in table[:2]]

@@ -31,8 +31,12 @@ def lossless_export(short_dataset, tmp_path_factory) -> str:
     return str(root)
 
 
+# Columns the export writes so that import restores robodata's own columns: not LeRobot features.
+EXPORT_OWN = {"language_instruction", "source", "is_intervention"}
+
+
 def assert_items_equal(mine: dict, theirs: dict) -> None:
-    theirs = {k: v for k, v in theirs.items() if not k.startswith("robodata.")}  # the export's own columns
+    theirs = {k: v for k, v in theirs.items() if not k.startswith("robodata.") and k not in EXPORT_OWN}
     assert sorted(mine) == sorted(theirs)
     for key, expected in theirs.items():
         got = mine[key]
@@ -66,10 +70,44 @@ def test_items_equal_the_lerobot_export_read_by_a_reference_reader(short_dataset
     assert ours.meta.fps == reference.fps == 100
     assert ours.meta.camera_keys == reference.video_keys
     assert ours.meta.total_frames == n
-    assert ours.meta.tasks == [reference.tasks[i] for i in sorted(reference.tasks)]
-    assert [e["length"] for e in ours.meta.episodes] == [e["length"] for e in reference.episodes]
-    for key in ("observation.state", "action", "observation.images.top"):
-        assert ours.meta.features[key]["shape"] == reference.info["features"][key]["shape"]
+    assert list(ours.meta.tasks.index) == [reference.tasks[i] for i in sorted(reference.tasks)]
+    assert ours.meta.tasks["task_index"].tolist() == sorted(reference.tasks)
+    for column in ("episode_index", "length", "tasks", "dataset_from_index", "dataset_to_index"):
+        assert list(ours.meta.episodes[column]) == [e[column] for e in reference.episodes], column
+    assert ours.meta.video_keys == ours.meta.camera_keys and ours.meta.image_keys == []
+    theirs = {
+        k: f for k, f in reference.info["features"].items() if not k.startswith("robodata.") and k not in EXPORT_OWN
+    }
+    assert list(ours.meta.features) == list(theirs)
+    for key, feature in theirs.items():
+        assert ours.meta.features[key]["shape"] == tuple(feature["shape"]), key
+        assert ours.meta.features[key]["dtype"] == feature["dtype"], key
+        assert ("info" in ours.meta.features[key]) == ("info" in feature), key
+    assert (ours.num_frames, ours.num_episodes, ours.fps) == (n, len(reference.episodes), 100)
+    assert ours.meta.has_language_columns is False and ours.absolute_to_relative_idx is None
+    assert ours.meta.get_task_index(reference.tasks[1]) == 1 and ours.meta.get_task_index("nope") is None
+
+
+def test_stats_are_the_exports_quantiles_included(short_dataset, lossless_export):
+    """The export writes LeRobot's stats (interop/lerobot_stats, LeRobot's compute_stats ported);
+    meta.stats computes the same from the dataset, for every feature, index columns included."""
+    import json
+    from pathlib import Path
+
+    import numpy as np
+
+    exported = json.loads((Path(lossless_export) / "meta" / "stats.json").read_text())
+    stats = LeRobotCompatDataset(short_dataset).meta.stats
+    assert set(stats) == {k for k in exported if not k.startswith("robodata.") and k not in EXPORT_OWN}
+    for key, mine in stats.items():
+        assert sorted(mine) == sorted(exported[key]), key
+        assert sorted(mine) == sorted(["min", "max", "mean", "std", "count", "q01", "q10", "q50", "q90", "q99"])
+        for name, value in mine.items():
+            np.testing.assert_allclose(
+                value, np.asarray(exported[key][name]), rtol=1e-5, atol=1e-6, err_msg=f"{key} {name}"
+            )
+    # 47-row episodes: every row is sampled for image statistics, as LeRobot samples them.
+    assert stats["observation.images.top"]["count"].tolist() == [len(LeRobotCompatDataset(short_dataset))]
 
 
 def test_uint8_output_and_transforms_on_tensors(short_dataset):
@@ -122,7 +160,24 @@ def test_offsets_off_both_rates_and_unknown_keys_are_refused(short_dataset):
 def test_episodes_select_items_and_keep_the_global_index(short_dataset):
     everything = LeRobotCompatDataset(short_dataset)
     ds = LeRobotCompatDataset(short_dataset, episodes=[2])
-    lengths = [e["length"] for e in everything.meta.episodes]
-    assert len(ds) == lengths[2] == ds.meta.total_frames
+    lengths = list(everything.meta.episodes["length"])
+    assert len(ds) == lengths[2] == ds.num_frames and ds.num_episodes == 1 and ds.episodes == [2]
+    # Totals describe the dataset, as LeRobot's meta does; the selection is the dataset object's.
+    assert (ds.meta.total_frames, ds.meta.total_episodes) == (sum(lengths), 3)
+    assert ds.absolute_to_relative_idx == {lengths[0] + lengths[1] + i: i for i in range(lengths[2])}
     assert int(ds[0]["episode_index"]) == 2 and int(ds[0]["frame_index"]) == 0
     assert int(ds[0]["index"]) == lengths[0] + lengths[1]
+
+
+def test_forked_workers_fail_at_once_saying_what_to_pass(short_dataset):
+    import multiprocessing
+
+    ds = LeRobotCompatDataset(short_dataset)
+    loader = DataLoader(ds, batch_size=2, num_workers=1, multiprocessing_context=multiprocessing.get_context("fork"))
+    with pytest.warns(UserWarning, match="fork"), pytest.raises(RuntimeError, match="multiprocessing_context=robodata"):
+        next(iter(loader))
+    # The way the message names works: spawned workers open their own Lance handles.
+    from robodata.torch import worker_context
+
+    loader = DataLoader(ds, batch_size=2, num_workers=1, multiprocessing_context=worker_context())
+    assert next(iter(loader))["index"].tolist() == [0, 1]

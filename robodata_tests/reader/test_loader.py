@@ -6,14 +6,15 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.reader.batch_reader import BatchReader, offsets_from_delta_timestamps
-from robodata.reader.loader import TrainingLoader
-from robodata.reader.sampler import RowSampler
+from robodata.torch.batch_reader import BatchReader
+from robodata.torch.delta_timestamps import resolve_delta_timestamps
+from robodata.torch.loader import TrainingLoader
+from robodata.torch.sampler import RowSampler
 
 WRIST = "observation_images_wrist_left"
 
 
-def test_batches_equal_take_blobs_decoded_within_a_byte_budget(ingested):
+def test_batches_equal_get_frames_within_a_byte_budget(ingested):
     ds = robodata.open(ingested)
     sampler = RowSampler.for_dataset(ds, batch_size=8, seed=4)
     batches = sampler.batches()[:6]
@@ -23,7 +24,7 @@ def test_batches_equal_take_blobs_decoded_within_a_byte_budget(ingested):
     reader.schedule(batches)
     for indices in batches:
         batch = reader.read(indices)
-        expected = ds.take_blobs_decoded(indices, WRIST)[WRIST]
+        expected = ds.get_frames(indices, cameras=WRIST)[WRIST]
         assert np.array_equal(batch["index"], indices)
         assert np.array_equal(batch[WRIST], expected)
         rows = ds.lance_dataset.take(indices.tolist(), columns=["episode_index", "frame_index"]).to_pydict()
@@ -36,7 +37,7 @@ def test_batches_equal_take_blobs_decoded_within_a_byte_budget(ingested):
     reader.close()
 
 
-def test_windows_float_and_channel_first_match_take_windows(ingested):
+def test_windows_float_and_channel_first_match_get_windows(ingested):
     ds = robodata.open(ingested)
     reader = BatchReader(
         ingested,
@@ -54,21 +55,38 @@ def test_windows_float_and_channel_first_match_take_windows(ingested):
     )
     indices = np.array([episode_start, 100, 7])
     batch = reader.read(indices)
-    frames = ds.take_windows(indices, [-3, 0], WRIST)
-    actions = ds.take_windows(indices, [0, 1, 2], "action")
+    frames = ds.get_windows(indices, [-3, 0], cameras=WRIST)
+    actions = ds.get_windows(indices, [0, 1, 2], cameras=[], columns="action")
     assert batch[WRIST].shape == (3, 2, 3, 240, 320) and batch[WRIST].dtype == np.float32
-    assert np.array_equal(batch[WRIST], np.moveaxis(frames[WRIST], -1, -3).astype(np.float32) / 255)
-    assert np.array_equal(batch[f"{WRIST}_is_pad"], frames[f"{WRIST}_is_pad"])
+    assert np.array_equal(batch[WRIST], np.moveaxis(frames.data["wrist_left"], -1, -3).astype(np.float32) / 255)
+    assert np.array_equal(batch[f"{WRIST}_is_pad"], frames.is_pad)
     assert batch[f"{WRIST}_is_pad"][0].tolist() == [True, False]  # the episode's first row has no past
-    assert np.array_equal(batch["action"], actions["action"])
-    assert np.array_equal(batch["action_is_pad"], actions["action_is_pad"])
+    assert np.array_equal(batch["action"], actions.columns["action"])
+    assert np.array_equal(batch["action_is_pad"], actions.is_pad)
     assert batch["transformed"]
 
 
-def test_delta_timestamps_must_be_whole_control_steps():
-    assert offsets_from_delta_timestamps({"action": [-0.02, 0.0, 0.01]}, 100.0) == {"action": [-2, 0, 1]}
-    with pytest.raises(ValueError, match=r"delta_timestamps\['action'\] = \[0.005\] is not a multiple of 1/100 s"):
-        offsets_from_delta_timestamps({"action": [0.0, 0.005]}, 100.0)
+def test_delta_timestamps_must_be_whole_control_steps(ingested):
+    reader = BatchReader(ingested, cameras=["top"], delta_timestamps={"action": [-0.02, 0.0, 0.01]})
+    assert reader.offsets == {"action": [-2, 0, 1]}
+    with pytest.raises(ValueError, match=r"delta_timestamps\['action'\] = 0.005 is not a multiple of 1/100 s"):
+        BatchReader(ingested, cameras=[], delta_timestamps={"action": [0.0, 0.005]})
+    # Whole rows only: a camera frame (1/30 s) between two rows is refused, not rounded.
+    with pytest.raises(ValueError, match=r"delta_timestamps\['top'\] = -0.0333.* multiple of 1/100 s \(control\)"):
+        BatchReader(ingested, cameras=["top"], delta_timestamps={"top": [-1 / 30]})
+
+
+def test_one_resolver_for_both_datasets():
+    """LeRobotCompatDataset and BatchReader share resolve_delta_timestamps: rows within
+    tolerance_s, camera frames for a camera key, else an error naming both rates."""
+    resolve = resolve_delta_timestamps
+    assert resolve({"a": [0.01004, -0.02]}, control_hz=100.0) == {"a": [("row", 1), ("row", -2)]}
+    fps = {"cam": 30.0, "a": None}.get
+    assert resolve({"cam": [-1 / 30, 0.05]}, control_hz=100.0, camera_fps=fps) == {"cam": [("camera", -1), ("row", 5)]}
+    with pytest.raises(ValueError, match=r"not a multiple of 1/100 s \(control\) or 1/30 s \(camera\) within"):
+        resolve({"cam": [0.015]}, control_hz=100.0, camera_fps=fps)
+    with pytest.raises(ValueError, match="within tolerance_s=1e-06"):
+        resolve({"a": [0.01004]}, control_hz=100.0, tolerance_s=1e-6)
 
 
 def test_unknown_window_column_is_named(ingested):
@@ -125,7 +143,7 @@ def test_pinned_version_ignores_rows_appended_after_it(dataset_copy, extra_uploa
     assert np.array_equal(np.sort(indices), np.arange(len(before)))
     batch = next(iter(loader))
     assert set(batch["episode_index"].tolist()) <= {0, 1, 2}
-    assert np.array_equal(batch[WRIST], before.take_blobs_decoded(batch["index"], WRIST)[WRIST])
+    assert np.array_equal(batch[WRIST], before.get_frames(batch["index"], cameras=WRIST)[WRIST])
 
     by_tag = BatchReader(dataset_copy, version="run-1", cameras=[])
     assert (by_tag.dataset_version, by_tag.num_rows) == (before.version, len(before))

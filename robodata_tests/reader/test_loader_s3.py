@@ -9,7 +9,7 @@ import robodata
 
 # Without torch the module is skipped, not an error: the loader below needs it.
 pytest.importorskip("torch")
-from robodata.reader.torch_dataset import make_dataloader  # noqa: E402
+from robodata.torch.torch_dataset import make_dataloader
 
 WRIST = "observation_images_wrist_left"
 
@@ -38,7 +38,7 @@ def test_loader_reads_a_pinned_s3_version_exactly_once(s3, s3_root, eight_short_
     visited = []
     for batch in loader:
         indices = batch["index"].numpy()
-        assert np.array_equal(batch[WRIST].numpy(), pinned.take_blobs_decoded(indices, WRIST)[WRIST])
+        assert np.array_equal(batch[WRIST].numpy(), pinned.get_frames(indices, cameras=WRIST)[WRIST])
         assert set(batch["episode_index"].tolist()) <= {0, 1}
         visited.append(indices)
     assert np.array_equal(np.sort(np.concatenate(visited)), np.arange(len(pinned)))

@@ -31,7 +31,7 @@ def test_frame_refs_point_each_row_at_its_gop_and_frame(ingested):
     gops = ds.gops.read(np.unique(refs))
     from robodata.codec import plain_decode_gop
 
-    expected = ds.take_blobs_decoded(rows, TOP)[TOP]
+    expected = ds.get_frames(rows, cameras="top")["top"]
     for i, (ref, k) in enumerate(zip(refs.tolist(), in_gop.tolist(), strict=True)):
         np.testing.assert_array_equal(plain_decode_gop(gops[ref])[k], expected[i])
 
@@ -42,6 +42,6 @@ def test_gpu_frames_match_the_cpu_decode(ingested):
     rows = [0, 3, 50, 101, len(ds) - 1]
     on_device = take_frames_on_device(ds, rows, TOP)
     assert on_device.is_cuda and on_device.shape == (len(rows), 3, 480, 640)
-    cpu = torch.from_numpy(ds.take_blobs_decoded(rows, TOP)[TOP]).permute(0, 3, 1, 2)
+    cpu = torch.from_numpy(ds.get_frames(rows, cameras="top")["top"]).permute(0, 3, 1, 2)
     diff = (on_device.cpu().int() - cpu.int()).abs()
     assert diff.float().mean() < 2.0  # NVDEC's colour conversion rounds differently from swscale

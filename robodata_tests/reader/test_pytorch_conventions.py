@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.reader.batch_reader import BatchReader
 from robodata.reader.row_index import RowIndex
+from robodata.torch.batch_reader import BatchReader
 
 # Without torch the module is skipped, not an error: the imports below need it.
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader, DistributedSampler  # noqa: E402
 
-from robodata.reader.torch_dataset import RoboTorchDataset, make_dataloader  # noqa: E402
+from robodata.torch.torch_dataset import RoboTorchDataset, make_dataloader  # noqa: E402
 
 WRIST = "observation_images_wrist_left"
 
@@ -27,7 +27,7 @@ def test_default_collate_and_batch_size_work(ingested):
     batch = next(iter(DataLoader(dataset, batch_size=8)))
     assert batch["index"].tolist() == list(range(8))
     assert batch[WRIST].shape == (8, 240, 320, 3) and batch[WRIST].dtype == torch.uint8
-    assert np.array_equal(batch[WRIST].numpy(), ds.take_blobs_decoded(columns=WRIST, indices=range(8))[WRIST])
+    assert np.array_equal(batch[WRIST].numpy(), ds.get_frames(range(8), cameras=WRIST)[WRIST])
     assert batch["task"] == ds.to_table(columns=["task"])["task"].to_pylist()[:8]
 
 
@@ -68,7 +68,7 @@ def test_a_worker_maps_the_row_index_instead_of_building_it(ingested, monkeypatc
     with monkeypatch.context() as patch:
         patch.setattr(RowIndex, "__init__", None)  # building a private index would fail
         batch = in_worker.__getitems__([5, 400]).stacked
-    rows = in_worker.reader.dataset._rows
+    rows = in_worker.reader.dataset.rows
     assert isinstance(rows.episode_index, np.memmap) and isinstance(rows.ref_id["top"], np.memmap)
-    expected = robodata.open(ingested).take_blobs_decoded(columns="observation_images_top", indices=[5, 400])
-    assert np.array_equal(batch["observation_images_top"].numpy(), expected["observation_images_top"])
+    expected = robodata.open(ingested).get_frames([5, 400], cameras="top").data["top"]
+    assert np.array_equal(batch["observation_images_top"].numpy(), expected)

@@ -10,8 +10,8 @@ import robodata
 from robodata.ingest.renditions import add_rendition
 
 torch = pytest.importorskip("torch")
-from robodata.reader.torch_dataset import make_dataloader  # noqa: E402
 from robodata.torch.lerobot_compat import LeRobotCompatDataset  # noqa: E402
+from robodata.torch.torch_dataset import make_dataloader  # noqa: E402
 
 TOP = "observation_images_top"
 
@@ -24,7 +24,7 @@ def with_rendition(dataset_copy) -> str:
 
 @pytest.mark.slow  # spawns a DataLoader worker
 def test_make_dataloader_returns_the_rendition_shape(with_rendition):
-    expected = robodata.open(with_rendition).take_blobs_decoded
+    expected = robodata.open(with_rendition).get_frames
     for workers in (0, 1):
         loader = make_dataloader(
             with_rendition,
@@ -39,7 +39,7 @@ def test_make_dataloader_returns_the_rendition_shape(with_rendition):
         assert batch[TOP].shape == (8, 3, 224, 224) and batch[TOP].dtype == torch.uint8
         assert batch["observation_images_wrist_left"].shape == (8, 3, 224, 224)
         rows = batch["index"].numpy()
-        want = expected(rows, TOP, resolution=(224, 224))[TOP]
+        want = expected(rows, cameras="top", resolution=(224, 224))["top"]
         np.testing.assert_array_equal(batch[TOP].permute(0, 2, 3, 1).numpy(), want)
 
 

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.reader.batch_reader import BatchReader
-from robodata.reader.sampler import RowSampler
+from robodata.torch.batch_reader import BatchReader
+from robodata.torch.sampler import RowSampler
 
 # Without torch the module is skipped, not an error: the imports below need it.
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
-from robodata.reader.torch_dataset import RoboTorchDataset, make_dataloader, pass_batch  # noqa: E402
+from robodata.torch.torch_dataset import RoboTorchDataset, make_dataloader, pass_batch  # noqa: E402
 
 WRIST = "observation_images_wrist_left"
 
@@ -43,7 +43,7 @@ def test_spawned_workers_resume_a_pinned_version_with_exact_batches(dataset_copy
     for batch in workers:
         indices = batch["index"].numpy()
         assert isinstance(batch[WRIST], torch.Tensor) and batch[WRIST].dtype == torch.uint8
-        expected = pinned.take_blobs_decoded(indices, WRIST)[WRIST]
+        expected = pinned.get_frames(indices, cameras=WRIST)[WRIST]
         assert np.array_equal(batch[WRIST].numpy(), expected)
         assert set(batch["episode_index"].tolist()) <= {0, 1, 2}
         rest.append(indices[~batch["padding"].numpy()])
@@ -62,7 +62,7 @@ def test_plain_dataloader_calls_getitems_with_whole_batches(ingested):
     loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=pass_batch)
     for batch, indices in zip(loader, sampler.batches()[:3], strict=False):
         assert batch["index"].tolist() == indices.tolist()
-        expected = ds.take_blobs_decoded(indices, WRIST)[WRIST]
+        expected = ds.get_frames(indices, cameras=WRIST)[WRIST]
         assert batch[WRIST].shape == (4, 3, 240, 320)
         assert torch.equal(batch[WRIST], torch.from_numpy(expected).permute(0, 3, 1, 2).float() / 255)
     single = dataset[7]

@@ -89,4 +89,15 @@ def test_runs_under_torchrun_with_two_gloo_processes(short_dataset, tmp_path):
     assert start["world_size"] == 2 and start["version"] == robodata.open(short_dataset).tags["ddp-run"]
     assert events[-1]["event"] == "done" and events[-1]["step"] == 3
     # Two ranks of batch 4 consumed 3 steps x 2 x 4 rows of the epoch's order.
-    assert torch.load(tmp_path / "ddp.pt", weights_only=False)["sampler"]["consumed"] == 24
+    saved = torch.load(tmp_path / "ddp.pt", weights_only=False)
+    assert saved["sampler"]["consumed"] == 24
+    assert not any(key.startswith("module.") for key in saved["model"])
+    # Resume the 2-rank checkpoint in one process, model included; and a checkpoint whose model
+    # keys carry DDP's "module." prefixes (as earlier versions of the example saved) loads too.
+    saved["model"] = {f"module.{k}": v for k, v in saved["model"].items()}
+    torch.save(saved, tmp_path / "ddp.pt")
+    single = [sys.executable, str(EXAMPLE), short_dataset, "--tag", "ddp-run", "--steps", "5", "--batch-size", "4"]
+    resumed = run(single + ["--workers", "0", "--checkpoint", str(tmp_path / "ddp.pt")])
+    assert next(e for e in resumed if e["event"] == "resumed")["consumed"] == 24
+    assert resumed[-1]["event"] == "done" and resumed[-1]["step"] == 5
+    assert next(e for e in resumed if e["event"] == "start")["camera"] == "observation.images.top"

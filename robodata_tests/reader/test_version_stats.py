@@ -1,4 +1,5 @@
-"""Feature statistics stored per episode at ingest and aggregated per version (LeRobot layout)."""
+"""robodata's own summary statistics: moments stored per episode at ingest, merged per version
+(``stored_stats``; LeRobot's quantile statistics are ``LeRobotCompatDataset.meta.stats``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from robodata.sample_data import write_sample_uploads
 
 # Without torch the module is skipped, not an error: the imports below need it.
 torch = pytest.importorskip("torch")
-from robodata.torch import LeRobotCompatDataset, lerobot_compat  # noqa: E402
+from robodata.torch import lerobot_version_stats  # noqa: E402
+from robodata.torch.lerobot_version_stats import stored_stats  # noqa: E402
 
 
 def expected_stats(uri: str, version: int) -> dict:
@@ -43,7 +45,7 @@ def expected_stats(uri: str, version: int) -> dict:
             keep = np.sort(keep)
             spread = np.linspace(0, len(keep) - 1, min(len(keep), stats.SAMPLED_GOPS)).round().astype(int)
             sampled += rows[keep[np.unique(spread)]].tolist()
-        frames = ds.take_blobs_decoded(columns=column, indices=sampled)[column]
+        frames = ds.get_frames(sampled, cameras=column)[column]
         pixels = frames[:, ::4, ::4].reshape(-1, 3) / 255.0
         out[f"observation.images.{camera}"] = {
             "mean": pixels.mean(0).reshape(3, 1, 1),
@@ -76,9 +78,9 @@ def test_stats_follow_delete_and_reingest_without_a_pass_over_the_data(eight_sho
 
     # Every episode's moments were stored at ingest: computing any of them here would fail.
     with monkeypatch.context() as patch:
-        patch.setattr(lerobot_compat, "_compute_moments", None)
-        now = LeRobotCompatDataset(root).meta.stats
-        before = LeRobotCompatDataset(root, version=first).meta.stats
+        patch.setattr(lerobot_version_stats, "_compute_moments", None)
+        now = stored_stats(root)
+        before = stored_stats(root, version=first)
     assert before["observation.state"]["count"][0] > now["observation.state"]["count"][0]
     assert now["observation.images.top"]["count"][0] == 2  # one GOP per episode
     assert_stats_match(now, expected_stats(root, latest))
@@ -92,7 +94,7 @@ def test_episodes_ingested_before_stats_were_kept_are_computed(eight_short_uploa
     for upload in eight_short_uploads[:2]:
         robodata.ingest_episode(str(upload), root)
     shutil.rmtree(f"{root}/stats.lance")
-    stats = LeRobotCompatDataset(root).meta.stats
+    stats = stored_stats(root)
     assert_stats_match(stats, expected_stats(root, robodata.open(root).version))
 
 
@@ -100,6 +102,6 @@ def test_episodes_ingested_before_stats_were_kept_are_computed(eight_short_uploa
 def test_stats_have_lerobots_layout(eight_short_uploads, tmp_path, key):
     root = str(tmp_path / "ds")
     robodata.ingest_episode(str(eight_short_uploads[0]), root)
-    stats = LeRobotCompatDataset(root).meta.stats[key]
+    stats = stored_stats(root)[key]
     assert sorted(stats) == ["count", "max", "mean", "min", "std"]
     assert stats["mean"].shape == ((3, 1, 1) if "images" in key else (14,))

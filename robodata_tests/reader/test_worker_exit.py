@@ -25,7 +25,7 @@ SCENARIO = """
 import gc, multiprocessing, sys
 import numpy as np
 import robodata
-from robodata.reader.torch_dataset import make_dataloader
+from robodata.torch.torch_dataset import make_dataloader
 
 WRIST = "observation_images_wrist_left"
 # Big float32 batches: moving one to shared memory takes the feeder thread long enough to
@@ -37,7 +37,7 @@ options = dict(
 def check(pinned, batch, expected):
     indices = batch["index"].numpy()
     assert np.array_equal(indices, expected), (indices, expected)
-    frames = pinned.take_blobs_decoded(indices, WRIST)[WRIST]
+    frames = pinned.get_frames(indices, cameras=WRIST)[WRIST]
     assert np.array_equal(batch[WRIST].numpy(), np.divide(frames, np.float32(255), dtype=np.float32))
 
 def exit_codes(workers):
