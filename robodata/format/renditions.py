@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from robodata.errors import InvalidArgumentError
+
 RENDITION_COLUMN = "rendition"
 SOURCE_COLUMN = "source_ref_id"
 RENDITION_FIELDS = (pa.field(RENDITION_COLUMN, pa.string()), pa.field(SOURCE_COLUMN, pa.int64()))
@@ -44,7 +46,7 @@ class Rendition:
 
     def __post_init__(self) -> None:
         if self.height < 2 or self.width < 2 or self.height % 2 or self.width % 2:
-            raise ValueError(f"a rendition needs even sizes of at least 2, got {self.width}x{self.height}")
+            raise InvalidArgumentError(f"a rendition needs even sizes of at least 2, got {self.width}x{self.height}")
 
     @property
     def name(self) -> str:
@@ -62,10 +64,10 @@ class Rendition:
         if isinstance(value, str):
             match = _NAME.match(value.strip())
             if not match:
-                raise ValueError(f"rendition {value!r} is not WIDTHxHEIGHT (e.g. 224x224)")
+                raise InvalidArgumentError(f"rendition {value!r} is not WIDTHxHEIGHT (e.g. 224x224)")
             return cls(int(match.group(2)), int(match.group(1)))
         if len(value) != 2:
-            raise ValueError(f"resolution must be (height, width), got {value!r}")
+            raise InvalidArgumentError(f"resolution must be (height, width), got {value!r}")
         return cls(int(value[0]), int(value[1]))
 
     def fits_in(self, height: int, width: int) -> bool:

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from robodata.codec import EncoderSettings
 from robodata.codec.rendition import render_gop
-from robodata.errors import CorruptGopError
+from robodata.errors import CorruptGopError, InvalidArgumentError
 from robodata.format.ids import episode_filter, ref_id_filters, sql_string
 from robodata.format.keys import GOPS_KEY, declare_primary_key
 from robodata.format.renditions import RENDITION_COLUMN, RENDITION_FIELDS, SOURCE_COLUMN, Rendition, rendition_ref_id
@@ -65,9 +65,9 @@ def declare_rendition(
     for camera in cameras:
         info = meta.cameras.get(camera)
         if info is None:
-            raise ValueError(f"{dataset_uri}: no camera {camera!r}; the dataset has {sorted(meta.cameras)}")
+            raise InvalidArgumentError(f"{dataset_uri}: no camera {camera!r}; the dataset has {sorted(meta.cameras)}")
         if not wanted.fits_in(info.height, info.width) or wanted.size == (info.height, info.width):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{dataset_uri}: rendition {wanted.name} is not smaller than camera {camera!r} ({info.width}x{info.height})"
             )
     for _ in range(5):
@@ -110,7 +110,7 @@ def add_rendition_to_episode(
     meta = read_metadata(frames.schema)
     cameras = [c for c in sorted(meta.cameras) if wanted.name in meta.renditions.get(c, [])]
     if not cameras:
-        raise ValueError(f"{dataset_uri}: rendition {wanted.name} is not declared; declare_rendition first")
+        raise InvalidArgumentError(f"{dataset_uri}: rendition {wanted.name} is not declared; declare_rendition first")
     rows = frames.to_table(columns=[ref_columns(c)[0] for c in cameras], filter=episode_filter(episode_index))
     sources = np.unique(np.concatenate([rows[ref_columns(c)[0]].to_numpy() for c in cameras] or [[]]))
     gops = with_rendition_columns(dataset_uri, storage_options)

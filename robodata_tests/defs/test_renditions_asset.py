@@ -3,7 +3,7 @@ leave the full-resolution GOPs and the rows as they were."""
 
 from __future__ import annotations
 
-from robodata.defs.renditions import gop_renditions
+from robodata.defs.ingest.renditions import gop_renditions
 
 import robodata
 from robodata.format.renditions import RENDITION_COLUMN

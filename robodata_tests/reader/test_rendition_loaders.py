@@ -47,7 +47,7 @@ def test_lerobot_compat_dataset_returns_the_rendition_shape(with_rendition):
     ds = LeRobotCompatDataset(with_rendition, resolution=(224, 224), return_uint8=True)
     item = ds[5]
     assert item["observation.images.top"].shape == (3, 224, 224)
-    assert ds.meta.features["observation.images.top"]["shape"] == [224, 224, 3]
+    assert tuple(ds.meta.features["observation.images.top"]["shape"]) == (224, 224, 3)
     # A camera without the rendition is scaled from its full frames to the same size.
     assert item["observation.images.wrist_right"].shape == (3, 224, 224)
     plain = LeRobotCompatDataset(with_rendition, return_uint8=True)
