@@ -171,6 +171,27 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_rendition_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("size", help="WIDTHxHEIGHT of the rendition, e.g. 224x224 or 320x240 (even sizes)")
+    p.add_argument("--camera", action="append", help="a camera to add it to (repeat; default: every camera)")
+
+
+@command("add-rendition", _add_rendition_args)
+def _add_rendition(args: argparse.Namespace) -> int:
+    """Add a training rendition (smaller copies of the camera GOPs) to every episode; readers then
+    read frames of that size with resolution=(H, W) without decoding the full frames."""
+    from robodata.ingest.renditions import add_rendition
+    from robodata.storage import env_storage_options
+
+    result = add_rendition(args.dataset, args.size, args.camera, env_storage_options())
+    print(
+        f"rendition {result.rendition} of {', '.join(result.cameras)}: {result.gops_written} GOPs "
+        f"({result.bytes_written} bytes) over {result.episodes} episodes; dataset version {result.frames_version}"
+    )
+    return 0
+
+
 def _delete_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
     p.add_argument("episodes", nargs="+", type=int, help="episode_index of each episode to delete")

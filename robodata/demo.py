@@ -125,12 +125,15 @@ def report(dataset: str, out: Path) -> dict:
 
 def _video_bytes_per_frame(ds, column: str) -> float:
     from robodata.format.ids import camera_filter
+    from robodata.format.renditions import full_resolution_only
     from robodata.format.schema import camera_of
     from robodata.format.tables import gops_uri, open_table
 
     camera = camera_of(column, ds.cameras)
     gops = open_table(gops_uri(ds.uri))
-    table = gops.to_table(columns=["n_frames", "packet_sizes"], filter=camera_filter(camera))
+    table = gops.to_table(
+        columns=["n_frames", "packet_sizes"], filter=full_resolution_only(gops, camera_filter(camera))
+    )
     frames = sum(table["n_frames"].to_pylist())
     total = sum(sum(p) for p in table["packet_sizes"].to_pylist())
     return total / max(frames, 1)

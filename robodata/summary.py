@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from robodata.format.provenance import stored_uploads
+from robodata.format.renditions import rendition_counts
 from robodata.format.tables import gops_uri, open_table
 from robodata.reader import open_dataset
 from robodata.storage.failures import storage_call
@@ -34,6 +35,9 @@ def dataset_summary(uri: str, *, version: int | str | None = None, storage_optio
         "gop_rows": storage_call("counting GOPs", gops_uri(uri), storage_options, gops.count_rows)
         if gops is not None
         else 0,
+        # camera -> {rendition name: GOP rows stored}; a declared rendition not added to every
+        # episode yet shows fewer GOP rows than the camera's full-resolution ones
+        "renditions": rendition_counts(ds.metadata, gops),
         "gops_bytes_on_disk": video_bytes,
         "tags": ds.tags,
         "versions": [v["version"] for v in ds.versions()],

@@ -22,6 +22,7 @@ from robodata.ingest.episode import EpisodeData
 from robodata.ingest.episode_stats import record_episode_stats
 from robodata.ingest.frame_rows import build_rows, conform, dataset_metadata, episode_frames_schema, with_extra_fields
 from robodata.ingest.one_copy import append_new_gops, check_episode_index_free, replace_episode_rows
+from robodata.ingest.renditions import write_declared_renditions
 from robodata.integrity.audit import audit_staged_episode
 from robodata.integrity.gop_leases import hold_gops, release
 from robodata.storage.failures import storage_step
@@ -169,6 +170,8 @@ def write_gops(
         lease = hold_gops(dataset_uri, index, ref_ids, storage_options, f"writing episode {index}'s GOPs")
         try:
             written, written_bytes, gops_version = append_new_gops(dataset_uri, encoded, index, storage_options)
+            # The training renditions the dataset declares (kept from GC by their source GOPs' lease).
+            write_declared_renditions(dataset_uri, {n: e.gops for n, e in encoded.items()}, storage_options)
         except BaseException:
             release(lease, storage_options)
             raise

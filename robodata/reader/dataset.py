@@ -19,6 +19,7 @@ from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
 from robodata.integrity.gop_checksums import verify_gop_bytes
 from robodata.reader.decode_pool import GopTask, run_tasks
 from robodata.reader.gop_index import GopIndex
+from robodata.reader.renditions import decode_requests, output_shape
 from robodata.reader.row_index import RowIndex, SharedArrays
 from robodata.storage.deadlines import call_with_deadline
 from robodata.storage.failures import storage_call, storage_step
@@ -178,7 +179,7 @@ class RoboDataset:
         self._storage_options = storage_options
         self.metadata = read_metadata(frames.schema, uri)
         self.cameras = sorted(self.metadata.cameras)
-        self._buffers: dict[tuple[str, int], np.ndarray] = {}
+        self._buffers: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
         self._row_files: SharedArrays | None = None
 
     # --- rows -------------------------------------------------------------------------------
@@ -351,6 +352,8 @@ class RoboDataset:
         concurrency: int | None = None,
         zero_copy: bool = False,
         gop_bytes: Mapping[int, bytes] | None = None,
+        resolution: tuple[int, int] | None = None,
+        pixel_format: str = "rgb24",
     ) -> FrameBatch:
         """Decoded camera frames of rows ``indices``, in request order.
 
@@ -373,11 +376,19 @@ class RoboDataset:
         gop_bytes : mapping of int to bytes, optional
             GOP bytes by ref_id already in memory (``ds.gops.read``, a loader's prefetch); only
             the other GOPs are read from Lance. Supplied bytes are verified too.
+        resolution : (int, int), optional
+            ``(H, W)`` of the frames returned: a stored training rendition's GOPs are decoded
+            when one fits, never the full frames (``robodata.reader.renditions``); otherwise the
+            full frames are scaled on decode. The camera's own size when omitted.
+        pixel_format : {"rgb24", "yuv420p"}, default "rgb24"
+            ``"yuv420p"`` returns each frame as planar YUV 4:2:0, ``[H*3/2, W]`` uint8: half the
+            bytes, no RGB conversion (``robodata.torch.yuv.yuv420_to_rgb`` on the device).
 
         Returns
         -------
         FrameBatch
-            ``data[camera]``: ``[N, H, W, 3]`` uint8; ``timestamps_ns[camera]``: ``[N]``.
+            ``data[camera]``: ``[N, H, W, 3]`` uint8 (``[N, H*3/2, W]`` for ``"yuv420p"``);
+            ``timestamps_ns[camera]``: ``[N]``.
 
         Raises
         ------
@@ -397,15 +408,21 @@ class RoboDataset:
         [33333333, 900000000, 166666667]
         >>> sorted(ds.get_frames([0]).data)
         ['top', 'wrist_left', 'wrist_right']
+        >>> ds.get_frames([0], cameras="top", resolution=(224, 224)).data["top"].shape
+        (1, 224, 224, 3)
         """
         indices = self._check_indices(indices)
         chosen = self._cameras(cameras)
-        data = {camera: self._output(camera, len(indices), zero_copy) for camera in chosen}
+        data = {camera: self._output(camera, len(indices), zero_copy, resolution, pixel_format) for camera in chosen}
         refs = {camera: self._rows.ref_id[camera][indices] for camera in chosen}
         in_gop = {camera: self._rows.frame_in_gop[camera][indices] for camera in chosen}
         if len(indices):
-            requests = [(refs[camera], in_gop[camera], data[camera]) for camera in chosen]
-            run_tasks(self._gop_tasks(requests, gop_bytes), concurrency)
+            requests = []  # (ref_ids, frames in GOP, output slots, scale-to size): renditions where they fit
+            for camera in chosen:
+                requests += decode_requests(
+                    self.metadata, self._gop_index, camera, refs[camera], in_gop[camera], data[camera], resolution
+                )
+            run_tasks(self._gop_tasks(requests, gop_bytes, pixel_format), concurrency)
         timestamps = {
             camera: self._gop_index.frame_timestamps(self._gop_index.positions(refs[camera]), in_gop[camera])
             for camera in chosen
@@ -420,6 +437,8 @@ class RoboDataset:
         concurrency: int | None = None,
         zero_copy: bool = False,
         gop_bytes: Mapping[int, bytes] | None = None,
+        resolution: tuple[int, int] | None = None,
+        pixel_format: str = "rgb24",
     ) -> dict[str, np.ndarray]:
         """Deprecated: ``get_frames(indices, cameras=...)``; one ``[N, H, W, 3]`` array per image
         column (``observation_images_<camera>``)."""
@@ -428,7 +447,13 @@ class RoboDataset:
         )
         names = _column_names(columns)
         batch = self.get_frames(
-            indices, cameras=names, concurrency=concurrency, zero_copy=zero_copy, gop_bytes=gop_bytes
+            indices,
+            cameras=names,
+            concurrency=concurrency,
+            zero_copy=zero_copy,
+            gop_bytes=gop_bytes,
+            resolution=resolution,
+            pixel_format=pixel_format,
         )
         return {name: batch.data[camera_of(name, self.cameras)] for name in names}
 
@@ -446,18 +471,19 @@ class RoboDataset:
             )
         return list(dict.fromkeys(by_column.get(name, name) for name in names))
 
-    def _output(self, camera: str, n: int, zero_copy: bool) -> np.ndarray:
-        info = self.metadata.cameras[camera]
-        shape = (n, info.height, info.width, 3)
+    def _output(self, camera: str, n: int, zero_copy: bool, resolution=None, pixel_format="rgb24") -> np.ndarray:
+        shape = (n, *output_shape(self.metadata, camera, resolution, pixel_format))
         if not zero_copy:
             return np.empty(shape, dtype=np.uint8)
-        buffer = self._buffers.get((camera, n))
+        buffer = self._buffers.get((camera, shape))
         if buffer is None:
-            buffer = self._buffers[(camera, n)] = np.empty(shape, dtype=np.uint8)
+            buffer = self._buffers[(camera, shape)] = np.empty(shape, dtype=np.uint8)
         return buffer
 
-    def _gop_tasks(self, requests, gop_bytes: Mapping[int, bytes] | None = None) -> list[GopTask]:
-        all_refs = np.concatenate([refs for refs, _, _ in requests])
+    def _gop_tasks(
+        self, requests, gop_bytes: Mapping[int, bytes] | None = None, pixel_format: str = "rgb24"
+    ) -> list[GopTask]:
+        all_refs = np.concatenate([refs for refs, _, _, _ in requests])
         unique_refs, inverse = np.unique(all_refs, return_inverse=True)
         positions = self._gop_index.positions(unique_refs)
         supplied = gop_bytes or {}
@@ -468,13 +494,16 @@ class RoboDataset:
                 blobs[slot] = data
         self._verify_gops(positions, blobs)  # supplied (prefetched) bytes too
         tasks = [
-            GopTask(data, self._gop_index.packet_sizes(int(pos)), self._gop_index.codec(int(pos)))
+            GopTask(
+                data, self._gop_index.packet_sizes(int(pos)), self._gop_index.codec(int(pos)), pixel_format=pixel_format
+            )
             for data, pos in zip(blobs, positions, strict=True)
         ]
         cursor = 0
-        for refs, frames, out in requests:
+        for refs, frames, out, size in requests:
             for slot in range(len(refs)):
                 task = tasks[inverse[cursor + slot]]
+                task.size = size
                 task.wanted.append(int(frames[slot]))
                 task.out.append(out[slot])
             cursor += len(refs)
@@ -504,6 +533,8 @@ class RoboDataset:
         cameras: str | Sequence[str] | None = None,
         columns: str | Sequence[str] | None = None,
         gop_bytes: Mapping[int, bytes] | None = None,
+        resolution: tuple[int, int] | None = None,
+        pixel_format: str = "rgb24",
     ) -> WindowBatch:
         """Temporal windows around rows ``indices`` at row ``offsets`` (e.g. ``range(-7, 1)``).
 
@@ -522,6 +553,8 @@ class RoboDataset:
             Per-row columns to read (``ds.columns``), e.g. ``["action"]``; none when omitted.
         gop_bytes : mapping of int to bytes, optional
             GOP bytes already in memory, as for ``get_frames``.
+        resolution, pixel_format
+            The frames' size and pixel format, as for ``get_frames``.
 
         Returns
         -------
@@ -557,7 +590,9 @@ class RoboDataset:
         data: dict[str, np.ndarray] = {}
         timestamps: dict[str, np.ndarray] = {}
         if chosen:
-            frames = self.get_frames(flat, cameras=chosen, gop_bytes=gop_bytes)
+            frames = self.get_frames(
+                flat, cameras=chosen, gop_bytes=gop_bytes, resolution=resolution, pixel_format=pixel_format
+            )
             for camera in chosen:
                 data[camera] = frames.data[camera].reshape(rows.shape + frames.data[camera].shape[1:])
                 timestamps[camera] = frames.timestamps_ns[camera].reshape(rows.shape)
@@ -579,6 +614,8 @@ class RoboDataset:
         columns: str | list[str],
         *,
         gop_bytes: Mapping[int, bytes] | None = None,
+        resolution: tuple[int, int] | None = None,
+        pixel_format: str = "rgb24",
     ) -> dict[str, np.ndarray]:
         """Deprecated: ``get_windows(indices, offsets, cameras=..., columns=...)``; each of
         ``columns`` (image or per-row) as ``[N, T, ...]`` plus ``<column>_is_pad``."""
@@ -588,7 +625,15 @@ class RoboDataset:
         names = _column_names(columns)
         images = [n for n in names if n in self.image_columns]
         scalars = [n for n in names if n not in self.image_columns]
-        window = self.get_windows(indices, offsets, cameras=images, columns=scalars, gop_bytes=gop_bytes)
+        window = self.get_windows(
+            indices,
+            offsets,
+            cameras=images,
+            columns=scalars,
+            gop_bytes=gop_bytes,
+            resolution=resolution,
+            pixel_format=pixel_format,
+        )
         result: dict[str, np.ndarray] = {}
         for name in names:
             result[name] = window.data[camera_of(name, self.cameras)] if name in images else window.columns[name]
@@ -723,17 +768,38 @@ class GopStore:
         does not wrap."""
         return self._ds._gops
 
-    def refs(self, indices: RowIndices, cameras: str | Sequence[str]) -> np.ndarray:
+    def refs(
+        self, indices: RowIndices, cameras: str | Sequence[str], resolution: tuple[int, int] | None = None
+    ) -> np.ndarray:
         """The distinct GOP ref_ids that the frames of rows ``indices`` of ``cameras`` (names or
-        image columns) decode from.
+        image columns) decode from (at ``resolution``: a training rendition's GOPs where one fits).
 
         >>> ds.gops.refs([0, 1, 2], "top").shape
         (1,)
         """
         ds = self._ds
         indices = ds._check_indices(indices)
-        refs = [ds._rows.ref_id[camera][indices] for camera in ds._cameras(cameras)]
+        refs = []
+        for camera in ds._cameras(cameras):
+            rows = ds._rows.ref_id[camera][indices]
+            empty = np.zeros((len(rows), 0, 0, 0), np.uint8)
+            plan = decode_requests(ds.metadata, ds._gop_index, camera, rows, rows, empty, resolution)
+            refs += [r for r, _, _, _ in plan]
         return np.unique(np.concatenate(refs)) if refs else np.zeros(0, np.int64)
+
+    def frame_refs(self, indices: RowIndices, camera: str) -> tuple[np.ndarray, np.ndarray]:
+        """Per row of ``indices``: the full-resolution GOP ref_id its frame of ``camera`` (a name
+        or image column) is in and the frame's index in that GOP (what a decoder outside robodata
+        needs, e.g. NVDEC).
+
+        >>> refs, in_gop = ds.gops.frame_refs([0, 1], "top")
+        >>> refs.shape, in_gop.shape
+        ((2,), (2,))
+        """
+        ds = self._ds
+        indices = ds._check_indices(indices)
+        [name] = ds._cameras(camera)
+        return ds._rows.ref_id[name][indices], ds._rows.frame_in_gop[name][indices]
 
     def byte_sizes(self, ref_ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """Stored size in bytes of each GOP in ``ref_ids``, known without reading it."""

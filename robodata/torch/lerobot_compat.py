@@ -83,6 +83,7 @@ class LeRobotCompatDataset(Dataset):
         return_uint8: bool = False,
         storage_options: dict | None = None,
         extra_columns: Sequence[str] = (),
+        resolution: tuple[int, int] | None = None,
     ) -> None:
         ds = open_dataset(uri, version=version, storage_options=storage_options)
         refs = {c for cam in ds.cameras for c in ref_columns(cam)}
@@ -96,7 +97,12 @@ class LeRobotCompatDataset(Dataset):
             if c not in refs and (c in wanted or (c not in NOT_IN_ITEMS and c not in ROBODATA_OWN))
         ]
         self.reader = BatchReader(
-            uri, version=ds.version, storage_options=storage_options, columns=self.item_columns, budget_bytes=0
+            uri,
+            version=ds.version,
+            storage_options=storage_options,
+            columns=self.item_columns,
+            budget_bytes=0,
+            resolution=resolution,  # frames of (H, W) from a training rendition when one fits
         )
         self.uri, self.version = uri, ds.version
         self.repo_id, self.root, self.revision = uri, uri, str(ds.version)
@@ -223,13 +229,14 @@ class LeRobotCompatDataset(Dataset):
                 features[RENAMED[column]] = feature
         for cam in self.cameras:
             info = ds.metadata.cameras[cam]
+            height, width = self.reader.resolution or (info.height, info.width)
             features[video_key(cam)] = {
                 "dtype": "video",
-                "shape": (info.height, info.width, 3),
+                "shape": (height, width, 3),
                 "names": ["height", "width", "channels"],
                 "info": {
-                    "video.height": info.height,
-                    "video.width": info.width,
+                    "video.height": height,
+                    "video.width": width,
                     "video.channels": 3,
                     "video.fps": info.fps,
                     "video.is_depth_map": False,
@@ -327,7 +334,7 @@ class LeRobotCompatDataset(Dataset):
         for cam in self.cameras:
             key = video_key(cam)
             cam_rows = windows[key][0] if key in windows else rows
-            frames = ds.get_frames(cam_rows.reshape(-1), cameras=cam)[cam]
+            frames = ds.get_frames(cam_rows.reshape(-1), cameras=cam, resolution=self.reader.resolution)[cam]
             frames = torch.from_numpy(frames.reshape(cam_rows.shape + frames.shape[1:]))
             frames = frames.movedim(-1, -3)  # HWC -> CHW
             batch[key] = frames.contiguous() if self.return_uint8 else frames.float().div_(255)

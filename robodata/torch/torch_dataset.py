@@ -344,7 +344,8 @@ def make_dataloader(
     **reader_options
         Passed to BatchReader: ``version``, ``storage_options``, ``cameras``, ``columns``,
         ``offsets``, ``delta_timestamps``, ``image_dtype``, ``channels_first``, ``transform``,
-        ``budget_bytes``, ``prefetch_batches``.
+        ``budget_bytes``, ``prefetch_batches``, ``resolution`` ((H, W): a training rendition where one
+        fits), ``pixel_format`` ("yuv420p": planar YUV 4:2:0, see ``robodata.torch.yuv``).
 
     Returns
     -------
