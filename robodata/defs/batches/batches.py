@@ -24,7 +24,14 @@ from robodata.defs.ingest.episodes import FINGERPRINT_TAG, GopBlobsConfig
 from robodata.defs.ingest.jobs import ingest_batch_job
 from robodata.defs.ingest.sensor import UploadSensorSettings, _finished_runs, tick_result
 from robodata.defs.lineage import CODE_VERSION, failure, lineage_result, refused
-from robodata.defs.resources import PARTITIONS_OF, PER_BATCH, DatasetStore, partitioning, partitioning_refusal
+from robodata.defs.resources import (
+    PARTITIONS_OF,
+    PER_BATCH,
+    DatasetStore,
+    partitioning,
+    partitioning_refusal,
+    sensor_interval_s,
+)
 from robodata.defs.retries import storage_retries
 from robodata.errors import RoboDataError
 from robodata.format.ids import validate_episode_id
@@ -184,7 +191,7 @@ BATCH_ASSETS = [raw_batch_episodes, batch_gop_blobs, batch_aligned_frames]
 @dg.sensor(
     job=ingest_batch_job,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=30,
+    minimum_interval_seconds=sensor_interval_s(),
     description="Lists the uploads root once per tick; requests one run per upload batch "
     "(<uploads>/<batch>/<episode_id>/) whose uploads are complete and hold an episode the dataset "
     "does not hold yet, a capped number per tick; retries failed runs; warns about stalled folders.",

@@ -69,7 +69,7 @@ class UploadSensorSettings(dg.ConfigurableResource):
 @dg.sensor(
     job=ingest_episode_job,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=30,
+    minimum_interval_seconds=resources.sensor_interval_s(),
     description="Lists the uploads root (folder or s3:// prefix) once per tick; requests a run for each "
     "complete upload (episode.json present) that the dataset does not hold yet, a capped number per "
     "tick; retries failed runs; warns about folders that stay incomplete.",
