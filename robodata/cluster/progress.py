@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"cluster: error: fewer than {args.episodes} episodes after {args.timeout:.0f} s", file=sys.stderr
                 )
                 return 1
-            time.sleep(5)
+            time.sleep(2)
 
 
 if __name__ == "__main__":

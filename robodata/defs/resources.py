@@ -20,6 +20,7 @@ PER_BATCH = "batch"  # one partition (and run) per upload batch folder <uploads>
 # The dynamic partitions each partitioning keeps in the instance.
 PARTITIONS_OF = {PER_EPISODE: "episodes", PER_BATCH: "upload_batches"}
 MIGRATE_COMMAND = "robodata repartition"
+SENSOR_INTERVAL_ENV = "ROBODATA_SENSOR_INTERVAL_S"
 
 
 def default_root() -> str:
@@ -35,6 +36,20 @@ def default_uploads_root(root: str) -> str:
     if is_remote(root):
         return posixpath.join(posixpath.dirname(root.rstrip("/")), "uploads")
     return str(Path(root).parent / "uploads")
+
+
+def sensor_interval_s() -> int:
+    """Seconds between two ticks of the upload sensor, from ``$ROBODATA_SENSOR_INTERVAL_S``
+    (default 30). Read when the code location loads; a shorter interval picks uploads up sooner
+    and lists the uploads root more often (the cluster tests use 5).
+
+    >>> sensor_interval_s()  # with ROBODATA_SENSOR_INTERVAL_S unset
+    30
+    """
+    value = os.environ.get(SENSOR_INTERVAL_ENV, "").strip() or "30"
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{SENSOR_INTERVAL_ENV}={value!r}: give a whole number of seconds, at least 1")
+    return int(value)
 
 
 def partitioning() -> str:

@@ -1,10 +1,12 @@
-"""The episode assets retry a storage hiccup and fail a bad upload at once; aligned_frames can be
-materialized (backfilled) on its own."""
+"""The episode assets retry a storage hiccup, fail a bad upload at once and end a terminated run
+CANCELED without retrying it; aligned_frames can be materialized (backfilled) on its own."""
 
 import json
+from pathlib import Path
 
 import dagster as dg
 import lance
+from dagster._core.errors import DagsterExecutionInterruptedError
 
 import robodata
 from robodata.defs.ingest import episodes
@@ -31,6 +33,27 @@ def test_a_transient_storage_error_is_retried(store, monkeypatch):
     assert result.success and len(calls) == 2
     assert len(_events(result, dg.DagsterEventType.STEP_UP_FOR_RETRY, "gop_blobs")) == 1
     assert robodata.open(store.root).episodes()["rows"].to_pylist() == [97]
+
+
+def test_a_terminated_run_ends_canceled_without_a_step_retry(store, monkeypatch):
+    """Terminate, as Dagster's run worker sees it: the run is marked CANCELING, then the step is
+    interrupted (the worker's SIGTERM handler raises DagsterExecutionInterruptedError in it). The
+    storage retry must not treat that as a hiccup: the run stops and ends CANCELED."""
+    instance, calls = new_instance(store), []
+
+    def terminated(*args, **kwargs):
+        calls.append(1)
+        [run] = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+        instance.report_run_canceling(run)
+        raise DagsterExecutionInterruptedError()
+
+    monkeypatch.setattr(episodes, "stage_gops", terminated)
+    result = materialize_episode(instance, store, EPISODE_KEYS[0], assets=EPISODE_ASSETS, raise_on_error=False)
+    assert instance.get_run_by_id(result.run_id).status == dg.DagsterRunStatus.CANCELED
+    assert calls == [1]
+    assert _events(result, dg.DagsterEventType.STEP_UP_FOR_RETRY, "gop_blobs") == []
+    assert _events(result, dg.DagsterEventType.STEP_START, "aligned_frames") == []
+    assert not Path(store.root, "frames.lance").exists()  # nothing committed
 
 
 def test_a_bad_upload_fails_at_once_without_retries(store):

@@ -130,13 +130,34 @@ def run_ingest(instance, store: DatasetStore, request: dg.RunRequest) -> dg.Exec
     )
 
 
-def lost_run(instance, store: DatasetStore, request: dg.RunRequest) -> None:
-    """A run of the request whose worker died: run monitoring fails it, no step failed."""
+def lost_run(
+    instance, store: DatasetStore, request: dg.RunRequest, retry_of: dg.DagsterRun | None = None
+) -> dg.DagsterRun:
+    """A run of the request whose worker died: run monitoring fails it, no step failed. With
+    ``retry_of``, the run Dagster's run retries started for that failed run (its tags, its group)."""
     job = dg.Definitions(
         assets=[raw_episodes, gop_blobs, aligned_frames], jobs=[ingest_episode_job], resources={"store": store}
     ).resolve_job_def(ingest_episode_job.name)
     tags = {**request.tags, "dagster/partition": request.partition_key}
-    instance.report_run_failed(instance.create_run_for_job(job_def=job, tags=tags), message="run worker lost")
+    if retry_of is not None:
+        tags.update(retry_tags(retry_of))
+    run = instance.create_run_for_job(
+        job_def=job,
+        tags=tags,
+        root_run_id=tags.get("dagster/root_run_id"),
+        parent_run_id=tags.get("dagster/parent_run_id"),
+    )
+    instance.report_run_failed(run, message="run worker lost")
+    return instance.get_run_by_id(run.run_id)
+
+
+def retry_tags(parent: dg.DagsterRun) -> dict[str, str]:
+    """The run-group tags Dagster's run retries give the retry of ``parent`` (its tags are copied)."""
+    return {
+        "dagster/root_run_id": parent.root_run_id or parent.run_id,
+        "dagster/parent_run_id": parent.run_id,
+        "dagster/retry_number": str(int(parent.tags.get("dagster/retry_number", "0")) + 1),
+    }
 
 
 def test_sensor_retries_a_lost_run_and_gives_up_after_max_attempts(store):
@@ -152,6 +173,35 @@ def test_sensor_retries_a_lost_run_and_gives_up_after_max_attempts(store):
     assert attempts == [[(k, "1") for k in EPISODE_KEYS], [(EPISODE_KEYS[0], "2")], []]
     assert EPISODE_KEYS[0] in json.loads(cursor)["failed"]  # given up until the upload changes
     assert set(json.loads(cursor)["pending"]) == set(EPISODE_KEYS[1:])  # not finished: not done
+
+
+def test_sensor_leaves_a_run_that_dagster_retries_to_its_retry_and_counts_the_chain_once(store):
+    """Run retries on (as every shipped dagster.yaml has them): a failed run tagged
+    dagster/will_retry=true is not the attempt's outcome; the retry's is, once."""
+    with dg.instance_for_test(overrides={"run_retries": {"enabled": True, "max_retries": 1}}) as instance:
+        first = evaluate(instance, store, None)
+        [lost, landed] = [r for r in first.run_requests if r.partition_key in EPISODE_KEYS[:2]]
+        lost_root = lost_run(instance, store, lost)
+        landed_root = lost_run(instance, store, landed)
+        assert lost_root.tags["dagster/will_retry"] == landed_root.tags["dagster/will_retry"] == "true"
+        waiting = evaluate(instance, store, first.cursor)
+        assert waiting.run_requests == []  # the retry daemon retries them: no attempt 2 beside it
+        assert json.loads(waiting.cursor)["pending"][lost.partition_key][1] == 1
+
+        # The retries: one lost again (Dagster's last retry: will_retry=false), one succeeds.
+        assert lost_run(instance, store, lost, retry_of=lost_root).tags["dagster/will_retry"] == "false"
+        retried = dg.RunRequest(
+            partition_key=landed.partition_key,
+            tags={**landed.tags, **retry_tags(landed_root)},
+        )
+        assert run_ingest(instance, store, retried).success
+        settled = evaluate(instance, store, waiting.cursor)
+        # The lost chain counts as one failed attempt: attempt 2, once; the landed one is done.
+        assert [(r.partition_key, r.tags[ATTEMPT_TAG]) for r in settled.run_requests] == [(lost.partition_key, "2")]
+        pending = json.loads(settled.cursor)["pending"]
+        assert landed.partition_key not in pending and pending[lost.partition_key][1] == 2
+        again = evaluate(instance, store, settled.cursor)  # the same outcomes seen again (a minute back)
+        assert again.run_requests == [] and json.loads(again.cursor)["pending"][lost.partition_key][1] == 2
 
 
 def test_sensor_gives_up_at_once_on_a_run_that_failed_on_bad_input(store, tmp_path):

@@ -20,11 +20,19 @@ import time
 
 import dagster as dg
 
-from robodata.defs.ingest.episodes import FINGERPRINT_TAG, STORAGE_RETRY, GopBlobsConfig
+from robodata.defs.ingest.episodes import FINGERPRINT_TAG, GopBlobsConfig
 from robodata.defs.ingest.jobs import ingest_batch_job
 from robodata.defs.ingest.sensor import UploadSensorSettings, _finished_runs, tick_result
 from robodata.defs.lineage import CODE_VERSION, failure, lineage_result, refused
-from robodata.defs.resources import PARTITIONS_OF, PER_BATCH, DatasetStore, partitioning, partitioning_refusal
+from robodata.defs.resources import (
+    PARTITIONS_OF,
+    PER_BATCH,
+    DatasetStore,
+    partitioning,
+    partitioning_refusal,
+    sensor_interval_s,
+)
+from robodata.defs.retries import storage_retries
 from robodata.errors import RoboDataError
 from robodata.format.ids import validate_episode_id
 from robodata.format.provenance import stored_uploads
@@ -70,10 +78,10 @@ def _ids(uploads) -> str:
     group_name="episodes",
     code_version=CODE_VERSION,
     kinds={"python"},
-    retry_policy=STORAGE_RETRY,
     description="The batch's validated, complete uploads (<uploads>/<batch>/<episode_id>/, episode.json "
     "written last); those the dataset already holds are listed, not read.",
 )
+@storage_retries
 def raw_batch_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.MaterializeResult:
     if refusal := partitioning_refusal(context.instance, PER_BATCH):
         raise refused(refusal)
@@ -107,10 +115,10 @@ def raw_batch_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -
     code_version=CODE_VERSION,
     kinds={"lance"},
     pool="video_encode",
-    retry_policy=STORAGE_RETRY,
     description="Every new episode of the batch cut into closed H.264 GOPs and staged in gops.lance "
     "(no row is committed if any episode fails).",
 )
+@storage_retries
 def batch_gop_blobs(
     context: dg.AssetExecutionContext, config: GopBlobsConfig, store: DatasetStore
 ) -> dg.MaterializeResult:
@@ -146,10 +154,10 @@ def batch_gop_blobs(
     group_name="episodes",
     code_version=CODE_VERSION,
     kinds={"lance"},
-    retry_policy=STORAGE_RETRY,
     description="Each new episode of the batch audited and committed to frames.lance (one commit per "
     "episode, each replacing any earlier copy). Episodes already stored are skipped.",
 )
+@storage_retries
 def batch_aligned_frames(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.MaterializeResult:
     plan = _plan(store, context.partition_key)
     try:
@@ -183,7 +191,7 @@ BATCH_ASSETS = [raw_batch_episodes, batch_gop_blobs, batch_aligned_frames]
 @dg.sensor(
     job=ingest_batch_job,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=30,
+    minimum_interval_seconds=sensor_interval_s(),
     description="Lists the uploads root once per tick; requests one run per upload batch "
     "(<uploads>/<batch>/<episode_id>/) whose uploads are complete and hold an episode the dataset "
     "does not hold yet, a capped number per tick; retries failed runs; warns about stalled folders.",

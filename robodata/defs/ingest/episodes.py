@@ -16,6 +16,7 @@ from robodata.defs.encoding import EncodingConfig
 from robodata.defs.ingest.views import episode_view_metadata
 from robodata.defs.lineage import CODE_VERSION, failure, lineage_result, refused
 from robodata.defs.resources import PARTITIONS_OF, PER_EPISODE, DatasetStore, partitioning, partitioning_refusal
+from robodata.defs.retries import storage_retries
 from robodata.errors import RoboDataError
 from robodata.format.ids import validate_episode_id
 from robodata.format.provenance import StoredUpload, stored_uploads
@@ -30,10 +31,6 @@ from robodata.storage.uploads import list_complete_uploads, upload_fingerprint
 
 episode_partitions = dg.DynamicPartitionsDefinition(name=PARTITIONS_OF[PER_EPISODE])
 FINGERPRINT_TAG = "robodata/upload_fingerprint"
-# A storage hiccup (a timeout, a 503, a dropped connection: StorageError) is retried after 3,
-# 6 and 12 s (+-50% jitter, so parallel runs do not retry in step); a bad upload fails at once
-# (``failure`` marks robodata's other errors as not retryable).
-STORAGE_RETRY = dg.RetryPolicy(max_retries=3, delay=3, backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS)
 
 
 class GopBlobsConfig(EncodingConfig):
@@ -108,9 +105,9 @@ def _skipped(store: DatasetStore, stored: StoredUpload, table: str) -> dg.Materi
     group_name="episodes",
     code_version=CODE_VERSION,
     kinds={"python"},
-    retry_policy=STORAGE_RETRY,
     description="A validated, complete upload (<uploads>/<episode_id>/ with episode.json written last).",
 )
+@storage_retries
 def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.MaterializeResult:
     if refusal := partitioning_refusal(context.instance, PER_EPISODE):
         raise refused(refusal)
@@ -145,9 +142,9 @@ def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.M
     code_version=CODE_VERSION,
     kinds={"lance"},
     pool="video_encode",
-    retry_policy=STORAGE_RETRY,
     description="The episode's cameras cut into closed H.264 GOPs, appended to gops.lance as blobs.",
 )
+@storage_retries
 def gop_blobs(context: dg.AssetExecutionContext, config: GopBlobsConfig, store: DatasetStore) -> dg.MaterializeResult:
     options = store.storage_options()
     stored = None if config.force else already_stored(context, store)
@@ -185,11 +182,11 @@ def gop_blobs(context: dg.AssetExecutionContext, config: GopBlobsConfig, store: 
     group_name="episodes",
     code_version=CODE_VERSION,
     kinds={"lance"},
-    retry_policy=STORAGE_RETRY,
     description="The episode's control-rate rows in frames.lance, replacing any earlier copy in one commit. "
     "Materialized alone (a backfill of this asset only), it stages the episode's GOPs again first; "
     "identical GOPs are found already stored, so no GOP rows are added.",
 )
+@storage_retries
 def aligned_frames(
     context: dg.AssetExecutionContext, config: AlignedFramesConfig, store: DatasetStore
 ) -> dg.MaterializeResult:

@@ -27,6 +27,8 @@ from robodata.ingest.upload_queue import RunOutcome, TickSettings, UploadCursor,
 from robodata.storage.uploads import UploadListing, scan_uploads
 
 ATTEMPT_TAG = "robodata/upload_attempt"
+# Set by Dagster on a failed run: "true" when run retries will start it again (dagster.yaml's run_retries).
+WILL_RETRY_TAG = "dagster/will_retry"
 _FINISHED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
 
 
@@ -67,7 +69,7 @@ class UploadSensorSettings(dg.ConfigurableResource):
 @dg.sensor(
     job=ingest_episode_job,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=30,
+    minimum_interval_seconds=resources.sensor_interval_s(),
     description="Lists the uploads root (folder or s3:// prefix) once per tick; requests a run for each "
     "complete upload (episode.json present) that the dataset does not hold yet, a capped number per "
     "tick; retries failed runs; warns about folders that stay incomplete.",
@@ -139,7 +141,11 @@ def _finished_runs(
     instance: dg.DagsterInstance, cursor: UploadCursor, job_name: str = ingest_episode_job.name
 ) -> list[RunOutcome]:
     """Sensor-requested runs of ``job_name`` that finished since the last tick (a minute of overlap:
-    outcomes are matched to pending uploads by fingerprint and attempt, so repeats are harmless)."""
+    outcomes are matched to pending uploads by fingerprint and attempt, so repeats are harmless).
+
+    A failed run that Dagster's run retries will start again is left out: its retry carries the
+    same tags (upload fingerprint and attempt), and the last run of that chain is the attempt's
+    one outcome. Counting the failure too would request another attempt beside the retry."""
     since = datetime.fromtimestamp(max(cursor.checked_at - 60.0, 0.0), tz=UTC)
     records = instance.get_run_records(
         filters=dg.RunsFilter(job_name=job_name, statuses=_FINISHED, updated_after=since)
@@ -148,6 +154,8 @@ def _finished_runs(
     for record in records:
         tags = record.dagster_run.tags
         if FINGERPRINT_TAG not in tags or ATTEMPT_TAG not in tags or "dagster/partition" not in tags:
+            continue
+        if record.dagster_run.status == dg.DagsterRunStatus.FAILURE and _will_retry(instance, record.dagster_run):
             continue
         succeeded = record.dagster_run.status == dg.DagsterRunStatus.SUCCESS
         outcomes.append(
@@ -160,6 +168,17 @@ def _finished_runs(
             )
         )
     return outcomes
+
+
+def _will_retry(instance: dg.DagsterInstance, run: dg.DagsterRun) -> bool:
+    """Whether Dagster's run retries start the failed ``run`` again. Without the tag yet (Dagster
+    adds it just after recording the failure) and with run retries on, the answer is not known:
+    treated as yes, so the run is looked at again next tick (adding the tag updates the run, and
+    ticks look a minute back)."""
+    tag = run.tags.get(WILL_RETRY_TAG)
+    if tag is None:
+        return instance.run_retries_enabled
+    return tag.lower() == "true"
 
 
 def bad_input_reason(instance: dg.DagsterInstance, run_id: str) -> str:
