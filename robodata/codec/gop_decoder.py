@@ -44,7 +44,13 @@ def decode_gop_frames(
 
     ``out``, when given, holds one H x W x 3 uint8 array per wanted frame to write into.
 
-    >>> rgb = decode_gop_frames(gop_bytes, packet_sizes, [3])[0]  # doctest: +SKIP
+    >>> from robodata.codec import EncoderSettings
+    >>> from robodata.codec.gop_encoder import encode_gops
+    >>> frames = [np.full((48, 64, 3), 40 * i, np.uint8) for i in range(4)]
+    >>> [gop] = encode_gops(iter(frames), 64, 48, 30, EncoderSettings(gop_size=4))
+    >>> rgb = decode_gop_frames(gop.data, gop.packet_sizes, [3])[0]
+    >>> rgb.shape, abs(float(rgb.mean()) - 120) < 3  # frame 3 (all 120), within the codec's loss
+    ((48, 64, 3), True)
     """
     if not wanted:
         return []
