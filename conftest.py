@@ -162,7 +162,10 @@ def _doctest_workspace(request: pytest.FixtureRequest) -> None:
         for name in ("exports", "recordings"):
             shutil.copytree(sources / name, workspace / name)
     monkeypatch = request.getfixturevalue("monkeypatch")
-    monkeypatch.delenv("ROBODATA_UPLOADS", raising=False)
+    for name in ("ROBODATA_UPLOADS", "ROBODATA_ROOT", "ROBODATA_PARTITIONING"):
+        monkeypatch.delenv(name, raising=False)
+    # an example that points DAGSTER_HOME somewhere (prepare_dagster_home) changes it for itself
+    monkeypatch.setenv("DAGSTER_HOME", str(workspace / "dagster_home"))
     monkeypatch.chdir(workspace)
     namespace = request.getfixturevalue("doctest_namespace")
     namespace.update(robodata=robodata, np=np, pa=pa, ds=robodata.open("data/demo"))
