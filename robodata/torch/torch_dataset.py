@@ -228,7 +228,8 @@ def finish_sending_before_exit() -> None:
     finalizes removes the race; the queue was closed first, so a feeder ends once its last
     batch is in the pipe, and DataLoader terminates a worker that is still waiting after 5 s.
 
-    ``RoboTorchDataset.__getitems__`` calls it in every worker; elsewhere it does nothing:
+    ``RoboTorchDataset.__getitems__`` (and ``LeRobotCompatDataset``'s) calls it in every worker;
+    elsewhere it does nothing:
 
     >>> finish_sending_before_exit()  # not in a DataLoader worker
     >>> _exit_wait_registered

@@ -20,11 +20,11 @@ from robodata.errors import RoboDataError
 from robodata.format.ids import validate_episode_id
 from robodata.format.provenance import StoredUpload, stored_uploads
 from robodata.format.schema import FRAMES_TABLE, GOPS_TABLE
-from robodata.integrity.gop_leases import staged_gops_uri
 from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.ingest import read_upload
 from robodata.ingest.two_step import commit_episode_frames, stage_gops
 from robodata.ingest.upload_summary import describe_upload
+from robodata.integrity.gop_leases import staged_gops_uri
 from robodata.storage import fsspec_filesystem
 from robodata.storage.uploads import list_complete_uploads, upload_fingerprint
 
