@@ -11,6 +11,7 @@ from collections.abc import Callable
 from tqdm import tqdm
 
 from robodata.errors import InvalidArgumentError, RoboDataError
+from robodata.storage.deadlines import exit_now_if_abandoned
 
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
 
@@ -598,6 +599,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         print(f"robodata {args.command}: {one_line_error(exc)}", file=sys.stderr)
+        if argv is None:  # the robodata command itself (not a caller of main): see exit_now_if_abandoned
+            exit_now_if_abandoned(2)
         return 2
 
 

@@ -11,6 +11,7 @@ from robodata.format.schema import FRAMES_TABLE, GOPS_TABLE
 from robodata.storage import join_uri
 from robodata.storage.dataset_root import check_dataset_location
 from robodata.storage.deadlines import call_with_deadline, lance_options
+from robodata.storage.lance_errors import explain
 
 
 def gops_uri(root: str) -> str:
@@ -32,7 +33,9 @@ def open_table(uri: str, storage_options: dict | None = None, version: int | str
             if version is None:
                 return None
             raise NotFoundError(f"{uri}: version {version!r} not found (no such version number or tag)") from None
-        raise
+        raise explain(exc, uri, "opening the table") or exc from None
+    except OSError as exc:  # a full disk, a damaged manifest: said for this table, not the step's
+        raise explain(exc, uri, "opening the table") or exc from None
 
 
 def open_frames(

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TypeAlias
+from typing import TypeAlias, TypeVar
 
 import lance
 import numpy as np
@@ -21,12 +21,13 @@ from robodata.reader.decode_pool import GopTask, run_tasks
 from robodata.reader.gop_index import GopIndex
 from robodata.reader.row_index import RowIndex, SharedArrays
 from robodata.storage.deadlines import call_with_deadline
-from robodata.storage.failures import storage_step
+from robodata.storage.failures import storage_call, storage_step
 
 _ITEM_FRAMES = ThreadPoolExecutor(4, thread_name_prefix="robodata-item")  # ds[i]: frames beside the row read
 
 # Dataset row offsets (0..len(ds)-1): a list, a range or an integer numpy array.
 RowIndices: TypeAlias = Sequence[int] | np.ndarray
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -260,7 +261,9 @@ class RoboDataset:
 
     @cached_property
     def _rows(self) -> RowIndex:
-        return RowIndex(self._frames, self.cameras)
+        return storage_call(
+            "indexing rows", frames_uri(self.uri), self._storage_options, RowIndex, self._frames, self.cameras
+        )
 
     @cached_property
     def _gops(self) -> lance.LanceDataset:
@@ -271,7 +274,7 @@ class RoboDataset:
 
     @cached_property
     def _gop_index(self) -> GopIndex:
-        return GopIndex(self._gops)
+        return storage_call("indexing GOPs", gops_uri(self.uri), self._storage_options, GopIndex, self._gops)
 
     @cached_property
     def gops(self) -> GopStore:
@@ -291,7 +294,7 @@ class RoboDataset:
         >>> ds.episodes().to_pylist()[0]
         {'episode_index': 0, 'rows': 197, 'task': 'pick_cube', 'split': 'train'}
         """
-        table = self._frames.to_table(columns=["episode_index", "task", "split"])
+        table = self._read("listing episodes", self._frames.to_table, columns=["episode_index", "task", "split"])
         grouped = table.group_by("episode_index", use_threads=False).aggregate(
             [("episode_index", "count"), ("task", "first"), ("split", "first")]
         )
@@ -319,7 +322,7 @@ class RoboDataset:
         >>> ds.to_table(columns=["frame_index"], filter="episode_index = 1").num_rows
         197
         """
-        return self._frames.to_table(columns=columns, filter=filter, **kwargs)
+        return self._read("reading rows", self._frames.to_table, columns=columns, filter=filter, **kwargs)
 
     def __getitem__(self, index: int) -> dict[str, np.ndarray | object]:
         """Row ``index``: each of ``columns`` (lists as numpy arrays of their own dtype, scalars as
@@ -561,7 +564,7 @@ class RoboDataset:
         values: dict[str, np.ndarray] = {}
         if scalars:
             unique, inverse = np.unique(flat, return_inverse=True)
-            table = self._frames.take(unique.tolist(), columns=scalars)
+            table = self.take_rows(unique, scalars)
             for name in scalars:
                 column = to_numpy(table[name])[inverse]
                 values[name] = column.reshape(rows.shape + column.shape[1:])
@@ -604,6 +607,16 @@ class RoboDataset:
                 raise KeyError(f"{self.uri}: no column {name!r} at version {self.version}; its columns are {known}")
         return names
 
+    def take_rows(self, indices: RowIndices, columns: list[str]) -> pa.Table:
+        """The per-row ``columns`` of rows ``indices`` (Arrow, in the order given), under the
+        storage deadline: ``lance_dataset.take`` for loaders that read a batch's rows at once."""
+        indices = np.asarray(indices, dtype=np.int64).reshape(-1).tolist()
+        return self._read(f"reading {len(indices)} rows", self._frames.take, indices, columns=columns)
+
+    def _read(self, action: str, fn: Callable[..., T], /, *args, **kwargs) -> T:
+        """``fn`` (a call on frames.lance) as a storage step, under the storage deadline."""
+        return storage_call(action, frames_uri(self.uri), self._storage_options, fn, *args, **kwargs)
+
     def _check_indices(self, indices: RowIndices) -> np.ndarray:
         if isinstance(indices, str):  # the columns given where the rows belong (the old order)
             raise TypeError(f"row indices expected, got the column name {indices!r}; pass (indices, columns)")
@@ -628,12 +641,12 @@ class RoboDataset:
         >>> [v["version"] for v in ds.versions()]
         [1, 2, 3]
         """
-        return self._frames.versions()
+        return self._read("listing versions", self._frames.versions)
 
     @property
     def tags(self) -> dict[str, int]:
         """Tag name -> version."""
-        return {name: info["version"] for name, info in self._frames.tags.list().items()}
+        return {name: info["version"] for name, info in self._read("listing tags", self._frames.tags.list).items()}
 
     def tag(self, name: str) -> int:
         """Name this version (e.g. after a training run) so ``open(uri, version=name)`` finds it.
@@ -664,7 +677,7 @@ class RoboDataset:
         if existing is not None and existing != self.version:
             raise ValueError(f"tag {name!r} already names version {existing}, not {self.version}")
         if existing is None:
-            self._frames.tags.create(name, self.version)
+            self._read(f"tagging version {self.version}", self._frames.tags.create, name, self.version)
         return self.version
 
     def checkout(self, version: int | str) -> RoboDataset:

@@ -151,7 +151,7 @@ class BatchReader:
             frames = ds.get_frames(indices, cameras=plain_images, gop_bytes=gop_bytes)
             batch.update({name: frames.data[camera_of(name, ds.cameras)] for name in plain_images})
         if plain_columns:
-            table = ds.lance_dataset.take(indices.tolist(), columns=plain_columns)
+            table = ds.take_rows(indices, plain_columns)
             batch.update({name: to_numpy(table[name]) for name in plain_columns})
         for offs, names in _group_by_offsets(self.offsets).items():
             images = [name for name in names if name in self.image_columns]

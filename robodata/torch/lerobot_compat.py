@@ -199,7 +199,7 @@ class LeRobotCompatDataset(Dataset):
         and the task texts: robodata's task column (an imported LeRobot dataset's task)."""
         episodes, first = np.unique(rows.episode_index[rows.order], return_index=True)
         first_rows = np.asarray(rows.order)[first]
-        table = ds.lance_dataset.take(first_rows.tolist(), columns=["task"])
+        table = ds.take_rows(first_rows, ["task"])
         texts_of_episode = [text or "" for text in table["task"].to_pylist()]
         tasks: list[str] = []
         index = np.zeros(int(episodes.max()) + 1 if len(episodes) else 0, dtype=np.int64)
@@ -314,7 +314,7 @@ class LeRobotCompatDataset(Dataset):
         # Per-row columns: one Lance take over every row any key needs.
         needed = [rows] + [w for key, (w, _) in windows.items() if self._key_column(key) in self.item_columns]
         unique, inverse = np.unique(np.concatenate([n.reshape(-1) for n in needed]), return_inverse=True)
-        table = ds.lance_dataset.take(unique.tolist(), columns=self.item_columns) if self.item_columns else None
+        table = ds.take_rows(unique, self.item_columns) if self.item_columns else None
         positions, cursor = {}, 0
         for name, array in zip(
             ["__rows__", *[k for k in windows if self._key_column(k) in self.item_columns]], needed, strict=True

@@ -90,7 +90,7 @@ def _compute_moments(ds, episode: int) -> dict[str, dict]:
     """What ingest stores for ``episode``, from the dataset: state and action of every row, and
     the first frame of the sampled GOPs among those its rows show (in time order)."""
     rows = np.flatnonzero(np.asarray(ds.rows.episode_index) == episode)
-    table = ds.lance_dataset.take(rows.tolist(), columns=["observation_state", "action"])
+    table = ds.take_rows(rows, ["observation_state", "action"])
     moments = {name: feature_stats.vector_moments(_to_numpy(table[name])) for name in ("observation_state", "action")}
     for cam in ds.cameras:
         first = rows[np.asarray(ds.rows.frame_in_gop[cam])[rows] == 0]

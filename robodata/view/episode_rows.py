@@ -75,7 +75,7 @@ def load_episode(ds: RoboDataset, episode: int) -> EpisodeRows:
     offsets = mine[np.argsort(keys["frame_index"].to_numpy()[mine], kind="stable")]
     labels = ds.label_columns
     shown = ["timestamp_ns", "task", "language_instruction", "observation_state", "action", *SEGMENT_COLUMNS]
-    table = ds.lance_dataset.take(offsets.tolist(), columns=shown + labels)
+    table = ds.take_rows(offsets, shown + labels)
     stamps = table["timestamp_ns"].to_numpy()
     seconds = (stamps - stamps[0]) / 1e9
     # The last row lasts one control period, like every other row.
@@ -87,7 +87,7 @@ def camera_frames(ds: RoboDataset, rows: EpisodeRows, camera: str) -> CameraFram
     """Where ``camera``'s frame changes along ``rows``: rows share a camera frame when they point
     at the same frame of the same GOP, and its bytes are decoded once."""
     ref_id, _, in_gop = ref_columns(camera)
-    refs = ds.lance_dataset.take(rows.offsets.tolist(), columns=[ref_id, in_gop])
+    refs = ds.take_rows(rows.offsets, [ref_id, in_gop])
     ref = refs[ref_id].to_numpy()
     frame = refs[in_gop].to_numpy()
     starts = np.ones(len(ref), dtype=bool)

@@ -110,6 +110,33 @@ def drop_last_joint(columns: dict) -> None:
     columns["observation_state"] = [row[:-1] for row in columns["observation_state"]]
 
 
+def scalar_state(columns: dict) -> None:
+    columns["observation_state"] = [row[0] for row in columns["observation_state"]]
+
+
+def null_action_row(columns: dict) -> None:
+    columns["action"][3] = None
+
+
+def short_action_row(columns: dict) -> None:
+    columns["action"][4] = columns["action"][4][:-1]
+
+
+def crowded_timestamps(columns: dict) -> None:
+    """100,000 rows 1 us apart (100 ms of samples at 1 MHz): far more rows than control_hz allows."""
+    n = 100_000
+    first = columns["observation_state"][0]
+    columns["timestamp_ns"] = [i * 1000 for i in range(n)]
+    columns["observation_state"] = columns["action"] = [first] * n
+    for name in list(columns):
+        if name not in ("timestamp_ns", "observation_state", "action"):
+            del columns[name]
+
+
+def deep_json(depth: int):
+    return write_text("episode.json", "[" * depth + "]" * depth)
+
+
 def repeat_timestamp(columns: dict) -> None:
     columns["timestamp_ns"][10] = columns["timestamp_ns"][9]
 
@@ -653,8 +680,61 @@ CASES = [
         DatasetLocationError,
         ("dataset-file", "is a file; a dataset root must be a folder"),
     ),
-]
-# Cases the command line cannot express: it has no --uploads-root, and argparse itself refuses
+    Case(
+        "episode-json-over-1-mib",
+        ingest_after(edit_json(lambda m: m.__setitem__("task", "x" * (2 << 20)))),
+        BadUploadError,
+        ("episode.json", "bytes", "at most 1,048,576"),
+    ),
+    Case(
+        "task-too-long",
+        ingest_after(edit_json(lambda m: m.__setitem__("task", "pick " * 1000))),
+        BadUploadError,
+        ("episode.json", "'task' is 5,000 characters; at most 4,096"),
+    ),
+    Case(
+        "unknown-key",
+        ingest_after(edit_json(lambda m: m.__setitem__("tsak", "pick up the cube"))),
+        BadUploadError,
+        ("episode.json", "unknown keys ['tsak']"),
+    ),
+    Case(
+        "unknown-camera-key",
+        ingest_after(edit_json(lambda m: m["cameras"]["top"].__setitem__("fps", 30))),
+        BadUploadError,
+        ("episode.json", "camera 'top' has unknown keys ['fps']"),
+    ),
+    Case(
+        "json-nested-100k-deep",
+        ingest_after(deep_json(100_000)),
+        BadUploadError,
+        ("episode.json", "nests 100000 levels deep; episode.json may nest at most 8"),
+    ),
+    Case(
+        "scalar-state-column",
+        ingest_after(edit_states(scalar_state)),
+        BadUploadError,
+        ("states.parquet", "observation_state must hold a list of numbers per sample", "got double"),
+    ),
+    Case(
+        "null-action-row",
+        ingest_after(edit_states(null_action_row)),
+        BadUploadError,
+        ("states.parquet", "action has a null row at sample 3"),
+    ),
+    Case(
+        "action-rows-differ-in-length",
+        ingest_after(edit_states(short_action_row)),
+        BadUploadError,
+        ("states.parquet", "action rows differ in length: 14 values at sample 0, 13 at sample 4"),
+    ),
+    Case(
+        "100k-rows-in-100-ms",
+        ingest_after(edit_states(crowded_timestamps)),
+        BadUploadError,
+        ("states.parquet", "has 100,000 rows over 0.1 s of timestamps", "control_hz 100"),
+    ),
+]  # Cases the command line cannot express: it has no --uploads-root, and argparse itself refuses
 # a non-integer episode ("argument episodes: invalid int value") before robodata runs.
 for _case in CASES:
     _case.via_cli = _case.id not in ("id-with-dot-dot", "upload-outside-uploads-root", "filter-injection-in-delete")

@@ -136,3 +136,24 @@ def test_refused_credentials_on_the_command_line_exit_2(refusing_store, sample_u
         [line] = [x for x in done.stderr.splitlines() if x.startswith(f"robodata {name}: ")]
         _assert_clear(line, server)
         assert line.startswith(expected[name]), line
+
+
+@pytest.mark.s3
+def test_a_bad_session_token_on_an_s3_upload_names_the_store(refusing_store, sample_uploads):
+    """s3fs turns the store's 403 into ``[Errno 22]`` (a bad token) or a bare PermissionError (an
+    unknown key, as here, moto checking the key first): either way the message names the upload,
+    the endpoint and the step, and says what to check."""
+    from robodata.errors import StorageError
+    from robodata.ingest import read_upload
+
+    server, _, _ = refusing_store
+    upload = server.uri("uploads", sample_uploads[1].name)
+    bad_token = {**server.storage_options, "aws_session_token": "BAD-TOKEN-do-not-show-91c2"}
+    with pytest.raises(StorageError) as raised:
+        read_upload(upload, bad_token)
+    message = str(raised.value)
+    _assert_clear(message, server)
+    assert "BAD-TOKEN-do-not-show-91c2" not in message
+    assert message.startswith(f"{upload}: {server.endpoint} refused a request while reading the upload: "), message
+    assert "check the credentials and the bucket policy" in message
+    assert "[Errno" not in message

@@ -4,64 +4,13 @@ end with StorageUnreachableError naming the store and the step, within the confi
 
 from __future__ import annotations
 
-import socket
-import threading
-
 import pytest
 
 import robodata
 from robodata.cli import main as cli
 from robodata.errors import StorageUnreachableError
 from robodata.storage.deadlines import TIMEOUT_ENV, TIMEOUT_OPTION, lance_options, storage_timeout_s
-
-
-class SilentProxy:
-    """A TCP server on 127.0.0.1 that relays to ``target`` (host, port) until ``go_silent()``;
-    from then on it accepts connections and holds them without ever answering, and stops
-    relaying on the connections it already has."""
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
-        self.silent = threading.Event()
-        self._sock = socket.create_server(("127.0.0.1", 0))
-        self._held: list[socket.socket] = []
-        self.port = self._sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def go_silent(self) -> None:
-        self.silent.set()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._sock.accept()
-            except OSError:
-                return
-            self._held.append(client)
-            if not self.silent.is_set():
-                upstream = socket.create_connection(self.target)
-                self._held.append(upstream)
-                for a, b in ((client, upstream), (upstream, client)):
-                    threading.Thread(target=self._relay, args=(a, b), daemon=True).start()
-
-    def _relay(self, source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while not self.silent.is_set():
-                data = source.recv(65536)
-                if not data or self.silent.is_set():
-                    return
-                sink.sendall(data)
-        except OSError:
-            return
-
-    def close(self) -> None:
-        self._sock.close()
-        for held in self._held:
-            held.close()
+from robodata_tests.fixtures.silent_store import SilentProxy
 
 
 @pytest.fixture
