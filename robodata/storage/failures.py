@@ -139,7 +139,10 @@ def storage_call(action: str, uri: str, storage_options: dict | None, fn: Callab
     """``fn(*args, **kwargs)`` as one storage step named ``action``, under the storage deadline
     on a remote store: the one-line way to call Lance or fsspec on ``uri``.
 
-    >>> storage_call("listing versions", frames_uri(uri), options, frames.versions)  # doctest: +SKIP
+    >>> import lance
+    >>> frames = lance.dataset("data/demo/frames.lance")  # an s3:// table alike, with its options
+    >>> len(storage_call("listing versions", "data/demo/frames.lance", None, frames.versions))
+    3
     """
     with storage_step(action, str(uri), storage_options):
         return call_with_deadline(str(uri), storage_options, fn, *args, **kwargs)
