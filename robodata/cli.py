@@ -629,7 +629,7 @@ def one_line_error(exc: BaseException) -> str:
     """``exc``'s message on one line, credentials redacted (a store's multi-line XML answer
     included). Open progress bars are closed first, so the message starts its own line.
 
-    >>> one_line_error(FileNotFoundError("uploads/ep/states.parquet: is missing"))  # doctest: +SKIP
+    >>> one_line_error(FileNotFoundError("uploads/ep/states.parquet: is missing"))
     'uploads/ep/states.parquet: is missing'
     """
     from robodata.storage import redact

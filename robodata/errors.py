@@ -33,7 +33,7 @@ class CorruptGopError(RoboDataError, ValueError):
     """Stored GOP bytes whose checksum differs from the one written with them: the message names
     the dataset, its version, the episode, the camera and the GOP.
 
-    >>> CorruptGopError.of("data/demo", 5, 2, "top", 7, 123, "checksum differs").gop_index  # doctest: +SKIP
+    >>> CorruptGopError.of("data/demo", 5, 2, "top", 7, 123, "checksum differs").gop_index
     7
     """
 

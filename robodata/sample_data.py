@@ -34,7 +34,8 @@ def write_sample_uploads(
 ) -> list[Path]:
     """Write ``episodes`` upload folders under ``out`` and return their paths.
 
-    >>> write_sample_uploads("uploads", episodes=2)  # doctest: +SKIP
+    >>> [p.name for p in write_sample_uploads("more", episodes=2, seconds=0.5)]
+    ['episode_000000', 'episode_000001']
     """
     out = Path(out)
     return [
@@ -49,8 +50,8 @@ def write_sample_episode_to(
     """``write_sample_episode`` into a folder or an s3:// prefix. Videos are encoded into a local
     folder (FFmpeg writes files), then the upload is copied, ``episode.json`` last.
 
-    >>> write_sample_episode_to("s3://lab/uploads", 0, np.random.default_rng(0), 4.0)  # doctest: +SKIP
-    's3://lab/uploads/episode_000000'
+    >>> write_sample_episode_to("memory://lab/uploads", 0, np.random.default_rng(0), 0.5)  # or s3://
+    'memory://lab/uploads/episode_000000'
     """
     if not is_remote(out):
         return str(write_sample_episode(Path(out), episode_index, rng, seconds))

@@ -78,6 +78,8 @@ def _uses(module: types.ModuleType, package: str) -> bool:
 
 
 MARKERS = ("slow", "s3", "dagster", "torch")
+# Folders whose every test runs Dagster (their conftest imports it), so -m "not dagster" skips them whole.
+DAGSTER_FOLDERS = ("defs", "dagster_home", "cluster")
 
 
 def _file_markers(path: Path) -> set[str]:
@@ -88,7 +90,7 @@ def _file_markers(path: Path) -> set[str]:
         return set()
     words = relative.stem.split("_")
     found = {"s3"} if "s3" in words else set()
-    if relative.parts[0] == "defs" or "defs" in words:
+    if relative.parts[0] in DAGSTER_FOLDERS or "defs" in words:
         found.add("dagster")
     return found
 

@@ -1,7 +1,13 @@
 """``deploy/cluster.sh wait EPISODES``: wait until the dataset holds that many episodes and no
 run is queued or in flight; print progress, and fail (exit 1) on a timeout with the failed runs.
 
->>> main(["--episodes", "6"])  # doctest: +SKIP
+Run as ``deploy/cluster.sh wait 6`` (``main(["--episodes", "6"])`` with ROBODATA_ROOT and
+DAGSTER_HOME set). It polls:
+
+>>> stored_episodes("data/demo")
+3
+>>> stored_episodes("data/nothing-yet")  # before the first commit
+0
 """
 
 from __future__ import annotations

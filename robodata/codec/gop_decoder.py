@@ -49,7 +49,13 @@ def decode_gop_frames(
     ``size`` (height, width) scales each frame on its way to RGB (``robodata.codec.resize``);
     ``pixel_format="yuv420p"`` hands frames over as planar YUV 4:2:0 (H*3/2 x W), unconverted.
 
-    >>> rgb = decode_gop_frames(gop_bytes, packet_sizes, [3])[0]  # doctest: +SKIP
+    >>> from robodata.codec import EncoderSettings
+    >>> from robodata.codec.gop_encoder import encode_gops
+    >>> frames = [np.full((48, 64, 3), 40 * i, np.uint8) for i in range(4)]
+    >>> [gop] = encode_gops(iter(frames), 64, 48, 30, EncoderSettings(gop_size=4))
+    >>> rgb = decode_gop_frames(gop.data, gop.packet_sizes, [3])[0]
+    >>> rgb.shape, abs(float(rgb.mean()) - 120) < 3  # frame 3 (all 120), within the codec's loss
+    ((48, 64, 3), True)
     """
     if not wanted:
         return []

@@ -38,8 +38,11 @@ def prepare_dagster_home(path: str | os.PathLike) -> Path:
     """Create ``path`` with robodata's dagster.yaml (kept if one is there) and point
     DAGSTER_HOME at it for this process and its children.
 
-    >>> prepare_dagster_home("demo/dagster_home")  # doctest: +SKIP
-    PosixPath('/home/me/robodata/demo/dagster_home')
+    >>> home = prepare_dagster_home("demo/dagster_home")
+    >>> home
+    PosixPath('.../demo/dagster_home')
+    >>> os.environ["DAGSTER_HOME"] == str(home), (home / "dagster.yaml").is_file()
+    (True, True)
     """
     home = Path(path).resolve()
     home.mkdir(parents=True, exist_ok=True)
@@ -64,8 +67,9 @@ def register_uploads_from_cli(root: str | None = None, uploads_root: str | None 
     """``register_uploads`` for ``robodata register-uploads``; unset folders take the store's defaults.
     With ``ROBODATA_PARTITIONING=batch``, one partition per upload batch (``register_upload_batches``).
 
-    >>> register_uploads_from_cli("demo/dataset")  # doctest: +SKIP
-    ['episode_000000', 'episode_000001']
+    >>> _ = prepare_dagster_home("dagster_home")
+    >>> register_uploads_from_cli("data/demo", "uploads")
+    ['episode_000000', 'episode_000001', 'episode_000002']
     """
     store = DatasetStore(**{k: v for k, v in {"root": root, "uploads_root": uploads_root}.items() if v})
     register = register_upload_batches if partitioning() == PER_BATCH else register_uploads
@@ -86,7 +90,12 @@ def migrate_partitioning(instance: dg.DagsterInstance, store: DatasetStore, to: 
     partitions. Their runs and materializations stay in the event log under their old keys.
     Refused while an ingest run is in flight. Returns the new keys, ``"stored"`` and ``"new"``.
 
-    >>> migrate_partitioning(dg.DagsterInstance.get(), DatasetStore(), "batch")  # doctest: +SKIP
+    >>> import shutil  # batch 2026-12-01 holds a stored episode, 2026-12-02 a new one
+    >>> _ = shutil.copytree("uploads/episode_000000", "batches/2026-12-01/episode_000000")
+    >>> from robodata.sample_data import write_sample_uploads
+    >>> _ = write_sample_uploads("batches/2026-12-02", episodes=1, seconds=0.5, start_index=3)
+    >>> store = DatasetStore(root="data/demo", uploads_root="batches")
+    >>> migrate_partitioning(dg.DagsterInstance.ephemeral(), store, "batch")
     {'stored': ['2026-12-01'], 'new': ['2026-12-02']}
     """
     if to not in PARTITIONS_OF:
@@ -150,8 +159,9 @@ def migrate_partitioning_from_cli(to: str, root: str | None = None, uploads_root
 def register_import_partitions_from_cli(source: str, format: str = "lerobot") -> list[str]:
     """``register_import_partitions`` for ``robodata register-imports``.
 
-    >>> register_import_partitions_from_cli("exports/demo_lerobot")  # doctest: +SKIP
-    ['source_episode_000000', 'source_episode_000001']
+    >>> _ = prepare_dagster_home("dagster_home")
+    >>> register_import_partitions_from_cli("exports/demo_lerobot")
+    ['source_episode_000000', 'source_episode_000001', 'source_episode_000002']
     """
     with home_instance() as instance:
         return register_import_partitions(instance, source, format, env_storage_options())
@@ -172,7 +182,12 @@ def run_named_job(
     ``ingest_episode``, or one made here over all of ``assets``), so the runs carry a name in
     the UI instead of ``__ephemeral_asset_job__``.
 
-    >>> run_named_job("demo_labels", [annotations], instance=instance, resources={"store": store})  # doctest: +SKIP
+    >>> @dg.asset
+    ... def greeting() -> str:
+    ...     return "hello"
+    >>> result = run_named_job("say_hello", [greeting], instance=dg.DagsterInstance.ephemeral(), resources={})
+    >>> result.success, result.dagster_run.job_name
+    (True, 'say_hello')
     """
     job = job or dg.define_asset_job(name, selection=assets)
     defs = dg.Definitions(assets=assets, asset_checks=asset_checks or [], jobs=[job], resources=resources)

@@ -158,8 +158,9 @@ def store_from_env() -> DatasetStore:
     (``dg.EnvVar``), so the UI shows where the data lives by name; an unset one shows the path
     used. Credentials stay in the AWS_* variables and are never a field.
 
-    >>> store_from_env().root  # with ROBODATA_ROOT unset, run from /home/me/robodata  # doctest: +SKIP
-    '/home/me/robodata/demo/dataset'
+    >>> from pathlib import Path
+    >>> store_from_env().root == str(Path.cwd() / "demo" / "dataset")  # ROBODATA_ROOT unset
+    True
     """
     root = default_root()
     uploads = dg.EnvVar(UPLOADS_ENV) if os.environ.get(UPLOADS_ENV) else default_uploads_root(root)

@@ -74,8 +74,10 @@ def upkeep_dataset(
     least ``retain_versions`` of the newest, and every tagged one), collect unreferenced GOPs and
     build or refresh the scalar indexes.
 
-    >>> print(upkeep_dataset("data/demo", older_than=timedelta(hours=1)).summary())  # doctest: +SKIP
-    frames.lance: fragments 1000 -> 1, 999 old versions removed (...), indexes episode_index (created), version 1002
+    >>> print(upkeep_dataset("data/demo", older_than=timedelta(0)).summary())
+    frames.lance: fragments 3 -> 1, 5 old versions removed (... bytes), indexes episode_index (created), version 6
+    gops.lance: fragments 3 -> 1, 6 old versions removed (... bytes), indexes ref_id (created), episode_index (created), version 7
+    gc: 0 unreferenced GOPs removed, 0 too recent
     """
     frames = open_table(frames_uri(uri), storage_options)
     gops = open_table(gops_uri(uri), storage_options)

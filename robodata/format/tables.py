@@ -93,8 +93,11 @@ def create_once(
     no retries: exactly one writer creates the dataset, the others get None and add their rows
     to the winner's table.
 
-    >>> create_once("data/demo/frames.lance", rows, schema).version  # doctest: +SKIP
+    >>> rows = pa.table({"x": [1, 2]})
+    >>> create_once("data/new.lance", rows, rows.schema).version
     1
+    >>> create_once("data/new.lance", rows, rows.schema) is None  # it exists now
+    True
     """
     if open_table(uri, storage_options) is not None:
         return None

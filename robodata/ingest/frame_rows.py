@@ -2,7 +2,13 @@
 nearest in time, in the dataset's schema (the episode's schema metadata, its extra columns, and
 nulls for annotation columns added later).
 
->>> rows = build_rows(episode, layouts, frames_schema(dataset_metadata(episode, settings)))  # doctest: +SKIP
+>>> from robodata.ingest.upload import read_upload
+>>> from robodata.ingest.writer import write_gops
+>>> episode = read_upload("uploads/episode_000000")
+>>> staged = write_gops(episode, "data/demo")  # where each camera's frames are: the layouts
+>>> rows = build_rows(episode, staged.cameras, frames_schema(dataset_metadata(episode, staged.settings)))
+>>> rows.num_rows, rows["frame_index"][-1].as_py()
+(197, 196)
 """
 
 from __future__ import annotations

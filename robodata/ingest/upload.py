@@ -69,7 +69,9 @@ def read_upload(
 ) -> EpisodeData:
     """Validate the upload folder ``upload`` and return its episode (videos are decoded later).
 
-    >>> episode = read_upload("uploads/episode_000")  # doctest: +SKIP
+    >>> episode = read_upload("uploads/episode_000000")
+    >>> episode.episode_id, episode.episode_index, len(episode), [c.name for c in episode.cameras]
+    ('episode_000000', 0, 197, ['top', 'wrist_left', 'wrist_right'])
     """
     upload = str(upload).rstrip("/")
     fs = fsspec_filesystem(upload, storage_options)

@@ -174,8 +174,11 @@ def plan_tick(
     dataset) is called only when some upload inside the window changed since it was last found
     handled.
 
-    >>> plan_tick(scan_uploads(root), UploadCursor(), dict, [], time.time(), TickSettings()).requests  # doctest: +SKIP
-    [Request(upload=UploadInfo(episode_id='episode_000000', ...), attempt=1)]
+    >>> import time
+    >>> from robodata.storage.uploads import scan_uploads
+    >>> plan = plan_tick(scan_uploads("uploads"), UploadCursor(), dict, [], time.time() + 3600, TickSettings())
+    >>> [(r.upload.episode_id, r.attempt) for r in plan.requests]  # an hour later, none stored yet
+    [('episode_000000', 1), ('episode_000001', 1), ('episode_000002', 1)]
     """
     warnings = _stalled_uploads(listing, now, settings)
     pending = dict(cursor.pending)

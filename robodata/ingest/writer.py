@@ -149,7 +149,11 @@ def write_gops(
     """Encode ``episode``'s cameras and append its new GOP rows to gops.lance. Readers see
     nothing yet: no row of frames.lance points at them until ``write_frames``.
 
-    >>> staged = write_gops(episode, "data/demo", EncoderSettings(gop_size=8))  # doctest: +SKIP
+    >>> from robodata.ingest.upload import read_upload
+    >>> episode = read_upload("uploads/episode_000000")
+    >>> staged = write_gops(episode, "data/demo")
+    >>> staged.gops_written, sorted(staged.cameras)  # identical GOPs are stored already: reused
+    (0, ['top', 'wrist_left', 'wrist_right'])
     """
     settings = settings or stored_settings(dataset_uri, storage_options)
     meta = dataset_metadata(episode, settings)
@@ -197,7 +201,10 @@ def write_frames(
     """Write ``episode``'s control-rate rows, pointing at the GOPs ``staged`` describes, and
     replace any earlier copy of the episode in frames.lance in one commit.
 
-    >>> write_frames(episode, "data/demo", staged).frames_version  # doctest: +SKIP
+    >>> from robodata.ingest.upload import read_upload
+    >>> episode = read_upload("uploads/episode_000000")
+    >>> write_frames(episode, "data/demo", write_gops(episode, "data/demo")).frames_version
+    4
     """
     if staged.episode_index != episode.episode_index or sorted(staged.cameras) != sorted(
         c.name for c in episode.cameras

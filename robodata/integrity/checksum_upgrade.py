@@ -5,8 +5,8 @@ rewritten). From then on every read verifies, and new episodes can be appended.
 The checksums vouch for the bytes as they are at upgrade time; run ``robodata verify --decode``
 first if the store may already have damaged some.
 
->>> add_gop_checksums("data/old-dataset")  # doctest: +SKIP
-144
+>>> add_gop_checksums("data/demo")  # written with checksums already: nothing to add
+0
 """
 
 from __future__ import annotations

@@ -19,7 +19,10 @@ every camera has one frame per step. ALOHA compresses with OpenCV, which treats 
 so JPEG bytes decode to the array ALOHA stored only after swapping channels back
 (``jpeg_channel_order="bgr"``, the default; use "rgb" for files written by an RGB encoder).
 
->>> import_hdf5("recordings/episode_*.hdf5", "data/aloha", task="insertion")  # doctest: +SKIP
+>>> import_hdf5("recordings/episode_*.hdf5", "data/aloha", task="insertion", progress=False).imported
+[0, 1]
+>>> robodata.open("data/aloha").episodes()["task"].to_pylist()
+['insertion', 'insertion']
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ def hdf5_episodes(path_or_glob: str, *, storage_options: dict | None = None) -> 
     """Source episode number -> file: ``n`` for ``episode_<n>.hdf5``, else the file's position
     in sorted order.
 
-    >>> hdf5_episodes("recordings/episode_*.hdf5")  # doctest: +SKIP
+    >>> hdf5_episodes("recordings/episode_*.hdf5")
     {0: 'recordings/episode_0.hdf5', 1: 'recordings/episode_1.hdf5'}
     """
     paths = find_hdf5_files(path_or_glob, storage_options=storage_options)
@@ -120,8 +123,9 @@ def import_hdf5(
     Source episode ``n`` (see hdf5_episodes) becomes robodata episode ``start_index + n``. Every
     file is checked before the first episode is written.
 
-    >>> import_hdf5("s3://bucket/aloha/episode_*.hdf5", "s3://bucket/robodata/aloha").imported  # doctest: +SKIP
-    [0, 1]
+    >>> result = import_hdf5("recordings/episode_*.hdf5", "data/aloha", episodes=[1], progress=False)  # or s3://
+    >>> result.imported, result.rows
+    ([1], 20)
     """
     source = Hdf5Episodes(
         path_or_glob,

@@ -62,8 +62,11 @@ class SharedArrays:
     owner's pid, so files a killed process left behind are removed by the next one started
     (``remove_orphans``), instead of holding /dev/shm until reboot.
 
-    >>> shared = SharedArrays("order"); shared.put("epoch-0", order)  # doctest: +SKIP
-    >>> pickle.loads(pickle.dumps(shared)).get("epoch-0")   # memory-mapped, read-only  # doctest: +SKIP
+    >>> import pickle
+    >>> shared = SharedArrays("order"); shared.put("epoch-0", np.arange(4))
+    >>> pickle.loads(pickle.dumps(shared)).get("epoch-0")  # memory-mapped, read-only
+    memmap([0, 1, 2, 3])
+
     """
 
     def __init__(self, prefix: str) -> None:
@@ -121,7 +124,8 @@ class RowIndex:
     """Per-row episode, frame and GOP reference arrays, with the (episode, frame) ordering
     windows need.
 
-    >>> index = RowIndex(frames_lance, ["top"]); index.window_rows(np.array([5]), np.array([-1, 0]))  # doctest: +SKIP
+    >>> index = RowIndex(ds.lance_dataset, ["top"]); index.window_rows(np.array([5]), np.array([-1, 0]))
+    (array([[4, 5]]), array([[False, False]]))
     """
 
     def __init__(self, frames, cameras: list[str]) -> None:

@@ -29,7 +29,11 @@ def arrow_input(fs, path: str) -> pa.BufferReader:
     """The whole file at ``path`` (through the fsspec file system ``fs``), ready for
     ``pq.read_table``, ``pq.ParquetFile``, ``pyarrow.csv.read_csv`` and the like.
 
-    >>> pq.read_table(arrow_input(fsspec_filesystem(uri, options), uri))  # doctest: +SKIP
+    >>> import pyarrow.parquet as pq
+    >>> from robodata.storage import fsspec_filesystem
+    >>> path = "uploads/episode_000000/states.parquet"
+    >>> pq.read_table(arrow_input(fsspec_filesystem(path), path)).num_rows
+    197
     """
     sink = pa.BufferOutputStream()  # Arrow's memory: no Python object for its threads to release
     with fs.open(path, "rb") as handle:

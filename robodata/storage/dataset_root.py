@@ -21,9 +21,9 @@ def check_dataset_location(uri: str, storage_options: dict | None = None) -> Non
     """Raise DatasetLocationError if ``uri`` cannot hold a dataset: a local path that is (or
     lies under) a file, or an s3:// bucket the endpoint does not have.
 
-    >>> check_dataset_location("s3://no-such-bucket/ds", {"aws_endpoint": "http://127.0.0.1:9000"})  # doctest: +SKIP
+    >>> check_dataset_location("uploads/episode_000000/episode.json/ds")
     Traceback (most recent call last):
-    DatasetLocationError: s3://no-such-bucket/ds: bucket 'no-such-bucket' does not exist at http://127.0.0.1:9000 ...
+    robodata.errors.DatasetLocationError: uploads/episode_000000/episode.json/ds: uploads/episode_000000/episode.json is a file; a dataset root must be a folder
     """
     uri = str(uri)
     if not is_remote(uri):

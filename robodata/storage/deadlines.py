@@ -6,7 +6,7 @@ Two layers: each request carries object_store / botocore timeouts (so nothing wa
 even in a thread nobody waits for), and each Lance call on a remote store runs under a wall-clock
 deadline (``call_with_deadline``), because Lance retries some requests on its own.
 
->>> storage_timeout_s({"robodata_timeout_s": "5"})  # doctest: +SKIP
+>>> storage_timeout_s({"robodata_timeout_s": "5"})
 5.0
 """
 

@@ -94,8 +94,10 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
     """Run one step that talks to storage; a failure to reach it becomes StorageUnreachableError,
     an error the store answered with becomes StorageError.
 
-    >>> with storage_step("committing episode 3's rows", "s3://bucket/ds/frames.lance", options):  # doctest: +SKIP
-    ...     frames.merge_insert(...).execute(rows)
+    >>> with storage_step("committing episode 3's rows", "s3://lab/ds/frames.lance"):
+    ...     raise TimeoutError("timed out")
+    Traceback (most recent call last):
+    robodata.errors.StorageUnreachableError: s3://lab/ds/frames.lance: could not reach object storage while committing episode 3's rows: timed out (the commit may or may not have landed; ...)
     """
     token = current_step.set((action, uri))
     try:
@@ -137,7 +139,10 @@ def storage_call(action: str, uri: str, storage_options: dict | None, fn: Callab
     """``fn(*args, **kwargs)`` as one storage step named ``action``, under the storage deadline
     on a remote store: the one-line way to call Lance or fsspec on ``uri``.
 
-    >>> storage_call("listing versions", frames_uri(uri), options, frames.versions)  # doctest: +SKIP
+    >>> import lance
+    >>> frames = lance.dataset("data/demo/frames.lance")  # an s3:// table alike, with its options
+    >>> len(storage_call("listing versions", "data/demo/frames.lance", None, frames.versions))
+    3
     """
     with storage_step(action, str(uri), storage_options):
         return call_with_deadline(str(uri), storage_options, fn, *args, **kwargs)
@@ -147,8 +152,12 @@ def in_storage_step(action: str) -> Callable[[F], F]:
     """Decorate a function whose first two parameters are a URI and its storage options: its
     whole call is one storage step named ``action``, with the storage deadline (on a remote store).
 
-    >>> @in_storage_step("listing uploads")  # doctest: +SKIP
-    ... def list_complete_uploads(uploads_root, storage_options=None): ...
+    >>> from robodata.storage import fsspec_filesystem
+    >>> @in_storage_step("counting uploads")
+    ... def count_uploads(uploads_root, storage_options=None):
+    ...     return len(fsspec_filesystem(uploads_root, storage_options).ls(uploads_root))
+    >>> count_uploads("uploads")
+    3
     """
 
     def decorate(fn: F) -> F:

@@ -8,8 +8,16 @@ scrubbing happens where records are made: a log record factory that, for the sto
 loggers, replaces every credential robodata has handed to them (and the AWS ones in the
 environment) with ``***`` before any handler sees the record.
 
->>> remember_secrets({"aws_session_token": "PLANTED-TOKEN"})  # doctest: +SKIP
->>> logging.getLogger("botocore.endpoint").debug("token %s", "PLANTED-TOKEN")  # logs "token ***"  # doctest: +SKIP
+>>> remember_secrets({"aws_session_token": "PLANTED-TOKEN"})
+>>> class Keep(logging.Handler):  # what any handler would be given
+...     def emit(self, record):
+...         seen.append(record.getMessage())
+>>> seen, keep, log = [], Keep(), logging.getLogger("botocore.endpoint")
+>>> log.addHandler(keep); log.setLevel(logging.DEBUG)
+>>> log.debug("token %s", "PLANTED-TOKEN")
+>>> log.removeHandler(keep); log.setLevel(logging.NOTSET)
+>>> seen
+['token ***']
 """
 
 from __future__ import annotations

@@ -11,7 +11,10 @@ def put_folder(local: str | Path, uri: str, storage_options: dict | None = None,
     """Copy every file under ``local`` to ``uri``, the files named in ``last`` after all others
     (an upload's ``episode.json`` marks it complete: nothing lists it half-copied). Returns ``uri``.
 
-    >>> put_folder("uploads/episode_000000", "s3://lab/uploads/episode_000000", last=("episode.json",))  # doctest: +SKIP
+    >>> put_folder("uploads/episode_000000", "memory://lab/uploads/episode_000000", last=("episode.json",))
+    'memory://lab/uploads/episode_000000'
+    >>> sorted(p.rsplit("/", 1)[1] for p in fsspec_filesystem("memory://lab").find("/lab/uploads"))
+    ['episode.json', 'states.parquet', 'top.mp4', 'wrist_left.mp4', 'wrist_right.mp4']
     """
     local = Path(local)
     fs = fsspec_filesystem(uri, storage_options)

@@ -13,9 +13,10 @@ at 100 Hz) reads that many camera frames before or after the frame the row shows
 first row showing it. Anything else is refused with the rates it would have to match. Offsets
 past an episode's edge repeat the edge and are flagged in ``<key>_is_pad``.
 
->>> ds = LeRobotCompatDataset("data/demo", version="run-42", delta_timestamps={"action": [0, 0.01]})  # doctest: +SKIP
->>> ds[0]["observation.images.top"].shape, ds.meta.fps  # doctest: +SKIP
-(torch.Size([3, 480, 640]), 100)
+>>> version = robodata.open("data/demo").tag("run-42")
+>>> ds = LeRobotCompatDataset("data/demo", version="run-42", delta_timestamps={"action": [0, 0.01]})
+>>> ds[0]["observation.images.top"].shape, ds[0]["action"].shape, ds.meta.fps
+(torch.Size([3, 480, 640]), torch.Size([2, 14]), 100)
 """
 
 from __future__ import annotations
@@ -390,8 +391,14 @@ class LeRobotCompatDataset(Dataset):
         """A resumable, DDP-safe ``batch_sampler`` over this dataset's items (equal steps per
         rank, ``state_dict`` the same on every rank).
 
-        >>> sampler = ds.sampler(batch_size=32, rank=r, world_size=w)  # doctest: +SKIP
-        >>> DataLoader(ds, batch_sampler=sampler, collate_fn=collate_batch)  # doctest: +SKIP
+        >>> from torch.utils.data import DataLoader
+        >>> from robodata.torch.torch_dataset import collate_batch
+        >>> ds = LeRobotCompatDataset("data/demo")
+        >>> sampler = ds.sampler(batch_size=32, rank=1, world_size=2)
+        >>> loader = DataLoader(ds, batch_sampler=sampler, collate_fn=collate_batch)
+        >>> len(loader), next(iter(loader))["action"].shape  # 591 items: 10 steps of 32 per rank
+        (10, torch.Size([32, 14]))
+
         """
         return RowSampler(
             len(self),

@@ -82,7 +82,8 @@ def intervention_segments(rows: EpisodeRows) -> list[Segment]:
 def episode_plot(rows: EpisodeRows, joint_names: list[str]) -> EpisodePlot:
     """State and action over time, interventions shaded, one band row per label column.
 
-    >>> episode_plot(load_episode(ds, 0), ds.metadata.joint_names).svg[:4]  # doctest: +SKIP
+    >>> from robodata.view.episode_rows import load_episode
+    >>> episode_plot(load_episode(ds, 0), ds.metadata.joint_names).svg[:4]
     '<?xm'
     """
     matplotlib = import_extra("matplotlib", "plots", "an episode page's plots")

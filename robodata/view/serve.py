@@ -8,8 +8,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class PageServer(ThreadingHTTPServer):
     """An HTTP server on 127.0.0.1 that answers ``/`` with one page (``port=0``: a free port).
 
-    >>> with PageServer(html) as server:  # doctest: +SKIP
-    ...     print(server.url); server.serve_forever()
+    >>> import threading, urllib.request
+    >>> with PageServer("<p>episode 0</p>") as server:
+    ...     threading.Thread(target=server.serve_forever, daemon=True).start()
+    ...     page = urllib.request.urlopen(server.url).read()
+    ...     server.shutdown()
+    >>> page
+    b'<p>episode 0</p>'
     """
 
     daemon_threads = True

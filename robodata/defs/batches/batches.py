@@ -274,7 +274,12 @@ def register_upload_batches(instance: dg.DagsterInstance, store: DatasetStore) -
     sensor does this on its own; this is for ``robodata register-uploads`` and the migration).
     Returns the batch ids, sorted.
 
-    >>> register_upload_batches(dg.DagsterInstance.get(), DatasetStore())  # doctest: +SKIP
+    >>> import shutil  # batch 2026-12-01 holds a stored episode, 2026-12-02 a new one
+    >>> _ = shutil.copytree("uploads/episode_000000", "batches/2026-12-01/episode_000000")
+    >>> from robodata.sample_data import write_sample_uploads
+    >>> _ = write_sample_uploads("batches/2026-12-02", episodes=1, seconds=0.5, start_index=3)
+    >>> store = DatasetStore(root="data/demo", uploads_root="batches")
+    >>> register_upload_batches(dg.DagsterInstance.ephemeral(), store)
     ['2026-12-01', '2026-12-02']
     """
     keys = [b.batch_id for b in scan_upload_batches(store.uploads_root, store.storage_options()) if b.complete]

@@ -233,8 +233,8 @@ def register_uploads(instance: dg.DagsterInstance, store: DatasetStore) -> list[
     """Add a partition for every complete upload under the store's uploads root (the sensor does
     this on its own; this is for the CLI and the demo). Returns the episode ids, sorted.
 
-    >>> register_uploads(dg.DagsterInstance.get(), DatasetStore())  # doctest: +SKIP
-    ['episode_000000', 'episode_000001']
+    >>> register_uploads(dg.DagsterInstance.ephemeral(), DatasetStore(root="data/demo", uploads_root="uploads"))
+    ['episode_000000', 'episode_000001', 'episode_000002']
     """
     keys = [u.episode_id for u in list_complete_uploads(store.uploads_root, store.storage_options())]
     for key in keys:

@@ -13,8 +13,9 @@ def episode_view_metadata(
     metadata entry that links it. The rows are already committed when this runs, so a page that
     cannot be made is a logged warning, not a failed materialization.
 
-    >>> episode_view_metadata(context, store, 0, 12)  # doctest: +SKIP
-    {'episode_view': PathMetadataValue(path='data/demo/views/episode_000000.html')}
+    >>> store = DatasetStore(root="data/demo", uploads_root="uploads")
+    >>> episode_view_metadata(dg.build_asset_context(), store, 0, 3)["episode_view"].value
+    'data/demo/views/episode_000000.html'
     """
     try:
         uri = write_episode_page(

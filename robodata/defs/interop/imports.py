@@ -60,8 +60,8 @@ def register_import_partitions(
 ) -> list[str]:
     """Add one ``imported_episodes`` partition per source episode; returns the keys.
 
-    >>> register_import_partitions(dg.DagsterInstance.get(), "s3://lab/lerobot/aloha_sim")  # doctest: +SKIP
-    ['source_episode_000000', 'source_episode_000001']
+    >>> register_import_partitions(dg.DagsterInstance.ephemeral(), "exports/demo_lerobot")  # or s3://
+    ['source_episode_000000', 'source_episode_000001', 'source_episode_000002']
     """
     numbers = open_episode_source(format, source, storage_options=storage_options).episode_numbers()
     keys = [partition_key(n) for n in numbers]

@@ -19,7 +19,7 @@ import robodata
 from robodata.errors import DatasetLocationError, StorageError
 from robodata.storage import fsspec_filesystem
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 WRONG_KEY = "AKIAREFUSEDKEY0000001"
 WRONG_SECRET = "REFUSED-SECRET-do-not-show-7f3a"
 

@@ -1,5 +1,5 @@
 """Print what reads cost on object storage, counted at a moto S3 server started for the purpose:
-``python -m robodata_tests.s3_read_cost_report`` (two 4-second sample episodes, about a minute).
+``python -m robodata_tests.reader.s3_read_cost_report`` (two 4-second sample episodes, about a minute).
 The README's request-count table comes from this; test_s3_read_cost.py asserts the bounds."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "robodata"
+PACKAGE = Path(__file__).resolve().parents[2] / "robodata"
 # The demo runs on a local folder it makes itself.
 SKIPPED = ("demo.py",)
 HELPERS = {"call_with_deadline", "storage_call", "_read"}  # _read: RoboDataset's, over storage_call

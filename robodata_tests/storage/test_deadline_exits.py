@@ -25,7 +25,7 @@ from robodata_tests.fixtures.silent_store import SilentProxy
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEADLINE_S = 10
 EXIT_BOUND_S = 20
 EXIT_AFTER_MESSAGE_S = 5

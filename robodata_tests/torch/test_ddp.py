@@ -35,7 +35,7 @@ def test_three_gloo_ranks_never_wait_on_each_other(ingested):
         )
         procs.append(
             subprocess.Popen(
-                [sys.executable, "-m", "robodata_tests.reader.ddp_steps", ingested],
+                [sys.executable, "-m", "robodata_tests.torch.ddp_steps", ingested],
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,

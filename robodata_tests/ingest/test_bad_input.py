@@ -949,7 +949,7 @@ def test_a_missing_bucket_is_not_an_empty_dataset(s3, sample_uploads, tmp_path):
     assert "\n" not in message and s3.secret_key not in message and s3.access_key not in message
     assert "no-such-bucket-here" not in _buckets(s3)  # nothing created
 
-    env = {**os.environ, **s3.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, **s3.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     done = subprocess.run(
         [sys.executable, "-m", "robodata.cli", "ingest", str(sample_uploads[0]), root],
         env=env,

@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
 from robodata.torch import LeRobotCompatDataset  # noqa: E402
-from robodata_tests.reader.lerobot_reference import LeRobotReference  # noqa: E402
+from robodata_tests.torch.lerobot_reference import LeRobotReference  # noqa: E402
 
 DELTAS = {
     "observation.images.top": [-0.02, 0.0],
