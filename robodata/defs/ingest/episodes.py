@@ -20,11 +20,11 @@ from robodata.errors import RoboDataError
 from robodata.format.ids import validate_episode_id
 from robodata.format.provenance import StoredUpload, stored_uploads
 from robodata.format.schema import FRAMES_TABLE, GOPS_TABLE
-from robodata.integrity.gop_leases import staged_gops_uri
 from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.ingest import read_upload
 from robodata.ingest.two_step import commit_episode_frames, stage_gops
 from robodata.ingest.upload_summary import describe_upload
+from robodata.integrity.gop_leases import staged_gops_uri
 from robodata.storage import fsspec_filesystem
 from robodata.storage.uploads import list_complete_uploads, upload_fingerprint
 
@@ -242,10 +242,10 @@ def register_uploads(instance: dg.DagsterInstance, store: DatasetStore) -> list[
     keys = [u.episode_id for u in list_complete_uploads(store.uploads_root, store.storage_options())]
     for key in keys:
         validate_episode_id(key)
-    existing = set(instance.get_dynamic_partitions(episode_partitions.name))
+    existing = set(instance.get_dynamic_partitions(PARTITIONS_OF[PER_EPISODE]))
     new = [k for k in keys if k not in existing]
     if new:
-        instance.add_dynamic_partitions(episode_partitions.name, new)
+        instance.add_dynamic_partitions(PARTITIONS_OF[PER_EPISODE], new)
     return keys
 
 
