@@ -23,6 +23,7 @@ from robodata.errors import (
     EpisodeNotFoundError,
     IncompatibleEpisodeError,
     RemovedCodecError,
+    RoboDataDeprecationWarning,
     RoboDataError,
     StorageError,
     StorageUnreachableError,
@@ -44,6 +45,7 @@ __all__ = [
     "IncompatibleEpisodeError",
     "RemovedCodecError",
     "IngestResult",
+    "RoboDataDeprecationWarning",
     "RoboDataError",
     "RoboDataset",  # for type hints: datasets come from robodata.open
     "StorageError",

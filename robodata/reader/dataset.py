@@ -13,6 +13,7 @@ import lance
 import numpy as np
 import pyarrow as pa
 
+from robodata.errors import RoboDataDeprecationWarning
 from robodata.format.provenance import label_columns
 from robodata.format.schema import camera_of, image_column, read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
@@ -159,7 +160,7 @@ class RoboDataset:
         warnings.warn(
             "RoboDataset(uri, frames) is deprecated and will be removed in the next release: "
             "open a dataset with robodata.open(uri, version=...)",
-            DeprecationWarning,
+            RoboDataDeprecationWarning,
             stacklevel=2,
         )
         self._setup(uri, frames, storage_options)
@@ -749,7 +750,7 @@ def _column_names(columns: str | Sequence[str]) -> list[str]:
 def _deprecated(old: str, new: str) -> None:
     warnings.warn(
         f"RoboDataset.{old} is deprecated and will be removed in the next release: use {new}",
-        DeprecationWarning,
+        RoboDataDeprecationWarning,
         stacklevel=3,
     )
 
