@@ -98,8 +98,9 @@ def worker_memory(uri: str, *, batches: int = 40, batch_size: int = 32, num_work
         next(iterator)
     from torch.utils.data.dataloader import _MultiProcessingDataLoaderIter
 
-    assert isinstance(iterator, _MultiProcessingDataLoaderIter)  # num_workers > 0
-    workers = [w.pid for w in iterator._workers if w.pid is not None]  # DataLoader's worker processes (started)
+    workers_iterator = loader._iterator  # persistent workers: the DataLoader keeps its iterator
+    assert isinstance(workers_iterator, _MultiProcessingDataLoaderIter)  # num_workers > 0
+    workers = [w.pid for w in workers_iterator._workers if w.pid is not None]  # DataLoader's worker processes (started)
     figures = {
         "rows": loader.reader.num_rows,
         "batches": batches,
