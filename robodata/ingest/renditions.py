@@ -128,7 +128,8 @@ def add_rendition_to_episode(
             for f in ref_id_filters(todo)
         ]
     )
-    blobs = [data for _, data in gops.read_blobs("gop", ids=table["_rowid"].to_pylist(), preserve_order=True)]
+    # a missing blob reads as empty bytes and fails its checksum below, naming the GOP
+    blobs = [data or b"" for _, data in gops.read_blobs("gop", ids=table["_rowid"].to_pylist(), preserve_order=True)]
     new = rendition_rows(table, blobs, wanted, meta)
     return _store(gops, new, storage_options)
 

@@ -9,6 +9,7 @@ True
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +38,7 @@ REQUIRED_CODEC = ("name", "crf", "preset")
 class IntegrityResult:
     passed: bool
     description: str
-    details: dict[str, object] = field(default_factory=dict)
+    details: Mapping[str, object] = field(default_factory=dict)
 
 
 def check_schema_metadata(dataset_uri: str, storage_options: dict | None = None) -> IntegrityResult:

@@ -93,7 +93,7 @@ def hdf5_episodes(path_or_glob: str, *, storage_options: dict | None = None) -> 
     {0: 'recordings/episode_0.hdf5', 1: 'recordings/episode_1.hdf5'}
     """
     paths = find_hdf5_files(path_or_glob, storage_options=storage_options)
-    numbers = {}
+    numbers: dict[int, str] = {}
     for position, path in enumerate(paths):
         match = _EPISODE_NUMBER.search(path)
         number = int(match.group(1)) if match else position

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -93,7 +93,8 @@ class _Episode:
     rows: pa.Table  # this episode's rows in frame order, with the dataset row offset
     task_index: int
     from_index: int  # set by the writer once the episode's frames are chosen
-    camera_times: dict[str, np.ndarray] | None = None  # per camera, the frame time each row shows
+    # Per camera, the frame time each row shows (set by _select_frames).
+    camera_times: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def export_lerobot(

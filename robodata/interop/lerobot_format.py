@@ -135,7 +135,7 @@ def feature_of_arrow(name: str, arrow_type: pa.DataType) -> dict:
 def arrow_of_feature(name: str, feature: dict) -> pa.DataType:
     """The Arrow type a LeRobot per-frame feature is read as, or an error naming the feature."""
     dtype, shape = feature.get("dtype"), list(feature.get("shape") or [])
-    scalar = _ARROW_OF_DTYPE.get(dtype)
+    scalar = _ARROW_OF_DTYPE.get(dtype) if isinstance(dtype, str) else None
     if scalar is None or len(shape) != 1:
         raise LeRobotFormatError(
             f"feature {name!r} (dtype {dtype}, shape {shape}) cannot be carried by robodata yet: "

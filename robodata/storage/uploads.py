@@ -206,13 +206,13 @@ def _read_listed_keys(response_dict: dict, customized_response_dict: dict, **kwa
     url_encoded = page.findtext(f"{ns}EncodingType") == "url"
     listed = []
     for item in page.findall(f"{ns}Contents"):
-        key = item.findtext(f"{ns}Key")
+        key = item.findtext(f"{ns}Key", "")
         listed.append(
             {
                 "Key": unquote_plus(key) if url_encoded else key,
-                "Size": int(item.findtext(f"{ns}Size")),
+                "Size": int(item.findtext(f"{ns}Size", "")),
                 "ETag": item.findtext(f"{ns}ETag"),
-                "LastModified": datetime.fromisoformat(item.findtext(f"{ns}LastModified")),
+                "LastModified": datetime.fromisoformat(item.findtext(f"{ns}LastModified", "")),
             }
         )
         page.remove(item)

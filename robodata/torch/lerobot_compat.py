@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import torch
 from torch.utils.data import Dataset
 
@@ -300,7 +302,10 @@ class LeRobotCompatDataset(Dataset):
     def _array(self, key: str) -> np.ndarray:
         array = self._arrays.get(key)
         if array is None:
-            array = self._arrays[key] = self._shared.get(key)
+            shared = self._shared.get(key)
+            if shared is None:  # its owner, the training process, has exited and removed it
+                raise RuntimeError(f"{self.uri}: the shared array {key!r} is gone")
+            array = self._arrays[key] = shared
         return array
 
     def __getitem__(self, index: int) -> dict:
@@ -316,12 +321,12 @@ class LeRobotCompatDataset(Dataset):
         ds = self.reader.dataset
         index = ds.rows
         rows = np.asarray(self._array("rows")[items])
-        batch: dict[str, object] = {}
+        batch: dict[str, Any] = {}
         windows = {key: self._window(index, rows, key, per_delta) for key, per_delta in self.offsets.items()}
         # Per-row columns: one Lance take over every row any key needs.
         needed = [rows] + [w for key, (w, _) in windows.items() if self._key_column(key) in self.item_columns]
         unique, inverse = np.unique(np.concatenate([n.reshape(-1) for n in needed]), return_inverse=True)
-        table = ds.take_rows(unique, self.item_columns) if self.item_columns else None
+        table = ds.take_rows(unique, self.item_columns) if self.item_columns else pa.table({})
         positions, cursor = {}, 0
         for name, array in zip(
             ["__rows__", *[k for k in windows if self._key_column(k) in self.item_columns]], needed, strict=True
@@ -335,8 +340,8 @@ class LeRobotCompatDataset(Dataset):
         for cam in self.cameras:
             key = video_key(cam)
             cam_rows = windows[key][0] if key in windows else rows
-            frames = ds.get_frames(cam_rows.reshape(-1), cameras=cam, resolution=self.reader.resolution)[cam]
-            frames = torch.from_numpy(frames.reshape(cam_rows.shape + frames.shape[1:]))
+            decoded = ds.get_frames(cam_rows.reshape(-1), cameras=cam, resolution=self.reader.resolution)[cam]
+            frames = torch.from_numpy(decoded.reshape(cam_rows.shape + decoded.shape[1:]))
             frames = frames.movedim(-1, -3)  # HWC -> CHW
             batch[key] = frames.contiguous() if self.return_uint8 else frames.float().div_(255)
         frame_index = index.frame_index[rows]
@@ -362,7 +367,7 @@ class LeRobotCompatDataset(Dataset):
             batch["padding"] = torch.tensor(indices.padding, dtype=torch.bool)
         return SampleBatch(batch)
 
-    def _window(self, index, rows: np.ndarray, key: str, per_delta: list[tuple[str, int]]):
+    def _window(self, index, rows: np.ndarray, key: str, per_delta: Sequence[tuple[str, int]]):
         """[N, T] rows read for ``key`` and the [N, T] pad mask."""
         out = np.empty((len(rows), len(per_delta)), dtype=np.int64)
         pad = np.zeros(out.shape, dtype=bool)

@@ -34,12 +34,12 @@ def test_ingest_open_and_a_warm_read_meet_the_deadline(silent_store, s3, eight_s
     root = s3.fresh_uri("silent")
     robodata.ingest_episode(str(eight_short_uploads[0]), root, storage_options=relaxed)
     ds = robodata.open(root, storage_options=options)
-    warm = ds.take_blobs_decoded([3], "observation_images_top")  # indexes loaded: the next read is warm
-    assert warm["observation_images_top"].shape[0] == 1
+    warm = ds.get_frames([3], cameras="top")  # indexes loaded: the next read is warm
+    assert warm["top"].shape[0] == 1
     proxy.go_silent()
 
     with pytest.raises(StorageUnreachableError) as error:  # warm read
-        ds.take_blobs_decoded([40], "observation_images_top")
+        ds.get_frames([40], cameras="top")
     _assert_names_store_and_step(error, proxy, "reading 1 GOPs", s3.secret_key)
     assert "no answer within 2 s" in str(error.value)
     with pytest.raises(StorageUnreachableError) as error:  # a row's values

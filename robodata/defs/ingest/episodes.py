@@ -239,10 +239,10 @@ def register_uploads(instance: dg.DagsterInstance, store: DatasetStore) -> list[
     keys = [u.episode_id for u in list_complete_uploads(store.uploads_root, store.storage_options())]
     for key in keys:
         validate_episode_id(key)
-    existing = set(instance.get_dynamic_partitions(episode_partitions.name))
+    existing = set(instance.get_dynamic_partitions(PARTITIONS_OF[PER_EPISODE]))
     new = [k for k in keys if k not in existing]
     if new:
-        instance.add_dynamic_partitions(episode_partitions.name, new)
+        instance.add_dynamic_partitions(PARTITIONS_OF[PER_EPISODE], new)
     return keys
 
 
