@@ -57,7 +57,9 @@ def _scrub(text: str, secrets: list[str]) -> str:
     return text
 
 
-def _is_storage_logger(name: str) -> bool:
+def _is_storage_logger(name: str | None) -> bool:
+    if not name:  # Dagster makes records from dicts, some without a logger name
+        return False
     return any(name == root or name.startswith(root + ".") for root in STORAGE_LOGGERS)
 
 

@@ -23,12 +23,28 @@ REPO = Path(__file__).resolve().parents[2]
 PEAK_RSS_BOUND_MB = 1200
 
 
-def _peak_rss_mb(argv: list[str], env: dict[str, str]) -> tuple[int, str, float]:
-    process = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    err = process.stderr.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, err, usage.ru_maxrss / 1024
+# The child reports its own high-water mark (VmHWM) as it exits: a new program's memory starts
+# afresh at exec, where wait4's ru_maxrss keeps the RSS the child was forked with (a big pytest).
+_REPORT_PEAK = (
+    "import atexit, os, sys\n"
+    "def _peak():\n"
+    "    kb = next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1]\n"
+    "    open(os.environ['PEAK_RSS_FILE'], 'w').write(kb)\n"
+    "atexit.register(_peak)\n"
+)
+
+
+def _peak_rss_mb(argv: list[str], env: dict[str, str], report: Path) -> tuple[int, str, float]:
+    """Run ``python -c CODE ARGS`` (``argv``) with the peak-RSS report prepended to CODE."""
+    python, flag, code, *args = argv
+    process = subprocess.run(
+        [python, flag, _REPORT_PEAK + code, *args],
+        env={**env, "PEAK_RSS_FILE": str(report)},
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    return process.returncode, process.stderr, int(report.read_text()) / 1024
 
 
 def _write_huge_task(path: Path, meta: dict, text_mb: int) -> None:
@@ -51,7 +67,7 @@ def test_a_200_mb_task_is_refused_in_bounded_memory(sample_uploads, tmp_path):
     assert (upload / "episode.json").stat().st_size > 200_000_000
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     cli = [sys.executable, "-c", "import sys; from robodata.cli import main; sys.exit(main())"]
-    code, err, peak_mb = _peak_rss_mb([*cli, "ingest", str(upload), str(tmp_path / "ds")], env)
+    code, err, peak_mb = _peak_rss_mb([*cli, "ingest", str(upload), str(tmp_path / "ds")], env, tmp_path / "peak")
     print(f"200 MB task: exit {code}, peak RSS {peak_mb:.0f} MB: {err.strip()}")
     assert code == 2, err
     assert "episode.json: is " in err and "bytes; episode.json may be at most 1,048,576" in err, err
