@@ -118,7 +118,7 @@ def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta |
         in_flight |= {r for r in orphans if r not in settled}
     too_recent = sum(r in in_flight for r in orphans)
     orphans = [r for r in orphans if r not in in_flight]
-    orphans = without_renditions_of_kept_gops(gops, orphans)  # training renditions follow their source
+    orphans = without_renditions_of_kept_gops(gops, orphans, storage_options)  # training renditions follow their source
     if orphans and not dry_run:
         # One delete planned on ``gops``'s version, without Lance's retries (which would plan it
         # again on a newer version, where these ids may be in use again).

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from robodata.errors import IncompatibleEpisodeError, RoboDataError, StorageError, StorageUnreachableError
 from robodata.storage.deadlines import DeadlineExceeded, call_with_deadline, current_step
-from robodata.storage.lance_errors import explain, without_source_paths
+from robodata.storage.lance_errors import ANSWER_STATUS, explain, without_source_paths
 from robodata.storage.uris import canonical_options, is_remote, redact
 
 F = TypeVar("F", bound=Callable)
@@ -21,8 +21,7 @@ T = TypeVar("T")
 _IO_MARKERS = ("LanceError(IO)", "error sending request", "Generic S3 error", "Commit result", "Connection refused")
 # ... and when the store did answer, with an error status (a missing bucket, access denied).
 _ANSWERED_MARKER = "non-2xx status code"
-# The status and the S3 error document in such an answer: "403 Forbidden: <?xml ...<Code>...".
-_ANSWER_STATUS = re.compile(r"non-2xx status code: (\d{3}(?: [A-Za-z ]+)?)")
+# The S3 error document in such an answer (its status: lance_errors.ANSWER_STATUS).
 _ANSWER_CODE = re.compile(r"<Code>([^<]*)</Code>")
 _ANSWER_MESSAGE = re.compile(r"<Message>([^<]*)</Message>")
 
@@ -61,7 +60,7 @@ def store_answer(error: str) -> str:
     >>> store_answer("... non-2xx status code: 403 Forbidden: <?xml ...><Code>AccessDenied</Code><Message>Access Denied</Message>")
     '403 Forbidden (AccessDenied: Access Denied); check the credentials and the bucket policy'
     """
-    status = _ANSWER_STATUS.search(error)
+    status = ANSWER_STATUS.search(error)
     if status is None:
         return error
     answer = status.group(1).strip()
