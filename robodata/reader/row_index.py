@@ -159,6 +159,11 @@ class RowIndex:
         self.rank = arrays["rank"]
         self.episode_length = arrays["episode_length"]
 
+    @property
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Every array by the key ``mapped`` reads it back under."""
+        return dict(self._arrays)
+
     def share(self) -> SharedArrays:
         """Write the arrays to memory-mappable files; pass the result to ``mapped`` elsewhere."""
         shared = SharedArrays("rows")
