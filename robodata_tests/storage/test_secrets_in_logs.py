@@ -24,7 +24,7 @@ def test_no_log_record_shows_a_credential(s3, eight_short_uploads, caplog):
     assert read_upload(upload.uri, options).episode_index == 0
     robodata.ingest_episode(upload.uri, dataset, storage_options=options)
     ds = robodata.open(dataset, storage_options=options)
-    assert ds.take_blobs_decoded([3], "observation_images_top")["observation_images_top"].shape[0] == 1
+    assert ds.get_frames([3], cameras="observation_images_top")["observation_images_top"].shape[0] == 1
 
     records = [(r.name, r.getMessage(), caplog.handler.format(r)) for r in caplog.records]
     storage = [message for name, message, _ in records if name.startswith(("botocore", "aiobotocore", "s3fs"))]
