@@ -155,6 +155,20 @@ class Tab:
         data = self.call("Page.captureScreenshot", format="png")["data"]
         return np.asarray(Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB"))
 
+    def settled_screenshot(self, timeout: float = 30) -> np.ndarray:
+        """The viewport once it stops changing: two screenshots a moment apart are equal. A seeked
+        video's frame reaches the screen some time after its ``seeked`` event, later still on a
+        busy machine; a page that never settles fails here."""
+        deadline = time.monotonic() + timeout
+        previous = self.screenshot()
+        while True:
+            time.sleep(0.3)
+            current = self.screenshot()
+            if np.array_equal(current, previous):
+                return current
+            assert time.monotonic() < deadline, f"the page kept changing for {timeout} s"
+            previous = current
+
 
 def attributes(dom: str, tag: str, **match: str) -> list[dict[str, str]]:
     """The attributes of every ``<tag>`` in ``dom`` whose attributes include ``match``

@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 
@@ -163,7 +162,7 @@ def test_chromium_plays_every_camera_in_sync_with_the_plot_cursor(labelled, tmp_
     with Chromium() as browser:
         tab = browser.open(f"{page.as_uri()}#row={ROW}")
         tab.wait_until("(document.body?.dataset.ready ?? 'false') !== 'false'")
-        dom, pixels = tab.dom(), tab.screenshot()
+        dom, pixels = tab.dom(), tab.settled_screenshot()
         # Play for a while, then pause: every video seeks to the clock's row. Playing, the videos
         # do not run by themselves: each is seeked to the one clock, so no camera drifts.
         tab.evaluate("document.getElementById('play').click()")
@@ -173,8 +172,7 @@ def test_chromium_plays_every_camera_in_sync_with_the_plot_cursor(labelled, tmp_
         tab.wait_until(f"Number(document.body.dataset.row) > {ROW + 30}")
         tab.evaluate("document.getElementById('play').click()")
         tab.wait_until("[...document.querySelectorAll('video')].every(v => v.paused && !v.seeking)")
-        time.sleep(0.5)  # let the seeked frames reach the screen
-        played_to, after_play = int(tab.evaluate("document.body.dataset.row")), tab.screenshot()
+        played_to, after_play = int(tab.evaluate("document.body.dataset.row")), tab.settled_screenshot()
     Image.fromarray(pixels).save(tmp_path / "screenshot.png")  # kept for a person to look at
     ds = robodata.open(labelled)
     [body] = attributes(dom, "body")
