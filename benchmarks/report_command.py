@@ -29,7 +29,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="footage: gym-aloha renders (auto: where the peers' venv has gym-aloha) or the synthetic sample scene",
     )
     peers.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 3)")
-    peers.add_argument("--steps", type=int, default=None, help="gym-aloha steps per episode (default 100)")
+    peers.add_argument("--steps", type=int, default=None, help="gym-aloha steps per episode (default 300; 6 episodes)")
+    peers.add_argument("--pyav", action="store_true", help="also measure LeRobot's pyav backend (slower than torchcodec)")
     peers.add_argument("--gop-size", type=int, default=None, help="robodata's G for the ingest (default: robodata's)")
     peers.add_argument("--crf", type=int, default=None, help="robodata's CRF for the ingest (default: robodata's)")
     peers.add_argument(
@@ -70,7 +71,7 @@ def _run_peers(args: argparse.Namespace, command: str) -> int:
     from benchmarks.peers.peer_scenarios import PeerConfig
 
     config = PeerConfig.small() if args.small else PeerConfig()
-    config = replace(config, rounds=args.rounds or config.rounds)
+    config = replace(config, rounds=args.rounds or config.rounds, pyav=args.pyav)
     footage = Footage(episodes=2, steps=30, seconds=1.0) if args.small else Footage()
     footage = replace(
         footage,

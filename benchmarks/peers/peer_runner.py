@@ -18,11 +18,21 @@ Kinds of measurement (each times every call; ``indices`` are the system's own sa
 - ``window``: ``frames`` consecutive camera frames x every camera at each of ``indices``
   (LeRobot and LanceDB ``delta_timestamps`` of k / ``fps``; robodata ``take_windows`` at
   ``row_offsets``).
-- ``loader``: a ``torch.utils.data.DataLoader`` with ``workers`` spawned workers over ``batches``
+- ``loader``: a ``torch.utils.data.DataLoader`` with ``workers`` workers over ``batches``
   (robodata: its own ``make_dataloader`` with ``seed``, whose batches the caller computed the
-  same way); seconds to the first batch, then seconds per batch.
+  same way; robodata-compat: ``LeRobotCompatDataset`` in a plain ``DataLoader(shuffle=True)``,
+  as a LeRobot user writes it, ``len(batches)`` batches); seconds to the first batch, then
+  seconds per batch.
+- ``bound`` (robodata only): the in-process decode bound of ``batches``: their GOPs read into
+  memory first, then decoded (and converted to RGB, resized at ``size``) on every core, one
+  single-threaded decoder per thread, no Lance, no workers, no copies between processes.
 - ``frames``: decode ``indices`` and save every camera's frames (H x W x 3 uint8) to ``out`` (.npz).
 - ``profile``: cProfile ``of`` (sample, batch or window) once over its inputs; own time per function.
+
+A measurement with ``size`` [H, W] (the policy's input, 224 x 224) reads frames at that size:
+the peers through their documented ``image_transforms`` (torchvision ``v2.Resize``), robodata
+through ``resolution=`` where its readers have it (a stored training rendition when the dataset
+has one), else by resizing the decoded frames with the same kernel (``RESIZE`` below).
 """
 
 from __future__ import annotations
@@ -35,7 +45,10 @@ import traceback
 
 PROTOCOL = 1
 RESULT_PREFIX = "PEER_RESULT "
-SYSTEMS = ("robodata", "lerobot", "lancedb")
+SYSTEMS = ("robodata", "robodata-compat", "lerobot", "lancedb")
+# robodata at a size: "auto" passes ``resolution=`` where robodata's readers take it (renditions),
+# else resizes decoded frames like the peers; "resize" always resizes decoded frames.
+ROBODATA_SIZE_PATH = os.environ.get("ROBODATA_BENCH_SIZE_PATH", "auto")
 
 
 # --- the systems ---------------------------------------------------------------------------------
@@ -54,28 +67,53 @@ class RobodataSystem:
             from robodata.reader import decode_pool
 
             decode_pool.default_concurrency = lambda: 1
+        self.size = _size(job)
+        self.by_resolution = self.size is not None and robodata_takes_resolution()
         self.label = "robodata"
         self.versions = _versions("pylance", "av", "torch", "numpy")
 
+    def _at_size(self) -> dict:
+        return {"resolution": self.size} if self.by_resolution else {}
+
+    def _resized(self, frames: dict) -> dict:
+        if self.size is None or self.by_resolution:
+            return frames
+        return {k: resize_hwc(v, self.size) if k in self.ds.image_columns else v for k, v in frames.items()}
+
     def sample(self, index: int):
-        return self.ds[index]
+        if self.size is None:
+            return self.ds[index]
+        ds = self.ds
+        row = ds.lance_dataset.take([index], columns=["episode_index", "frame_index", "observation_state", "action"])
+        return row, self._resized(ds.take_blobs_decoded([index], ds.image_columns, **self._at_size()))
 
     def batch(self, indices: list[int]):
         ds = self.ds
         ds.lance_dataset.take(sorted(indices), columns=["episode_index", "frame_index", "observation_state", "action"])
-        return ds.take_blobs_decoded(columns=ds.image_columns, indices=indices, concurrency=self.concurrency)
+        frames = ds.take_blobs_decoded(
+            columns=ds.image_columns, indices=indices, concurrency=self.concurrency, **self._at_size()
+        )
+        return self._resized(frames)
 
     def window_reader(self, measurement: dict):
         ds, offsets = self.ds, measurement["row_offsets"]
-        return lambda index: ds.take_windows(indices=[index], offsets=offsets, columns=ds.image_columns)
+
+        def read(index: int):
+            windows = ds.take_windows(indices=[index], offsets=offsets, columns=ds.image_columns, **self._at_size())
+            return self._resized(windows)
+
+        return read
 
     def frames(self, indices: list[int]) -> dict:
         decoded = self.ds.take_blobs_decoded(columns=self.ds.image_columns, indices=indices)
         return {_camera_name(k): v for k, v in decoded.items()}
 
     def loader(self, measurement: dict):
-        from robodata.reader.torch_dataset import make_dataloader
+        from robodata.torch import make_dataloader
 
+        sized = {}
+        if self.size is not None:
+            sized = {"resolution": self.size} if self.by_resolution else {"transform": ResizeBatch(self.size)}
         loader = make_dataloader(
             self.uri,
             batch_size=measurement["batch_size"],
@@ -83,9 +121,210 @@ class RobodataSystem:
             seed=measurement["seed"],
             shuffle="global",
             version=self.ds.version,
-            storage_options=self.ds._storage_options,
-        )  # noqa: SLF001 - as opened
+            storage_options=self.ds._storage_options,  # noqa: SLF001 - as opened
+            **sized,
+        )
         return loader, lambda batch: [int(i) for i in batch["index"]], loader.close
+
+    def bound(self, measurement: dict) -> dict:
+        """Decode the frames of ``batches`` on every core from GOP bytes already in memory."""
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        import numpy as np
+
+        ds, size = self.ds, self.size
+        rows = ds._rows  # noqa: SLF001 - the reader's own row index: which GOP and frame each row shows
+        prepared = []
+        for batch in measurement["batches"]:
+            idx = np.asarray(batch, dtype=np.int64)
+            requests = []
+            for camera in ds.cameras:
+                info = ds.metadata.cameras[camera]
+                shape = (len(idx), *(size or (info.height, info.width)), 3)
+                requests.append((rows.ref_id[camera][idx], rows.frame_in_gop[camera][idx], np.empty(shape, np.uint8)))
+            prepared.append(ds._gop_tasks(requests))  # noqa: SLF001 - reads the GOP bytes now, outside the timing
+        threads = os.cpu_count() or 1
+        local = threading.local()
+
+        def run(task) -> None:
+            decode_into(local, task, size)
+
+        seconds = []
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(run, prepared[0]))  # warm: one decoder per thread
+            for tasks in prepared:
+                tasks = sorted(tasks, key=lambda t: -max(t.wanted))  # longest GOP prefixes first, as the reader
+                start = time.perf_counter()
+                list(pool.map(run, tasks))
+                seconds.append(time.perf_counter() - start)
+        decoded = [sum(max(t.wanted) + 1 for t in tasks) for tasks in prepared]
+        wanted = [sum(len(t.wanted) for t in tasks) for tasks in prepared]
+        return {
+            "seconds": seconds,
+            "samples": [len(b) for b in measurement["batches"]],
+            "threads": threads,
+            "frames_decoded": sum(decoded),
+            "frames_wanted": sum(wanted),
+        }
+
+
+def robodata_takes_resolution() -> bool:
+    """Whether this robodata's training readers take ``resolution=`` (training renditions)."""
+    if ROBODATA_SIZE_PATH == "resize":
+        return False
+    import inspect
+
+    from robodata.reader.batch_reader import BatchReader
+    from robodata.torch import LeRobotCompatDataset
+
+    return all(
+        "resolution" in inspect.signature(f).parameters for f in (BatchReader.__init__, LeRobotCompatDataset.__init__)
+    )
+
+
+def decode_into(local, task, size) -> None:
+    """One GOP task of the bound: decode up to its last wanted frame with this thread's
+    single-threaded decoder, convert each wanted frame to RGB (scaled to ``size`` by swscale's
+    area filter when given, as a reader without a stored rendition must) into its output slot."""
+    from itertools import accumulate
+
+    import av
+
+    decoders = getattr(local, "decoders", None)
+    if decoders is None:
+        decoders = local.decoders = {}
+    ctx = decoders.get(task.codec)
+    if ctx is None:
+        ctx = decoders[task.codec] = av.CodecContext.create(task.codec, "r")
+        ctx.thread_count = 1
+        ctx.thread_type = "NONE"
+    slots: dict[int, list] = {}
+    for k, out in zip(task.wanted, task.out, strict=True):
+        slots.setdefault(k, []).append(out)
+    last = max(task.wanted)
+    starts = [0, *accumulate(int(n) for n in task.packet_sizes[: last + 1])]
+    view = memoryview(task.data)
+    options = {} if size is None else {"width": size[1], "height": size[0], "interpolation": "AREA"}
+    decoded = 0
+
+    def store(frame) -> None:
+        for out in slots.get(decoded, ()):
+            out[...] = frame.to_ndarray(format="rgb24", **options)
+
+    for k in range(last + 1):
+        for frame in ctx.decode(av.Packet(view[starts[k] : starts[k + 1]])):
+            store(frame)
+            decoded += 1
+    if decoded <= last:
+        for frame in ctx.decode(None):
+            store(frame)
+            decoded += 1
+        ctx.flush_buffers()
+
+
+class RobodataCompatSystem:
+    """robodata for a LeRobot user: ``LeRobotCompatDataset`` in a plain ``DataLoader(shuffle=True)``."""
+
+    def __init__(self, job: dict) -> None:
+        import robodata
+
+        self.uri = job["root"]
+        self.version = robodata.open(
+            self.uri, version=job.get("version"), storage_options=job.get("storage_options")
+        ).version
+        self.storage_options = job.get("storage_options")
+        self.dtype = job.get("dtype") or "uint8"
+        self.size = _size(job)
+        self.label = f"robodata LeRobotCompatDataset ({self.dtype})"
+        self.versions = _versions("pylance", "av", "torch", "numpy")
+        self._ds = None
+
+    def _dataset(self):
+        from robodata.torch import LeRobotCompatDataset
+
+        if self._ds is None:
+            sized = {}
+            if self.size is not None:
+                sized = (
+                    {"resolution": self.size}
+                    if robodata_takes_resolution()
+                    else {"image_transforms": ResizeFrame(self.size)}
+                )
+            self._ds = LeRobotCompatDataset(
+                self.uri,
+                version=self.version,
+                storage_options=self.storage_options,
+                return_uint8=self.dtype == "uint8",
+                **sized,
+            )
+        return self._ds
+
+    def batch(self, indices: list[int]):
+        """What one DataLoader worker does per batch with PyTorch's default collate."""
+        from torch.utils.data import default_collate
+
+        return default_collate(self._dataset().__getitems__(indices))
+
+    def loader(self, measurement: dict):
+        import torch
+        from torch.utils.data import DataLoader
+
+        ds = self._dataset()
+        torch.manual_seed(measurement["seed"])
+        loader = DataLoader(ds, batch_size=measurement["batch_size"], shuffle=True, num_workers=measurement["workers"])
+        return loader, lambda batch: [int(i) for i in batch["index"]], lambda: None
+
+
+class ResizeFrame:
+    """Resize one C x H x W (or T x C x H x W) frame tensor: bilinear with antialiasing, the kernel
+    torchvision's ``v2.Resize`` runs on tensors (the peers' transform; robodata's venv has no
+    torchvision). uint8 stays uint8."""
+
+    def __init__(self, size) -> None:
+        self.size = tuple(int(v) for v in size)
+
+    def __call__(self, frame):
+        import torch
+
+        lead = frame.shape[:-3]
+        flat = frame.reshape(-1, *frame.shape[-3:])
+        if flat.dtype == torch.uint8:
+            out = torch.nn.functional.interpolate(flat, size=self.size, mode="bilinear", antialias=True)
+        else:
+            out = torch.nn.functional.interpolate(flat.float(), size=self.size, mode="bilinear", antialias=True)
+        return out.reshape(*lead, *out.shape[-3:])
+
+
+class ResizeBatch:
+    """``make_dataloader``'s ``transform``: every image column of a numpy batch ([N, H, W, 3] or
+    [N, T, H, W, 3] uint8) resized to ``size`` with ``ResizeFrame``'s kernel."""
+
+    def __init__(self, size) -> None:
+        self.frame = ResizeFrame(size)
+
+    def __call__(self, batch: dict) -> dict:
+        return {k: resize_hwc(v, self.frame.size) if _is_image(k, v) else v for k, v in batch.items()}
+
+
+def _is_image(key: str, value) -> bool:
+    return "images" in key and not key.endswith("_is_pad") and getattr(value, "ndim", 0) >= 4
+
+
+def resize_hwc(frames, size):
+    """[..., H, W, 3] uint8 numpy frames resized to ``size`` (H, W), same layout and dtype."""
+    import numpy as np
+    import torch
+
+    array = np.asarray(frames)
+    tensor = torch.from_numpy(np.ascontiguousarray(array)).movedim(-1, -3)
+    out = ResizeFrame(size)(tensor).movedim(-3, -1).contiguous()
+    return out.numpy()
+
+
+def _size(job: dict):
+    size = job.get("size")
+    return None if not size else (int(size[0]), int(size[1]))
 
 
 class LeRobotSystem:
@@ -97,6 +336,7 @@ class LeRobotSystem:
         self.cls = LeRobotDataset
         self.root = job["root"]
         self.backend = job.get("backend") or "torchcodec"
+        self.transforms = _peer_resize(job)
         self.ds = self._open(None)
         self.label = f"LeRobot {_version('lerobot')} ({self.backend})"
         self.versions = _versions("lerobot", "torch", "torchcodec", "av", "numpy")
@@ -108,6 +348,7 @@ class LeRobotSystem:
             video_backend=self.backend,
             return_uint8=True,
             delta_timestamps=delta_timestamps,
+            image_transforms=self.transforms,
         )
 
     def sample(self, index: int):
@@ -144,12 +385,15 @@ class LanceDBSystem(LeRobotSystem):
 
         self.cls = LanceDBDataset
         self.root = job["root"]
+        self.transforms = _peer_resize(job)
         self.ds = self._open(None)
         self.label = f"LanceDBDataset (lerobot-lancedb {_version('lerobot-lancedb')})"
         self.versions = _versions("lerobot-lancedb", "lancedb", "pylance", "lerobot", "torch", "torchcodec")
 
     def _open(self, delta_timestamps):
-        return self.cls(root=self.root, return_uint8=True, delta_timestamps=delta_timestamps)
+        return self.cls(
+            root=self.root, return_uint8=True, delta_timestamps=delta_timestamps, image_transforms=self.transforms
+        )
 
     def batch(self, indices: list[int]):
         return self.ds.__getitems__(indices)
@@ -169,6 +413,16 @@ class LanceDBSystem(LeRobotSystem):
             multiprocessing_context=lance_mp_context() if workers else None,
         )
         return loader, lambda batch: [int(i) for i in batch["index"]], lambda: None
+
+
+def _peer_resize(job: dict):
+    """The peers' documented resize: ``image_transforms=torchvision.transforms.v2.Resize(size)``."""
+    size = _size(job)
+    if size is None:
+        return None
+    from torchvision.transforms import v2
+
+    return v2.Resize(size)
 
 
 def _camera_name(key: str) -> str:
@@ -193,7 +447,15 @@ def open_system(job: dict):
     system = job.get("system")
     if system not in SYSTEMS:
         raise ValueError(f"job names system {system!r}; expected one of {SYSTEMS}")
-    return {"robodata": RobodataSystem, "lerobot": LeRobotSystem, "lancedb": LanceDBSystem}[system](job)
+    classes = {
+        "robodata": RobodataSystem,
+        "robodata-compat": RobodataCompatSystem,
+        "lerobot": LeRobotSystem,
+        "lancedb": LanceDBSystem,
+    }
+    opened = classes[system](job)
+    opened.job = job
+    return opened
 
 
 # --- measurements --------------------------------------------------------------------------------
@@ -233,6 +495,8 @@ def measure(system, measurement: dict, warmup: list[int]) -> dict:
         frames = system.frames(measurement["indices"])
         np.savez(measurement["out"], **frames)
         result["cameras"] = {camera: list(array.shape) for camera, array in frames.items()}
+    elif kind == "bound":
+        result.update(system.bound(measurement))
     elif kind == "profile":
         result.update(_profile(system, measurement))
     else:
@@ -273,6 +537,12 @@ def _profile(system, measurement: dict) -> dict:
         call, inputs = system.sample, measurement["indices"]
     elif of == "batch":
         call, inputs = system.batch, measurement["batches"]
+    elif of == "open":  # the training process's part of the first batch: open the dataset, read a batch
+
+        def call(batch):
+            return open_system(system.job).batch(batch)
+
+        inputs = measurement["batches"]
     else:
         call, inputs = system.window_reader(measurement), measurement["indices"]
     call(inputs[0])  # warm: open files and decoders outside the profile
