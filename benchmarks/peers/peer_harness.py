@@ -46,6 +46,7 @@ from benchmarks.peers.peer_scenarios import (
 )
 from benchmarks.peers.peer_storage import peer_storage
 from benchmarks.profiling import Profile, profile_from_own_times
+from benchmarks.report import headline_table
 from benchmarks.scenarios import Pair, window_offsets
 from robodata.codec import EncoderSettings
 from robodata.interop import export_lerobot
@@ -219,6 +220,8 @@ def run_peer_benchmark(
     if sweep and uploads is not None:
         results["gop_crf_sweep"] = _sweep(uploads, work, storage, cfg, nice, log, say, small)
     results["machine"]["load_average_at_end"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    results["date"] = time.strftime("%Y-%m-%d %H:%M %Z")
+    results["aims_table"] = headline_table(results)
     results["machine"]["wall_seconds"] = time.perf_counter() - started
     plots = {"peers": write_peer_plot(results, out / "peers.png")}
     results["plots"] = {name: path.name for name, path in plots.items()}

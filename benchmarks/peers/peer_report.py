@@ -325,3 +325,49 @@ def write_peer_plot(results: dict, path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def readme_line(results: dict) -> str:
+    """The README's one-line summary of a run (robodata / LeRobot and / LanceDB per scenario)."""
+    rows = {row["scenario"]: row for row in results["ratios"]}
+    parts = []
+    for scenario, ours, label in (
+        ("A", "robodata", "A"),
+        ("B", "robodata", "B"),
+        ("C", "robodata", "C"),
+        ("D", "robodata", "D make_dataloader"),
+        ("D", "robodata-compat", "D LeRobotCompatDataset"),
+        ("D@224", "robodata", "D at 224x224"),
+    ):
+        versus = rows.get(scenario, {}).get("versus", {}).get(ours, {})
+        if versus:
+            ratios = "/".join(f"{versus[g]['ratio']:.1f}x" if g in versus else "n/a" for g in PEER_GROUPS)
+            parts.append(f"{label} {ratios}")
+    first = rows.get("D", {}).get("first_batch_s", {})
+    if "robodata" in first and "lerobot-torchcodec" in first:
+        parts.append(f"first batch {first['robodata']:.1f} s vs LeRobot {first['lerobot-torchcodec']:.1f} s")
+    storage = results.get("storage") or {}
+    ours, theirs = storage.get("robodata") or {}, storage.get("lerobot-torchcodec") or {}
+    if ours.get("bytes_per_frame") and theirs.get("bytes_per_frame"):
+        parts.append(f"{ours['bytes_per_frame'] / theirs['bytes_per_frame']:.2f}x the bytes")
+    if "psnr_top_db" in ours and "psnr_top_db" in theirs:
+        parts.append(f"{ours['psnr_top_db'] - theirs['psnr_top_db']:+.1f} dB")
+    d = results["dataset"]
+    return (
+        f"benchmark vs LeRobot 0.6.1 / LanceDBDataset (`robodata bench OUT --peers VENV`, {results['footage']['source']} "
+        f"{d['episodes']} episodes / {d['rows']:,} rows, peers by LeRobot's writer, G={d['gop_size']}, "
+        f"{results.get('date', '')}): " + ", ".join(parts)
+    )
+
+
+def run_header(results: dict) -> str:
+    """The command, date, footage and load of a run: the line above its pasted table."""
+    m, d = results["machine"], results["dataset"]
+    return (
+        f"`{results['command']}` ({results.get('date', '')}, wall {m['wall_seconds'] / 60:.0f} min; "
+        f"{results['footage']['source']} {d['episodes']} episodes, {d['rows']:,} rows, cameras "
+        f"{', '.join(f'{c} {v}' for c, v in d['cameras'].items())}; robodata G={d['gop_size']} CRF "
+        f"{(results.get('ingest') or {}).get('crf', 'as stored')}; {m['cpu_count']} CPUs shared: load "
+        f"average {m['load_average_at_start']} at the start, {m['load_average_at_end']} at the end; "
+        f"{results['config']['rounds']} interleaved rounds, medians)"
+    )

@@ -538,3 +538,22 @@ def test_runner_runs_the_lerobot_users_path(ingested):
         assert measured["samples"] == [4, 4] and len(measured["delivered"]) == 3
         delivered = [i for batch in measured["delivered"] for i in batch]
         assert len(set(delivered)) == 12 and all(0 <= i < len(ds) for i in delivered)  # shuffled, no repeats
+
+
+def test_rendered_episodes_are_reused_across_footage_sizes(tmp_path):
+    from benchmarks.peers.footage import reuse_rendered
+
+    six = tmp_path / "aloha-6x300-seed0"
+    for index in range(2):
+        (six / f"episode_{index:06d}").mkdir(parents=True)
+        (six / f"episode_{index:06d}" / "top.mp4").write_bytes(bytes([index]) * 10)
+        (six / f"episode_{index:06d}" / "episode.json").write_text("{}")
+    (six / "episode_000002").mkdir()  # still rendering: no episode.json yet
+    (tmp_path / "aloha-6x150-seed0" / "episode_000002").mkdir(parents=True)  # other steps: never reused
+    (tmp_path / "aloha-6x150-seed0" / "episode_000002" / "episode.json").write_text("{}")
+    three = tmp_path / "aloha-3x300-seed0"
+    three.mkdir()
+    assert reuse_rendered(three, 3, 300, 0) == [0, 1]
+    assert (three / "episode_000001" / "top.mp4").read_bytes() == bytes([1]) * 10
+    assert not (three / "episode_000002").exists()
+    assert reuse_rendered(three, 3, 300, 0) == []  # already there
