@@ -98,7 +98,7 @@ def run_peer_benchmark(
     work.mkdir(parents=True)
     log = out / "runners.log"
     log.write_text("")
-    say = print if progress else (lambda *a, **k: None)
+    say = (lambda *a, **k: print(*a, **k, flush=True)) if progress else (lambda *a, **k: None)
     started, load_before = time.perf_counter(), os.getloadavg()
 
     uploads, source, ingest = None, "given dataset", None
@@ -144,37 +144,38 @@ def run_peer_benchmark(
         order = systems[r % len(systems) :] + systems[: r % len(systems)]  # who goes first rotates
         results: dict[str, list[dict]] = {s.key: [] for s in systems}
         for phase in (0, 1):  # A, B, C (and the bound) for every system, then D for every system
-            for size in cfg.sizes:
-                for system in order:
-                    jobs = scenario_jobs(system, plan, paired, cfg, window, size)
-                    if not jobs[phase]:
-                        continue
-                    names = ", ".join(m["name"] for m in jobs[phase])
-                    say(f"round {r + 1}/{cfg.rounds}: {system.key} {names} ...")
-                    answer = _run(
-                        system,
-                        roots,
-                        python,
-                        jobs[phase],
-                        _warmup(system, paired, len(ds)),
-                        log,
-                        nice,
-                        size=size,
-                        **(own if system.runner.startswith("robodata") else {}),
-                    )
-                    labels[system.key], versions[system.key] = answer["label"], answer["versions"]
-                    results[system.key] += answer["measurements"]
-                    if phase == 1 and system.runner != "robodata-compat":  # it shuffles, as a LeRobot user does
-                        loader = answer["measurements"][0]
+            for system in order:
+                # Every size in one process: native first, then the policy's size.
+                per_size = [(size, scenario_jobs(system, plan, paired, cfg, window, size)[phase]) for size in cfg.sizes]
+                measurements = [{**m, "size": list(size) if size else None} for size, ms in per_size for m in ms]
+                if not measurements:
+                    continue
+                say(f"round {r + 1}/{cfg.rounds}: {system.key} {', '.join(m['name'] for m in measurements)} ...")
+                answer = _run(
+                    system,
+                    roots,
+                    python,
+                    measurements,
+                    _warmup(system, paired, len(ds)),
+                    log,
+                    nice,
+                    **(own if system.runner.startswith("robodata") else {}),
+                )
+                labels[system.key], versions[system.key] = answer["label"], answer["versions"]
+                results[system.key] += answer["measurements"]
+                if phase == 1 and system.runner != "robodata-compat":  # it shuffles, as a LeRobot user does
+                    for asked, loader in zip(measurements, answer["measurements"], strict=True):
                         loader_checks.append(
                             {
                                 "round": r,
-                                "size": size,
+                                "scenario": loader["name"],
                                 "system": system.key,
-                                "same_rows": loader_rows_match(jobs[1][0]["batches"], loader["delivered"]),
+                                "same_rows": loader_rows_match(asked["batches"], loader["delivered"]),
                             }
                         )
         rounds.append(results)
+        # Kept as the run goes: a failure later (storage, profiles, report) loses no measurement.
+        (out / "rounds.json").write_text(json.dumps(rounds, default=_json_default))
 
     say("storage and picture quality ...")
     quality_rows = np.sort(rng.choice(len(ds), min(cfg.quality_rows, len(ds)), replace=False))

@@ -285,8 +285,9 @@ def _method(results: dict) -> str:
             "`take_blobs_decoded(concurrency=cpu_count)` plus the rows' state and action, LanceDBDataset "
             "`__getitems__`, LeRobotDataset one `ds[i]` per row as its DataLoader does) and C "
             f"({cfg['windows']} windows of {cfg['window_frames']} consecutive camera frames x every camera: robodata "
-            "`take_windows`, the peers `delta_timestamps` of k / fps); another process runs D. Each process warms up "
-            "on one sample before timing.",
+            "`take_windows`, the peers `delta_timestamps` of k / fps), at native size and then at the policy's size "
+            "(a second opened reader in the same process); another process runs D at both sizes. Each reader warms "
+            "up on one sample before timing.",
             "- Peers run in their own venv (`scripts/peers.sh`: Python 3.12, lerobot[dataset]==0.6.1, "
             "lerobot-lancedb==0.3.1, torchcodec on Debian's FFmpeg 5) through `benchmarks/peers/peer_runner.py`, "
             "`return_uint8=True`; robodata runs the same runner with its own Python.",
@@ -295,7 +296,8 @@ def _method(results: dict) -> str:
             "match (gym-aloha: 50 Hz both).",
             "- Bytes per camera frame: robodata's GOP bytes; LeRobot's MP4 bytes; LanceDB's videos.lance folder. "
             f"PSNR against the source frames on {results['storage'].get('quality_rows', 0)} random rows "
-            "(gym-aloha footage is stored losslessly, so the source is the rendered image).",
+            "(gym-aloha footage is stored losslessly, so the source is the rendered image); every system's frames "
+            "are its own decode of its own encoding of those source frames.",
         ]
     )
 

@@ -29,7 +29,7 @@ Kinds of measurement (each times every call; ``indices`` are the system's own sa
 - ``frames``: decode ``indices`` and save every camera's frames (H x W x 3 uint8) to ``out`` (.npz).
 - ``profile``: cProfile ``of`` (sample, batch or window) once over its inputs; own time per function.
 
-A measurement with ``size`` [H, W] (the policy's input, 224 x 224) reads frames at that size:
+A job or measurement with ``size`` [H, W] (the policy's input, 224 x 224) reads frames at that size:
 the peers through their documented ``image_transforms`` (torchvision ``v2.Resize``), robodata
 through ``resolution=`` where its readers have it (a stored training rendition when the dataset
 has one), else by resizing the decoded frames with the same kernel (``RESIZE`` below).
@@ -580,8 +580,17 @@ def run_job(job: dict) -> dict:
     """Open the job's system once and run its measurements in order."""
     if job.get("protocol", PROTOCOL) != PROTOCOL:
         raise ValueError(f"job speaks protocol {job.get('protocol')}, this runner {PROTOCOL}")
-    system = open_system(job)
-    measurements = [measure(system, m, job.get("warmup", [0])) for m in job.get("measurements", [])]
+    systems = {}  # one opened system per size: a measurement's own ``size`` overrides the job's
+
+    def system_for(measurement: dict):
+        size = measurement.get("size", job.get("size"))
+        key = tuple(size) if size else None
+        if key not in systems:
+            systems[key] = open_system({**job, "size": size})
+        return systems[key]
+
+    system = system_for({})
+    measurements = [measure(system_for(m), m, job.get("warmup", [0])) for m in job.get("measurements", [])]
     return {
         "protocol": PROTOCOL,
         "system": job["system"],
