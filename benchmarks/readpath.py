@@ -26,7 +26,7 @@ def sequential_decode_fps(ds: RoboDataset, column: str, threads: int | None = No
     """Frames/s decoding (and converting to RGB) every frame of a camera's GOPs, one
     single-threaded decoder per core."""
     camera = camera_of(column, ds.cameras)
-    gops = ds._gops  # noqa: SLF001 - the benchmark measures the reader's own table
+    gops = ds.gops.lance_dataset  # the reader's own table
     table = gops.to_table(columns=["packet_sizes", "codec"], filter=camera_filter(camera), with_row_id=True)
     row_ids = table["_rowid"].to_pylist()[:max_gops]
     sizes = table["packet_sizes"].to_pylist()[:max_gops]

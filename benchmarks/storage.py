@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from benchmarks.lerobot_baseline import LeRobotLayoutReader
 from robodata.codec.quality import jpeg_roundtrip, psnr
 from robodata.format.ids import episode_filter
+from robodata.format.renditions import full_resolution_only
 from robodata.format.schema import ref_columns
 from robodata.format.tables import gops_uri, open_table
 from robodata.ingest.upload import read_upload
@@ -32,8 +33,9 @@ def video_bytes(ds: RoboDataset) -> int:
 
 def _gops_of(ds: RoboDataset, columns: list[str]):
     episodes = ds.episodes()["episode_index"].to_pylist()
-    gops = open_table(gops_uri(ds.uri), ds._storage_options)  # noqa: SLF001 - same dataset, same options
-    return gops.to_table(columns=columns, filter=episode_filter(episodes))
+    gops = open_table(gops_uri(ds.uri), ds.storage_options)  # same dataset, same options
+    # Full-resolution GOPs only: training renditions beside them are not the dataset's video.
+    return gops.to_table(columns=columns, filter=full_resolution_only(gops, episode_filter(episodes)))
 
 
 def quality_sample(

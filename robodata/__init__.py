@@ -1,10 +1,13 @@
 """robodata: robot episodes as one versioned Lance dataset with frame-level random access.
 
->>> import robodata  # doctest: +SKIP
->>> robodata.ingest_episode("uploads/episode_000000", "data/demo")  # doctest: +SKIP
->>> ds = robodata.open("data/demo")  # doctest: +SKIP
->>> ds[0]["observation_images_top"].shape  # doctest: +SKIP
+``robodata.open`` is the way in; everything else reads from the ``RoboDataset`` it returns.
+
+>>> import robodata
+>>> ds = robodata.open("data/demo")
+>>> ds[0]["observation_images_top"].shape
 (480, 640, 3)
+>>> ds.get_frames([5, 90], cameras=["top"]).data["top"].shape
+(2, 480, 640, 3)
 """
 
 from robodata import quiet_lance  # noqa: F401  (first: sets LANCE_LOG before lance loads)
@@ -12,26 +15,46 @@ from robodata.codec import EncoderSettings
 from robodata.edits import add_annotations, collect_garbage, delete_episodes
 from robodata.errors import (
     BadUploadError,
+    BenchmarksUnavailableError,
+    CorruptGopError,
     DatasetLocationError,
+    EpisodeAuditError,
+    EpisodeIndexTakenError,
+    EpisodeNotFoundError,
     IncompatibleEpisodeError,
+    InvalidArgumentError,
+    MissingExtraError,
+    NotFoundError,
+    RemovedCodecError,
     RoboDataError,
     StorageError,
     StorageUnreachableError,
 )
 from robodata.ingest import IngestResult, ingest_episode, write_episode
-from robodata.reader import RoboDataset
-from robodata.reader import open_dataset as open  # noqa: A001 - mirrors lance.dataset / robodata.open
+from robodata.reader import FrameBatch, RoboDataset, WindowBatch
+from robodata.reader import open_dataset as open  # mirrors lance.dataset / robodata.open
 
 __all__ = [
     "BadUploadError",
+    "BenchmarksUnavailableError",
+    "CorruptGopError",
     "DatasetLocationError",
     "EncoderSettings",
+    "EpisodeAuditError",
+    "EpisodeIndexTakenError",
+    "EpisodeNotFoundError",
+    "FrameBatch",
     "IncompatibleEpisodeError",
+    "InvalidArgumentError",
+    "MissingExtraError",
+    "NotFoundError",
+    "RemovedCodecError",
     "IngestResult",
     "RoboDataError",
-    "RoboDataset",
+    "RoboDataset",  # for type hints: datasets come from robodata.open
     "StorageError",
     "StorageUnreachableError",
+    "WindowBatch",
     "add_annotations",
     "collect_garbage",
     "delete_episodes",

@@ -33,7 +33,7 @@ class CorruptGopError(RoboDataError, ValueError):
     """Stored GOP bytes whose checksum differs from the one written with them: the message names
     the dataset, its version, the episode, the camera and the GOP.
 
-    >>> CorruptGopError.of("data/demo", 5, 2, "top", 7, 123, "checksum differs").gop_index  # doctest: +SKIP
+    >>> CorruptGopError.of("data/demo", 5, 2, "top", 7, 123, "checksum differs").gop_index
     7
     """
 
@@ -112,3 +112,34 @@ class RemovedCodecError(RoboDataError, ValueError):
 class BenchmarksUnavailableError(RoboDataError):
     """The benchmarks were asked for, but they ship with robodata's source checkout (the
     top-level ``benchmarks/`` folder), not with the installed package."""
+
+
+class NotFoundError(RoboDataError, FileNotFoundError):
+    """A dataset, a version or tag, or a file the caller named does not exist; the message names it."""
+
+
+class InvalidArgumentError(RoboDataError, ValueError):
+    """A value robodata refuses before doing anything (an episode index or id, a setting such as
+    DAGSTER_HOME); the message names the value and what is allowed."""
+
+
+class MissingExtraError(RoboDataError, ImportError):
+    """A feature that needs an optional dependency which is not installed; the message names the
+    ``pip install 'robodata[EXTRA]'`` command that adds it."""
+
+
+def import_extra(module: str, extra: str, feature: str):
+    """``module`` imported, or MissingExtraError naming the extra that installs it: the core
+    package reads and writes datasets without Dagster, torch, matplotlib or h5py.
+
+    >>> import_extra("json", "plots", "plots").__name__
+    'json'
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module.split(".")[0]:
+            raise  # the package is there but broken: that traceback is the useful one
+        raise MissingExtraError(f"{feature} needs {exc.name}: pip install 'robodata[{extra}]'") from exc

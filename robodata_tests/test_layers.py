@@ -49,10 +49,14 @@ ALLOWED = {
     "torch": {"reader", "format", "interop", "storage", "errors"},  # reads, in LeRobot's keys
     "__init__": LIBRARY,
     "defs": LIBRARY,
+    # Dagster's own rooms: the definitions (a folder per domain), the entry point that loads
+    # them, and the instance helpers the CLI and the demo use (no definitions of their own).
     "definitions": {"defs"},
-    "instance_commands": {"defs", "storage", "errors"},
-    "demo": LIBRARY | {"defs"},
-    "cli": LIBRARY | {"demo", "instance_commands"},
+    "dagster_home": {"defs", "format", "storage", "errors"},
+    "demo": LIBRARY | {"defs", "dagster_home"},
+    "cli": LIBRARY | {"demo", "dagster_home"},
+    # deploy/dagster.yaml's storage and run launcher, and `deploy/cluster.sh wait`
+    "cluster": {"reader", "storage", "errors", "__init__"},
 }
 # third-party packages a layer must not import
 FORBIDDEN = {layer: {"dagster"} for layer in LIBRARY | {"__init__"}}
@@ -167,6 +171,17 @@ def test_the_benchmarks_rule_names_each_unguarded_import(tmp_path):
     ]
 
 
+def test_defs_holds_only_dagster_code():
+    """Every module under defs/ is Dagster code (plain library code, such as the upload queue,
+    lives in the library where it can be used and tested without Dagster)."""
+    plain = [
+        str(path.relative_to(PACKAGE.parent))
+        for path in sorted((PACKAGE / "defs").rglob("*.py"))
+        if path.stat().st_size and not any(m.split(".")[0] == "dagster" for _, m in _imports(PACKAGE, path))
+    ]
+    assert plain == []
+
+
 def test_the_rules_name_the_offending_module_and_import(tmp_path):
     package = tmp_path / "robodata"
     (package / "reader").mkdir(parents=True)
@@ -176,4 +191,89 @@ def test_the_rules_name_the_offending_module_and_import(tmp_path):
     assert _violations(package) == [
         "robodata/codec/probe.py:2 imports lance (codec must not use lance)",
         "robodata/reader/probe.py:4 imports robodata.ingest (reader -> ingest)",
+    ]
+
+
+# --- RoboDataset's private state stays in reader/ -----------------------------------------------
+ATTRIBUTE_CALLS = {"getattr", "setattr", "hasattr", "delattr"}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _dataset_private_names(package: Path = PACKAGE) -> set[str]:
+    """RoboDataset's private attributes: every ``self._x`` it assigns and every ``_x`` it defines."""
+    tree = ast.parse((package / "reader" / "dataset.py").read_text())
+    dataset = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "RoboDataset")
+    names = {n.name for n in dataset.body if isinstance(n, ast.FunctionDef) and _private(n.name)}
+    for node in ast.walk(dataset):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+            and _private(node.attr)
+        ):
+            names.add(node.attr)
+    return names
+
+
+def _private_reach(package: Path = PACKAGE) -> list[str]:
+    """Outside reader/: attribute access by one of RoboDataset's private names (on anything but
+    ``self``/``cls``, whose attributes are their own class's), the same through getattr and
+    friends, and imports of a private name from robodata.reader."""
+    private = _dataset_private_names(package)
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if _layer(package, path) == "reader":
+            continue
+        where = path.relative_to(package.parent)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Attribute) and node.attr in private:
+                if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                    found.append(f"{where}:{node.lineno} uses RoboDataset's private {node.attr}")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ATTRIBUTE_CALLS:
+                named = node.args[1] if len(node.args) > 1 else None
+                if isinstance(named, ast.Constant) and named.value in private:
+                    found.append(f"{where}:{node.lineno} uses RoboDataset's private {named.value}")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("robodata.reader"):
+                for alias in node.names:
+                    if _private(alias.name):
+                        found.append(f"{where}:{node.lineno} imports the private {node.module}.{alias.name}")
+    return sorted(found, key=lambda text: (text.split(":")[0], int(text.split(":")[1].split()[0])))
+
+
+def test_nothing_outside_reader_touches_robodataset_private_state():
+    assert {"_rows", "_frames", "_storage_options", "_gop_index", "_check_indices"} <= _dataset_private_names()
+    assert _private_reach() == []
+
+
+def test_the_private_state_rule_names_the_file_line_and_name(tmp_path):
+    package = tmp_path / "robodata"
+    (package / "reader").mkdir(parents=True)
+    (package / "torch").mkdir()
+    (package / "reader" / "dataset.py").write_text(
+        "class RoboDataset:\n"
+        "    def __init__(self):\n"
+        "        self._rows = None\n"
+        "        self.cameras = []\n"
+        "    def _check(self):\n"
+        "        return self._rows\n"
+    )
+    (package / "torch" / "probe.py").write_text(
+        "from robodata.reader.dataset import _to_numpy, open_dataset\n"
+        "\n"
+        "class Reader:\n"
+        "    def __init__(self, ds):\n"
+        "        self._rows = ds._rows\n"  # its own _rows is fine; the dataset's is not
+        "        ds._check()\n"
+        "        getattr(ds, '_rows')\n"
+        "        ds.cameras\n"
+    )
+    assert _private_reach(package) == [
+        "robodata/torch/probe.py:1 imports the private robodata.reader.dataset._to_numpy",
+        "robodata/torch/probe.py:5 uses RoboDataset's private _rows",
+        "robodata/torch/probe.py:6 uses RoboDataset's private _check",
+        "robodata/torch/probe.py:7 uses RoboDataset's private _rows",
     ]

@@ -45,6 +45,7 @@ import traceback
 
 PROTOCOL = 1
 RESULT_PREFIX = "PEER_RESULT "
+ROW_COLUMNS = ["episode_index", "frame_index", "observation_state", "action"]  # read with robodata's frames
 SYSTEMS = ("robodata", "robodata-compat", "lerobot", "lancedb")
 # robodata at a size: "auto" passes ``resolution=`` where robodata's readers take it (renditions),
 # else resizes decoded frames like the peers; "resize" always resizes decoded frames.
@@ -60,13 +61,8 @@ class RobodataSystem:
 
         self.uri = job["root"]
         self.ds = robodata.open(self.uri, version=job.get("version"), storage_options=job.get("storage_options"))
-        # Profiles ask for one decode thread (cProfile sees only the calling thread); ds[i] and
-        # take_windows take no concurrency argument, so the pool's default is lowered too.
         self.concurrency = job.get("concurrency") or os.cpu_count() or 1
-        if self.concurrency == 1:
-            from robodata.reader import decode_pool
-
-            decode_pool.default_concurrency = lambda: 1
+        _one_decode_thread(job)
         self.size = _size(job)
         self.by_resolution = self.size is not None and robodata_takes_resolution()
         self.label = "robodata"
@@ -78,35 +74,30 @@ class RobodataSystem:
     def _resized(self, frames: dict) -> dict:
         if self.size is None or self.by_resolution:
             return frames
-        return {k: resize_hwc(v, self.size) if k in self.ds.image_columns else v for k, v in frames.items()}
+        return {k: resize_hwc(v, self.size) for k, v in frames.items()}
 
     def sample(self, index: int):
         if self.size is None:
             return self.ds[index]
         ds = self.ds
-        row = ds.lance_dataset.take([index], columns=["episode_index", "frame_index", "observation_state", "action"])
-        return row, self._resized(ds.take_blobs_decoded([index], ds.image_columns, **self._at_size()))
+        row = ds.take_rows([index], ROW_COLUMNS)
+        return row, self._resized(ds.get_frames([index], **self._at_size()).data)
 
     def batch(self, indices: list[int]):
         ds = self.ds
-        ds.lance_dataset.take(sorted(indices), columns=["episode_index", "frame_index", "observation_state", "action"])
-        frames = ds.take_blobs_decoded(
-            columns=ds.image_columns, indices=indices, concurrency=self.concurrency, **self._at_size()
-        )
-        return self._resized(frames)
+        ds.take_rows(sorted(indices), ROW_COLUMNS)
+        return self._resized(ds.get_frames(indices, concurrency=self.concurrency, **self._at_size()).data)
 
     def window_reader(self, measurement: dict):
         ds, offsets = self.ds, measurement["row_offsets"]
 
         def read(index: int):
-            windows = ds.take_windows(indices=[index], offsets=offsets, columns=ds.image_columns, **self._at_size())
-            return self._resized(windows)
+            return self._resized(ds.get_windows([index], offsets, columns=[], **self._at_size()).data)
 
         return read
 
     def frames(self, indices: list[int]) -> dict:
-        decoded = self.ds.take_blobs_decoded(columns=self.ds.image_columns, indices=indices)
-        return {_camera_name(k): v for k, v in decoded.items()}
+        return dict(self.ds.get_frames(indices).data)
 
     def loader(self, measurement: dict):
         from robodata.torch import make_dataloader
@@ -121,68 +112,59 @@ class RobodataSystem:
             seed=measurement["seed"],
             shuffle="global",
             version=self.ds.version,
-            storage_options=self.ds._storage_options,  # noqa: SLF001 - as opened
+            storage_options=self.ds.storage_options,
             **sized,
         )
         return loader, lambda batch: [int(i) for i in batch["index"]], loader.close
 
     def bound(self, measurement: dict) -> dict:
-        """Decode the frames of ``batches`` on every core from GOP bytes already in memory."""
-        import threading
+        """Decode the frames of ``batches`` on every core from GOP bytes already in memory: the
+        reader's own GOP tasks (a stored rendition's GOPs where one fits the size, else the full
+        GOPs scaled on decode), each run by one of ``cpu_count`` threads with its single-threaded
+        decoder; no Lance read, no checksum, no worker, no copy between processes."""
         from concurrent.futures import ThreadPoolExecutor
 
         import numpy as np
 
+        from robodata.reader.renditions import decode_requests
+
         ds, size = self.ds, self.size
-        if self.by_resolution:
-            return self._bound_through_renditions(measurement)
-        rows = ds._rows  # noqa: SLF001 - the reader's own row index: which GOP and frame each row shows
+        rows = ds.rows  # which GOP and frame each row shows
         prepared = []
         for batch in measurement["batches"]:
             idx = np.asarray(batch, dtype=np.int64)
             requests = []
             for camera in ds.cameras:
-                info = ds.metadata.cameras[camera]
-                shape = (len(idx), *(size or (info.height, info.width)), 3)
-                requests.append((rows.ref_id[camera][idx], rows.frame_in_gop[camera][idx], np.empty(shape, np.uint8)))
-            prepared.append(ds._gop_tasks(requests))  # noqa: SLF001 - reads the GOP bytes now, outside the timing
+                out = ds._output(camera, len(idx), False, size)
+                refs, in_gop = rows.ref_id[camera][idx], rows.frame_in_gop[camera][idx]
+                requests += decode_requests(ds.metadata, ds._gop_index, camera, refs, in_gop, out, size)
+            prepared.append(ds._gop_tasks(requests))  # reads the GOP bytes now, outside the timing
         threads = os.cpu_count() or 1
-        local = threading.local()
-
-        def run(task) -> None:
-            decode_into(local, task, size)
-
         seconds = []
         with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(run, prepared[0]))  # warm: one decoder per thread
+            list(pool.map(lambda task: task.run(), prepared[0]))  # warm: one decoder per thread
             for tasks in prepared:
                 tasks = sorted(tasks, key=lambda t: -max(t.wanted))  # longest GOP prefixes first, as the reader
                 start = time.perf_counter()
-                list(pool.map(run, tasks))
+                list(pool.map(lambda task: task.run(), tasks))
                 seconds.append(time.perf_counter() - start)
-        decoded = [sum(max(t.wanted) + 1 for t in tasks) for tasks in prepared]
-        wanted = [sum(len(t.wanted) for t in tasks) for tasks in prepared]
         return {
             "seconds": seconds,
             "samples": [len(b) for b in measurement["batches"]],
             "threads": threads,
-            "frames_decoded": sum(decoded),
-            "frames_wanted": sum(wanted),
+            "frames_decoded": sum(max(t.wanted) + 1 for tasks in prepared for t in tasks),
+            "frames_wanted": sum(len(t.wanted) for tasks in prepared for t in tasks),
+            "renditions": bool(size) and any(t.size is None for tasks in prepared for t in tasks),
         }
 
-    def _bound_through_renditions(self, measurement: dict) -> dict:
-        """The bound where robodata reads at a size through its renditions: the in-process reader
-        (every core, warm page cache) decoding the batches at ``resolution=``, which picks the
-        stored rendition's GOPs; it includes the reader's own overhead, so it bounds less tightly."""
-        ds, threads = self.ds, os.cpu_count() or 1
-        batches = measurement["batches"]
-        ds.take_blobs_decoded(batches[0], ds.image_columns, concurrency=threads, resolution=self.size)  # warm
-        seconds = []
-        for batch in batches:
-            start = time.perf_counter()
-            ds.take_blobs_decoded(batch, ds.image_columns, concurrency=threads, resolution=self.size)
-            seconds.append(time.perf_counter() - start)
-        return {"seconds": seconds, "samples": [len(b) for b in batches], "threads": threads, "via": "reader"}
+
+def _one_decode_thread(job: dict) -> None:
+    """Profiles ask for one decode thread (cProfile sees only the calling thread); ds[i] and the
+    torch datasets take no concurrency argument, so the pool's default is lowered."""
+    if job.get("concurrency") == 1:
+        from robodata.reader import decode_pool
+
+        decode_pool.default_concurrency = lambda: 1
 
 
 def robodata_takes_resolution() -> bool:
@@ -191,52 +173,12 @@ def robodata_takes_resolution() -> bool:
         return False
     import inspect
 
-    from robodata.reader.batch_reader import BatchReader
     from robodata.torch import LeRobotCompatDataset
+    from robodata.torch.batch_reader import BatchReader
 
     return all(
         "resolution" in inspect.signature(f).parameters for f in (BatchReader.__init__, LeRobotCompatDataset.__init__)
     )
-
-
-def decode_into(local, task, size) -> None:
-    """One GOP task of the bound: decode up to its last wanted frame with this thread's
-    single-threaded decoder, convert each wanted frame to RGB (scaled to ``size`` by swscale's
-    area filter when given, as a reader without a stored rendition must) into its output slot."""
-    from itertools import accumulate
-
-    import av
-
-    decoders = getattr(local, "decoders", None)
-    if decoders is None:
-        decoders = local.decoders = {}
-    ctx = decoders.get(task.codec)
-    if ctx is None:
-        ctx = decoders[task.codec] = av.CodecContext.create(task.codec, "r")
-        ctx.thread_count = 1
-        ctx.thread_type = "NONE"
-    slots: dict[int, list] = {}
-    for k, out in zip(task.wanted, task.out, strict=True):
-        slots.setdefault(k, []).append(out)
-    last = max(task.wanted)
-    starts = [0, *accumulate(int(n) for n in task.packet_sizes[: last + 1])]
-    view = memoryview(task.data)
-    options = {} if size is None else {"width": size[1], "height": size[0], "interpolation": "AREA"}
-    decoded = 0
-
-    def store(frame) -> None:
-        for out in slots.get(decoded, ()):
-            out[...] = frame.to_ndarray(format="rgb24", **options)
-
-    for k in range(last + 1):
-        for frame in ctx.decode(av.Packet(view[starts[k] : starts[k + 1]])):
-            store(frame)
-            decoded += 1
-    if decoded <= last:
-        for frame in ctx.decode(None):
-            store(frame)
-            decoded += 1
-        ctx.flush_buffers()
 
 
 class RobodataCompatSystem:
@@ -251,6 +193,7 @@ class RobodataCompatSystem:
         ).version
         self.storage_options = job.get("storage_options")
         self.dtype = job.get("dtype") or "uint8"
+        _one_decode_thread(job)
         self.size = _size(job)
         self.label = f"robodata LeRobotCompatDataset ({self.dtype})"
         self.versions = _versions("pylance", "av", "torch", "numpy")

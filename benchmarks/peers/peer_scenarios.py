@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchmarks.aims import _aim
-from robodata.reader.sampler import RowSampler
+from robodata.torch.sampler import RowSampler
 
 
 @dataclass(frozen=True)

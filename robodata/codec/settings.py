@@ -9,7 +9,7 @@ from robodata.codec.codecs import codec_named
 
 @dataclass(frozen=True)
 class EncoderSettings:
-    """How camera streams are cut and compressed. ``gop_size`` is G in DESIGN.md; ``codec`` names
+    """How camera streams are cut and compressed. ``gop_size`` is G, frames per closed GOP; ``codec`` names
     an entry of ``robodata.codec.codecs.CODECS`` (what gops.lance stores in each row's ``codec``).
 
     >>> EncoderSettings(gop_size=16).crf

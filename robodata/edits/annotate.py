@@ -17,9 +17,10 @@ class AnnotationResult(int):
     """The dataset version ``add_annotations`` wrote (it is that int), and the label rows it
     could not apply because the dataset has no such (episode_index, frame_index) row.
 
-    >>> result = robodata.add_annotations("data/demo", labels)  # doctest: +SKIP
-    >>> int(result), result.unmatched_rows, result.unmatched_episodes  # doctest: +SKIP
-    (7, 3, [42])
+    >>> labels = pa.table({"episode_index": [0, 0, 42], "frame_index": [5, 6, 0], "success": [True, True, False]})
+    >>> result = robodata.add_annotations("data/demo", labels)
+    >>> int(result), result.labelled_rows, result.unmatched_rows, result.unmatched_episodes
+    (4, 2, 1, [42])
     """
 
     labelled_rows: int
@@ -48,16 +49,40 @@ class AnnotationResult(int):
 
 
 def add_annotations(uri: str, labels: pa.Table, *, storage_options: dict | None = None) -> AnnotationResult:
-    """Add (or correct) label columns from ``labels``, a table with episode_index, frame_index
-    and one column per label. Returns the new version (an ``AnnotationResult``, which also
-    counts label rows for episodes or frames the dataset does not hold: those are not applied,
-    and reported rather than dropped in silence; if no row matches, nothing is written).
+    """Add (or correct) label columns, in one new version; video is never touched.
 
     New columns are written as new column files (rows without a label get null); columns that
-    already exist are corrected row by row with a merge on the keys. Video is never touched.
+    already exist are corrected row by row with a merge on the keys.
 
-    >>> labels = pa.table({"episode_index": [0], "frame_index": [5], "success": [True]})  # doctest: +SKIP
-    >>> robodata.add_annotations("data/demo", labels)  # doctest: +SKIP
+    Parameters
+    ----------
+    uri : str
+        The dataset root (local or s3://).
+    labels : pyarrow.Table
+        ``episode_index``, ``frame_index`` and one column per label.
+    storage_options : dict, optional
+        Object-store options; by default from the environment.
+
+    Returns
+    -------
+    AnnotationResult
+        The new version (it is that int), with the label rows that match no row of the dataset
+        counted (``unmatched_rows``, ``unmatched_episodes``): reported, not applied.
+
+    Raises
+    ------
+    ValueError
+        Key columns missing, no label column, a label named like a dataset column that labels
+        may not overwrite, or no label row matching the dataset (nothing written).
+
+    Examples
+    --------
+    >>> labels = pa.table({"episode_index": [0, 9], "frame_index": [5, 0], "success": [True, False]})
+    >>> result = robodata.add_annotations("data/demo", labels)
+    >>> int(result), result.unmatched_rows, result.unmatched_episodes
+    (4, 1, [9])
+    >>> robodata.open("data/demo")[5]["success"], robodata.open("data/demo")[6]["success"]
+    (True, None)
     """
     missing = set(KEYS) - set(labels.column_names)
     if missing:

@@ -8,11 +8,40 @@ from robodata.format.tables import open_frames
 
 
 def delete_episodes(uri: str, episodes: list[int] | int, *, storage_options: dict | None = None) -> int:
-    """Delete episodes' rows from frames.lance (a deletion vector; no data file is rewritten)
-    and return the new version. Their GOPs stay until ``collect_garbage``. Asking for an
-    episode the dataset does not hold is an EpisodeNotFoundError, and nothing is deleted.
+    """Delete whole episodes in one new version (a deletion vector; no data file is rewritten).
 
-    >>> robodata.delete_episodes("data/demo", [3])  # doctest: +SKIP
+    Their GOPs stay until no retained version refers to them and ``collect_garbage`` runs;
+    earlier versions still read them.
+
+    Parameters
+    ----------
+    uri : str
+        The dataset root (local or s3://).
+    episodes : int or list of int
+        The ``episode_index`` values to delete.
+    storage_options : dict, optional
+        Object-store options; by default from the environment.
+
+    Returns
+    -------
+    int
+        The new version.
+
+    Raises
+    ------
+    robodata.EpisodeNotFoundError
+        An episode the dataset does not hold; nothing was deleted.
+
+    Examples
+    --------
+    >>> robodata.delete_episodes("data/demo", [2])
+    4
+    >>> len(robodata.open("data/demo")), len(robodata.open("data/demo", version=3))
+    (394, 591)
+    >>> robodata.delete_episodes("data/demo", [7])
+    Traceback (most recent call last):
+    ...
+    robodata.errors.EpisodeNotFoundError: data/demo: no episode 7 in the dataset (version 4); nothing deleted
     """
     selected = episode_filter(episodes)  # validates every index first
     frames = open_frames(uri, storage_options=storage_options)

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from robodata.format.ids import ref_id_filters
+from robodata.format.renditions import without_renditions_of_kept_gops
 from robodata.format.schema import read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.integrity.gop_leases import read_records
@@ -42,6 +43,35 @@ def collect_garbage(
 
     Versions removed by Lance's ``cleanup_old_versions`` no longer protect their GOPs; tagged
     versions always do. The bytes leave disk at the next compaction and cleanup of gops.lance.
+
+    Parameters
+    ----------
+    uri : str
+        The dataset root (local or s3://).
+    dry_run : bool, default False
+        Count the unreferenced GOPs without deleting them.
+    storage_options : dict, optional
+        Object-store options; by default from the environment.
+    min_age : datetime.timedelta, optional
+        How long an ingest may take: older leases are ignored, newer GOPs kept.
+
+    Returns
+    -------
+    GarbageReport
+        GOPs found unreferenced, deleted, kept as too recent, and the gops.lance version.
+
+    Raises
+    ------
+    RuntimeError
+        Concurrent ingests preempted it five times in a row; nothing unsafe was deleted.
+
+    Examples
+    --------
+    >>> robodata.delete_episodes("data/demo", [2])
+    4
+    >>> report = robodata.collect_garbage("data/demo")  # versions 1-3 still refer to its GOPs
+    >>> report.unreferenced, report.deleted
+    (0, 0)
     """
     for _ in range(_ATTEMPTS):
         try:
@@ -88,6 +118,7 @@ def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta |
         in_flight |= {r for r in orphans if r not in settled}
     too_recent = sum(r in in_flight for r in orphans)
     orphans = [r for r in orphans if r not in in_flight]
+    orphans = without_renditions_of_kept_gops(gops, orphans)  # training renditions follow their source
     if orphans and not dry_run:
         # One delete planned on ``gops``'s version, without Lance's retries (which would plan it
         # again on a newer version, where these ids may be in use again).

@@ -2,15 +2,16 @@
 frame by frame), and every row's references against gops.lance. What ``robodata verify`` runs and
 what the Dagster episode checks run for one episode.
 
->>> report = verify_dataset("data/demo", decode=True)  # doctest: +SKIP
->>> report.ok, report.gops.checked  # doctest: +SKIP
-(True, 144)
+>>> report = verify_dataset("data/demo", decode=True)
+>>> report.ok, report.gops.checked
+(True, 135)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from robodata.errors import NotFoundError
 from robodata.format.ids import episode_filter
 from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.integrity.episode_checks import RowRefs, references_result
@@ -62,12 +63,16 @@ def verify_dataset(
     GOP of its own episode and camera holding its frame. ``episode_index`` narrows both to one
     episode.
 
-    >>> verify_dataset("s3://lab/ds", version="run-42").summary()  # doctest: +SKIP
+    >>> robodata.open("data/demo").tag("run-42")  # or any version, on an s3:// root alike
+    3
+    >>> print(verify_dataset("data/demo", version="run-42", episode_index=1).summary())
+    data/demo version 3: 1 episodes, 197 rows; 45 GOPs checksummed
+    OK: every GOP and every row reference holds
     """
     with storage_step("verifying the dataset", frames_uri(uri), storage_options):
         frames = open_table(frames_uri(uri), storage_options, version)
         if frames is None:
-            raise FileNotFoundError(f"no robodata dataset at {uri} (frames.lance does not exist)")
+            raise NotFoundError(f"no robodata dataset at {uri} (frames.lance does not exist)")
         gops = open_table(gops_uri(uri), storage_options)
         where = None if episode_index is None else episode_filter(episode_index)
         refs = RowRefs.of_table(uri, frames, where, storage_options)

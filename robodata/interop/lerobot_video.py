@@ -29,8 +29,11 @@ class SharedVideoWriter:
     """One camera's MP4: frames are appended episode after episode with continuous timestamps
     (frame k sits at k / fps), so an episode's span is [first / fps, end / fps).
 
-    >>> with SharedVideoWriter("file-000.mp4", 640, 480, 30) as video:  # doctest: +SKIP
-    ...     video.add(rgb)
+    >>> with SharedVideoWriter("file-000.mp4", 64, 48, 30) as video:
+    ...     for shade in range(3):
+    ...         video.add(np.full((48, 64, 3), 80 * shade, np.uint8))
+    >>> video.frames
+    3
     """
 
     def __init__(

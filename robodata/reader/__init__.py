@@ -1,6 +1,6 @@
-"""open(uri, version) -> RoboDataset: rows, batched decoded takes, windows, versions. The read
+"""open(uri, version) -> RoboDataset: rows, decoded frames by camera, windows, versions. The read
 fast path lives here."""
 
-from robodata.reader.dataset import RoboDataset, open_dataset
+from robodata.reader.dataset import FrameBatch, RoboDataset, WindowBatch, open_dataset, to_numpy
 
-__all__ = ["RoboDataset", "open_dataset"]
+__all__ = ["FrameBatch", "RoboDataset", "WindowBatch", "open_dataset", "to_numpy"]

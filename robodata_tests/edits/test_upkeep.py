@@ -104,7 +104,7 @@ def test_an_ingest_held_at_its_commit_survives_a_whole_upkeep(tiny_dataset, monk
     def ingest():
         try:
             write_tiny(tiny_dataset, [3, 9])  # a re-ingest, then a new episode
-        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+        except Exception as exc:  # reported by the assertion below
             errors.append(exc)
 
     thread = threading.Thread(target=ingest)

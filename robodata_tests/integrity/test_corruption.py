@@ -12,8 +12,8 @@ import pytest
 
 import robodata
 from robodata.errors import CorruptGopError, RoboDataError
-from robodata.reader.batch_reader import BatchReader
-from robodata.reader.loader import TrainingLoader
+from robodata.torch.batch_reader import BatchReader
+from robodata.torch.loader import TrainingLoader
 
 TOP = "observation_images_top"
 
@@ -44,7 +44,7 @@ def corrupted(dataset_copy):
     bad_row = int(np.flatnonzero((episode == 1) & (gop_index == 2))[0])
     good_row = int(np.flatnonzero((episode == 0) & (gop_index == 0))[0])
     [ref] = ds.gops.refs([bad_row], TOP)
-    good_frame = ds.take_blobs_decoded([good_row], TOP)[TOP]
+    good_frame = ds.get_frames([good_row], cameras=TOP)[TOP]
     flip_gop_bytes(dataset_copy, ds.gops.read([ref])[int(ref)])
     return dataset_copy, bad_row, good_row, good_frame, ds.version
 
@@ -60,12 +60,14 @@ def test_every_read_path_detects_a_flipped_byte(corrupted):
     ds = robodata.open(root)
     attempts = {
         "ds[i]": lambda: ds[bad],
-        "take_blobs_decoded": lambda: ds.take_blobs_decoded([good, bad], ds.image_columns),
-        "take_blobs_decoded, 1 thread": lambda: ds.take_blobs_decoded([bad], TOP, concurrency=1),
-        "take_windows": lambda: ds.take_windows([bad], [-2, 0], TOP),
+        "get_frames": lambda: ds.get_frames([good, bad]),
+        "get_frames, 1 thread": lambda: ds.get_frames([bad], cameras=TOP, concurrency=1),
+        "get_windows": lambda: ds.get_windows([bad], [-2, 0], cameras=TOP),
         "ds.gops.read": lambda: ds.gops.read(ds.gops.refs([bad], TOP)),
-        "bytes supplied by the caller": lambda: ds.take_blobs_decoded(
-            [bad], TOP, gop_bytes={int(r): b"x" * int(ds.gops.byte_sizes([r])[0]) for r in ds.gops.refs([bad], TOP)}
+        "bytes supplied by the caller": lambda: ds.get_frames(
+            [bad],
+            cameras=TOP,
+            gop_bytes={int(r): b"x" * int(ds.gops.byte_sizes([r])[0]) for r in ds.gops.refs([bad], TOP)},
         ),
         "BatchReader without cache": lambda: BatchReader(root, cameras=["top"], budget_bytes=0).read([bad]),
         "BatchReader, prefetched": lambda: _prefetched_read(root, bad),
@@ -82,7 +84,7 @@ def test_every_read_path_detects_a_flipped_byte(corrupted):
         detected.append(name)
     assert len(detected) == len(attempts)
     # GOPs that were not touched still read, exactly as before.
-    np.testing.assert_array_equal(ds.take_blobs_decoded([good], TOP)[TOP], good_frame)
+    np.testing.assert_array_equal(ds.get_frames([good], cameras=TOP)[TOP], good_frame)
 
 
 def _prefetched_read(root: str, bad: int):
@@ -115,7 +117,7 @@ def test_a_flip_anywhere_in_the_gop_is_detected(dataset_copy, at):
 
 
 def test_a_dataloader_worker_reports_the_corrupt_gop(corrupted):
-    from robodata.reader.torch_dataset import make_dataloader
+    from robodata.torch.torch_dataset import make_dataloader
 
     root, bad, _, _, version = corrupted
     loader = make_dataloader(

@@ -111,7 +111,9 @@ def test_a_foreign_dataset_imports_every_frame_at_the_dataset_rate(lerobot_copy,
     original = _sorted(robodata.open(ingested)).filter(pa.compute.equal(pa.compute.field("episode_index"), 2))
     for column in ("frame_index", "timestamp_ns", "observation_state", "action", "source", "is_intervention"):
         assert table[column].equals(original[column]), column
-    assert table["task"][0].as_py() == "stack the blue cup on the green cup"  # the LeRobot task text
+    # The LeRobot task is the exported task column; the instruction came back as its own column.
+    assert table["task"][0].as_py() == "stack_cups" == original["task"][0].as_py()
+    assert table["language_instruction"][0].as_py() == "stack the blue cup on the green cup"
     episode = pq.read_table(lerobot_copy / "meta/episodes/chunk-000/file-000.parquet").to_pylist()[2]
     got = ds.take_blobs_decoded(np.arange(len(ds)), "observation_images_wrist_left")["observation_images_wrist_left"]
     want = _source_frames(lerobot_copy, episode, "observation.images.wrist_left")

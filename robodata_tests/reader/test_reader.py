@@ -52,39 +52,39 @@ def test_item_holds_the_users_columns_with_their_own_types(dataset_copy):
 def test_rows_come_before_columns_as_in_lance_take(ingested):
     ds = robodata.open(ingested)
     with pytest.raises(TypeError, match="pass \\(indices, columns\\)"):
-        ds.take_blobs_decoded("observation_images_top", [1])
+        ds.get_frames("observation_images_top", cameras=[1])
 
 
 def test_batched_take_equals_item_by_item_in_request_order(ingested):
     ds = robodata.open(ingested)
     rng = np.random.default_rng(3)
     indices = np.concatenate([rng.integers(0, len(ds), 40), [5, 5, 0, len(ds) - 1]])
-    batch = ds.take_blobs_decoded(indices, ds.image_columns, concurrency=2)
-    assert batch["observation_images_top"].shape == (len(indices), 480, 640, 3)
+    batch = ds.get_frames(indices, concurrency=2)
+    assert batch.data["top"].shape == (len(indices), 480, 640, 3)
     for position, row in enumerate(indices[:12].tolist() + indices[-4:].tolist()):
         item = ds[row]
         slot = position if position < 12 else len(indices) - 16 + position
-        for column in ds.image_columns:
-            np.testing.assert_array_equal(batch[column][slot], item[column])
+        for camera in ds.cameras:
+            np.testing.assert_array_equal(batch.data[camera][slot], item[f"observation_images_{camera}"])
 
 
 def test_zero_copy_reuses_one_buffer(ingested):
     ds = robodata.open(ingested)
-    first = ds.take_blobs_decoded([1, 2], "observation_images_top", zero_copy=True)["observation_images_top"]
+    first = ds.get_frames([1, 2], cameras="top", zero_copy=True).data["top"]
     kept = first.copy()
-    second = ds.take_blobs_decoded([300, 400], "observation_images_top", zero_copy=True)["observation_images_top"]
+    second = ds.get_frames([300, 400], cameras="top", zero_copy=True).data["top"]
     assert second is first
     assert not np.array_equal(second, kept)
-    fresh = ds.take_blobs_decoded([300, 400], "observation_images_top")["observation_images_top"]
+    fresh = ds.get_frames([300, 400], cameras="top").data["top"]
     np.testing.assert_array_equal(second, fresh)
 
 
 def test_bad_requests_raise(ingested):
     ds = robodata.open(ingested)
     with pytest.raises(IndexError, match="out of range"):
-        ds.take_blobs_decoded([len(ds)], "observation_images_top")
+        ds.get_frames([len(ds)], cameras="top")
     with pytest.raises(KeyError, match="observation_images_top"):
-        ds.take_blobs_decoded([0], "observation_images_nope")
+        ds.get_frames([0], cameras="observation_images_nope")
 
 
 def test_windows_pad_at_episode_edges(ingested):
@@ -93,11 +93,11 @@ def test_windows_pad_at_episode_edges(ingested):
     first_of_second = episodes["rows"][0]
     last_of_first = first_of_second - 1
     offsets = range(-2, 3)
-    window = ds.take_windows([first_of_second, last_of_first, 50], offsets, ["action", "observation_images_top"])
-    assert window["action"].shape == (3, 5, 14)
-    assert window["observation_images_top"].shape == (3, 5, 480, 640, 3)
+    window = ds.get_windows([first_of_second, last_of_first, 50], offsets, cameras=["top"], columns=["action"])
+    assert window.columns["action"].shape == (3, 5, 14)
+    assert window.data["top"].shape == (3, 5, 480, 640, 3)
     np.testing.assert_array_equal(
-        window["action_is_pad"],
+        window.is_pad,
         [
             [True, True, False, False, False],
             [False, False, False, True, True],
@@ -106,12 +106,11 @@ def test_windows_pad_at_episode_edges(ingested):
     )
     actions = ds.to_table(columns=["action"])["action"].to_pylist()
     # Padding repeats the episode's edge row; it never crosses into the neighbouring episode.
-    np.testing.assert_allclose(window["action"][0, 0], actions[first_of_second])
-    np.testing.assert_allclose(window["action"][0, 4], actions[first_of_second + 2])
-    np.testing.assert_allclose(window["action"][1, 4], actions[last_of_first])
-    np.testing.assert_allclose(window["action"][2, 0], actions[48])
-    np.testing.assert_array_equal(window["observation_images_top"][2, 4], ds[52]["observation_images_top"])
-    np.testing.assert_array_equal(window["observation_images_top_is_pad"], window["action_is_pad"])
+    np.testing.assert_allclose(window.columns["action"][0, 0], actions[first_of_second])
+    np.testing.assert_allclose(window.columns["action"][0, 4], actions[first_of_second + 2])
+    np.testing.assert_allclose(window.columns["action"][1, 4], actions[last_of_first])
+    np.testing.assert_allclose(window.columns["action"][2, 0], actions[48])
+    np.testing.assert_array_equal(window.data["top"][2, 4], ds[52]["observation_images_top"])
 
 
 def test_versions_tags_and_time_travel(dataset_copy):

@@ -86,11 +86,11 @@ def test_runner_measures_robodata_in_its_own_process(ingested, tmp_path):
     assert (b["name"], len(b["seconds"]), b["samples"]) == ("B", 2, [3, 3])
     assert (c["name"], len(c["seconds"]), c["samples"]) == ("C", 2, [1, 1])
     assert all(s > 0 for m in (a, b, c) for s in m["seconds"])
-    expected = ds.take_blobs_decoded(columns=ds.image_columns, indices=[6, 1])
+    expected = ds.get_frames([6, 1]).data
     with np.load(out) as frames:
         assert sorted(frames.files) == sorted(ds.cameras) == sorted(f["cameras"])
-        for camera, column in zip(ds.cameras, ds.image_columns, strict=True):
-            np.testing.assert_array_equal(frames[camera], expected[column])  # the exact decoded frames
+        for camera in ds.cameras:
+            np.testing.assert_array_equal(frames[camera], expected[camera])  # the exact decoded frames
     assert p["seconds_per_call"] > 0 and any("decode" in name for name in p["own_seconds"])
 
 
@@ -511,20 +511,19 @@ def test_runner_reads_at_the_policy_size_and_measures_the_decode_bound(ingested)
     assert bound["frames_wanted"] == 6 * len(ds.cameras) and bound["frames_decoded"] >= len(ds.cameras) * 2
 
 
-def test_bound_decodes_the_exact_frames_the_reader_returns(ingested):
-    import threading
-
-    from benchmarks.peers.peer_runner import decode_into
-
+def test_bound_decodes_what_the_reader_decodes(ingested):
     ds = robodata.open(ingested)
-    rows = np.array([3, 11, 50])
-    camera = ds.cameras[0]
-    out = np.zeros((3, *ds.take_blobs_decoded([0], ds.image_columns[0])[ds.image_columns[0]].shape[1:]), np.uint8)
-    requests = [(ds._rows.ref_id[camera][rows], ds._rows.frame_in_gop[camera][rows], out)]
-    local = threading.local()
-    for task in ds._gop_tasks(requests):
-        decode_into(local, task, None)
-    np.testing.assert_array_equal(out, ds.take_blobs_decoded(rows, ds.image_columns[0])[ds.image_columns[0]])
+    batch = [3, 11, 50]
+    job = {"system": "robodata", "root": ingested, "measurements": [{"name": "D", "kind": "bound", "batches": [batch]}]}
+    bound = run_job(sys.executable, job)["measurements"][0]
+    rows = ds.rows
+    gops = {(c, int(rows.ref_id[c][i])) for c in ds.cameras for i in batch}
+    last = {g: max(int(rows.frame_in_gop[g[0]][i]) for i in batch if int(rows.ref_id[g[0]][i]) == g[1]) for g in gops}
+    # Each GOP of the batch decoded once, up to the last frame wanted of it; no rendition here.
+    assert bound["frames_decoded"] == sum(k + 1 for k in last.values()) and bound["frames_wanted"] == 3 * len(
+        ds.cameras
+    )
+    assert bound["renditions"] is False
 
 
 def test_runner_runs_the_lerobot_users_path(ingested):

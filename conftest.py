@@ -1,0 +1,171 @@
+"""The package's docstring examples run as tests (``robodata`` is in pyproject's ``testpaths``).
+
+Every ``>>>`` example in ``robodata/`` is collected by ``pytest_collect_file`` below, as
+``--doctest-modules`` would collect it, and runs in a fresh temporary directory that holds
+``data/demo`` (a private copy of a small dataset: the three sample episodes, 591 rows) and
+``uploads/episode_00000{0,1,2}`` (their upload folders). The examples see ``robodata``, ``np``,
+``pa`` and ``ds`` (``data/demo`` opened). An example that writes changes only its own copy.
+An example that names ``exports/`` or ``recordings/`` also gets ``exports/demo_lerobot`` (the
+LeRobot export of ``data/demo``) and ``recordings/episode_{0,1}.hdf5`` (two short ALOHA HDF5
+recordings), made once per session the first time an example asks for them.
+
+A module whose imports (followed through robodata's own modules) reach Dagster or PyTorch gets
+the ``dagster`` or ``torch`` marker, like the tests that use them; it is not even imported when
+``-m`` leaves that marker out or the package is not installed.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import shutil
+from functools import cache
+from pathlib import Path
+
+import pytest
+from _pytest.doctest import DoctestItem, DoctestModule
+
+ROOT = Path(__file__).resolve().parent
+PACKAGE = ROOT / "robodata"
+# marker -> the third-party package whose import (direct or through robodata) gives it
+NEEDS = {"dagster": "dagster", "torch": "torch"}
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every absolute module name ``path`` imports, at module level or inside functions."""
+    dotted = ".".join(("robodata",) + path.relative_to(PACKAGE).parent.parts)
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = dotted.rsplit(".", node.level - 1)[0] if node.level > 1 else dotted
+            module = node.module if not node.level else f"{base}.{node.module}" if node.module else base
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)  # a submodule, maybe
+    return names
+
+
+def _source_of(module: str) -> Path | None:
+    parts = module.split(".")
+    if parts[0] != "robodata":
+        return None
+    base = PACKAGE.joinpath(*parts[1:])
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@cache
+def _third_party(path: Path) -> frozenset[str]:
+    """Top-level third-party packages ``path`` imports, following robodata's own modules."""
+    seen, todo, found = {path}, [path], set()
+    while todo:
+        for module in _imported_modules(todo.pop()):
+            source = _source_of(module)
+            if source is None:
+                if not module.startswith("robodata"):
+                    found.add(module.split(".")[0])
+            elif source not in seen:
+                seen.add(source)
+                todo.append(source)
+    return frozenset(found)
+
+
+def _needs(path: Path) -> set[str]:
+    return {marker for marker, package in NEEDS.items() if package in _third_party(path)}
+
+
+def _in_package(path: Path) -> bool:
+    return path.suffix == ".py" and PACKAGE in path.resolve().parents
+
+
+def _deselected(config: pytest.Config, markers: set[str]) -> bool:
+    expression = config.getoption("markexpr", "")
+    if not expression:
+        return False
+    try:  # pytest's own -m parser; if it moves, the module is collected and deselected later
+        from _pytest.mark.expression import Expression
+
+        return not Expression.compile(expression).evaluate(lambda name, /, **kwargs: name in markers)
+    except Exception:
+        return False
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    if not _in_package(file_path) or parent.config.option.doctestmodules:
+        return None  # --doctest-modules given by hand collects them itself
+    needs = _needs(file_path.resolve())
+    missing = [marker for marker in needs if importlib.util.find_spec(NEEDS[marker]) is None]
+    if missing or _deselected(parent.config, needs):
+        return None
+    return DoctestModule.from_parent(parent, path=file_path)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if isinstance(item, DoctestItem) and _in_package(Path(str(item.path))):
+            for marker in sorted(_needs(Path(str(item.path)).resolve())):
+                item.add_marker(marker)
+
+
+@pytest.fixture(scope="session")
+def _doctest_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample uploads and their dataset, made once; every example gets a copy."""
+    import robodata
+    from robodata.sample_data import write_sample_uploads
+
+    root = tmp_path_factory.mktemp("doctest-data")
+    uploads = write_sample_uploads(root / "uploads", episodes=3, seed=7, seconds=2.0)
+    for upload in uploads:
+        robodata.ingest_episode(str(upload), str(root / "data" / "demo"))
+    return root
+
+
+@pytest.fixture(scope="session")
+def _doctest_sources(_doctest_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The import examples' sources: a LeRobot export of the sample dataset, two ALOHA files."""
+    import h5py
+    import numpy as np
+
+    from robodata.interop.lerobot_export import export_lerobot
+
+    root = tmp_path_factory.mktemp("doctest-sources")
+    export_lerobot(str(_doctest_data / "data" / "demo"), root / "exports" / "demo_lerobot", progress=False)
+    (root / "recordings").mkdir()
+    for number in range(2):  # ALOHA's layout: qpos and action per step, RGB frames per camera
+        rng = np.random.default_rng(number)
+        with h5py.File(root / "recordings" / f"episode_{number}.hdf5", "w") as f:
+            f["observations/qpos"] = rng.standard_normal((20, 14))
+            f["action"] = rng.standard_normal((20, 14))
+            f["observations/images/top"] = rng.integers(0, 255, (20, 48, 64, 3), dtype=np.uint8)
+    return root
+
+
+@pytest.fixture(autouse=True)
+def _doctest_workspace(request: pytest.FixtureRequest) -> None:
+    """For a docstring example: a private copy of the sample data as the working directory."""
+    if not isinstance(request.node, DoctestItem):
+        return
+    import numpy as np
+    import pyarrow as pa
+
+    import robodata
+
+    source = request.getfixturevalue("_doctest_data")
+    workspace = request.getfixturevalue("tmp_path")
+    for name in ("data", "uploads"):
+        shutil.copytree(source / name, workspace / name)
+    if any(f"{name}/" in (request.node.dtest.docstring or "") for name in ("exports", "recordings")):
+        sources = request.getfixturevalue("_doctest_sources")
+        for name in ("exports", "recordings"):
+            shutil.copytree(sources / name, workspace / name)
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    for name in ("ROBODATA_UPLOADS", "ROBODATA_ROOT", "ROBODATA_PARTITIONING"):
+        monkeypatch.delenv(name, raising=False)
+    # an example that points DAGSTER_HOME somewhere (prepare_dagster_home) changes it for itself
+    monkeypatch.setenv("DAGSTER_HOME", str(workspace / "dagster_home"))
+    monkeypatch.chdir(workspace)
+    namespace = request.getfixturevalue("doctest_namespace")
+    namespace.update(robodata=robodata, np=np, pa=pa, ds=robodata.open("data/demo"))

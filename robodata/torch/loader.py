@@ -1,0 +1,102 @@
+"""A resumable training loader: a RowSampler's batches read by a BatchReader, numpy only.
+
+The loader counts the batches it has handed to the training loop (not the ones read ahead),
+so ``state_dict()`` names exactly the next sample. ``robodata.torch.torch_dataset`` puts the
+same pieces behind a PyTorch DataLoader with worker processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from robodata.torch.batch_reader import BatchReader
+from robodata.torch.sampler import RowSampler
+
+
+class ResumableLoader:
+    """What every robodata training loader offers: epochs, checkpoints, the pinned version."""
+
+    def __init__(self, reader: BatchReader, sampler: RowSampler) -> None:
+        if sampler.num_rows != reader.num_rows:
+            raise ValueError(
+                f"the sampler covers {sampler.num_rows} rows but version {reader.dataset_version} "
+                f"of {reader.uri} has {reader.num_rows}"
+            )
+        self.reader = reader
+        self.row_sampler = sampler
+        self._yielded = 0
+        self._resume_pending = False
+
+    @property
+    def dataset_version(self) -> int:
+        """The dataset version every batch of this run comes from (record it with the run)."""
+        return self.reader.dataset_version
+
+    def __len__(self) -> int:
+        """Batches this rank takes in the rest of the epoch: the same on every rank."""
+        return len(self.row_sampler)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Begin ``epoch``; a position restored by ``load_state_dict`` for this epoch is kept."""
+        if not (self._resume_pending and epoch == self.row_sampler.epoch):
+            self.row_sampler.set_epoch(epoch)
+            self._yielded = 0
+
+    def state_dict(self) -> dict:
+        """The checkpoint: epoch and rows of the epoch's order consumed (same on every rank)."""
+        state = self.row_sampler.state_dict(batches_consumed=self._yielded)
+        state["dataset_version"] = self.dataset_version
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue after a checkpoint; world size, batch size and workers may have changed."""
+        self.row_sampler.load_state_dict(state)
+        self._yielded = 0
+        self._resume_pending = True
+
+    def close(self) -> None:
+        """Stop prefetching in this process and free the GOP bytes it holds."""
+        self.reader.close()
+
+    def __iter__(self) -> Iterator[dict]:
+        self._resume_pending = False
+        self._yielded = 0
+        for batch in self._batches():
+            self._yielded += 1
+            yield batch
+        # A finished pass moves on to the next epoch, so the state names its first sample.
+        self.row_sampler.set_epoch(self.row_sampler.epoch + 1)
+        self._yielded = 0
+
+    def _batches(self) -> Iterator[dict]:
+        raise NotImplementedError
+
+
+class TrainingLoader(ResumableLoader):
+    """Batches for one rank in this process (no PyTorch needed), GOPs prefetched in a thread.
+    Each batch has a ``padding`` mask: rows repeated only to give every rank the same steps.
+
+    >>> loader = TrainingLoader.create(  # an s3:// root alike
+    ...     "data/demo", version=3, batch_size=64, cameras=["top"], sampler_options={"rank": 0, "world_size": 2}
+    ... )
+    >>> batch = next(iter(loader))
+    >>> len(loader), batch["observation_images_top"].shape, int(batch["padding"].sum())
+    (5, (64, 480, 640, 3), 0)
+
+    """
+
+    @classmethod
+    def create(cls, uri: str, *, batch_size: int, sampler_options: dict | None = None, **reader_options):
+        reader = BatchReader(uri, **reader_options)
+        sampler = RowSampler.for_dataset(reader.dataset, batch_size=batch_size, **(sampler_options or {}))
+        return cls(reader, sampler)
+
+    def _batches(self) -> Iterator[dict[str, np.ndarray]]:
+        batches = self.row_sampler.padded_batches()
+        self.reader.schedule([rows for rows, _ in batches])
+        for indices, padding in batches:
+            batch = self.reader.read(indices)
+            batch["padding"] = padding
+            yield batch

@@ -1,0 +1,405 @@
+"""PyTorch adapter: a map-style Dataset whose batched fetch is one ``get_frames``.
+
+DataLoader calls ``__getitems__`` with a whole batch of indices (from the RowSampler used as
+``batch_sampler``, or any sampler with ``batch_size=``), so a batch costs one coalesced GOP read
+and one decode per GOP. ``__getitems__`` returns a ``SampleBatch``: a sequence of per-sample
+dicts for PyTorch's default collate, which also holds the already-stacked batch that
+``collate_batch`` hands over without copying. The training process builds the row index once
+and its workers memory-map it (``RoboDataset.share_rows`` / ``adopt_rows``). Workers
+are started by spawn (Lance is not fork-safe); each opens the pinned dataset version lazily
+from the pickled (uri, version, storage options). Inside a worker, ``get_worker_info`` tells
+which of the rank's batches DataLoader will hand to it (batches w, w + n, ...), and a
+background thread prefetches their GOPs within the byte budget.
+
+>>> loader = make_dataloader("data/demo", batch_size=64)
+>>> next(iter(loader))["observation_images_top"].shape
+torch.Size([64, 480, 640, 3])
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.util
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from collections.abc import Sequence as SequenceABC
+
+import numpy as np
+
+try:
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("robodata's PyTorch adapter needs torch: pip install 'robodata[torch]'") from exc
+
+from robodata.reader.row_index import SharedArrays
+from robodata.torch.batch_reader import BatchReader
+from robodata.torch.loader import ResumableLoader
+from robodata.torch.sampler import PlannedBatch, RowSampler, current_worker
+
+
+def to_tensors(batch: dict) -> dict:
+    """Numpy arrays as tensors (sharing memory unless read-only, e.g. straight from Arrow);
+    tensors, strings and other objects stay as they are."""
+    return {name: _tensor(value) for name, value in batch.items()}
+
+
+def _tensor(value):
+    if not isinstance(value, np.ndarray) or value.dtype == object:
+        return value
+    return torch.from_numpy(value if value.flags.writeable else value.copy())
+
+
+class SampleBatch(SequenceABC):
+    """What ``__getitems__`` returns: per-sample dicts (``batch[i]``) for PyTorch's default
+    collate, and ``stacked``, the whole batch as one dict that ``collate_batch`` returns as is."""
+
+    def __init__(self, stacked: dict) -> None:
+        self.stacked = stacked
+        self._len = len(next(iter(stacked.values()))) if stacked else 0
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._len))]
+        if not -self._len <= i < self._len:
+            raise IndexError(f"sample {i} of a batch of {self._len}")
+        return {name: value[i] for name, value in self.stacked.items()}
+
+
+def collate_batch(samples):
+    """DataLoader ``collate_fn``: the batch ``__getitems__`` already stacked (no copy); other
+    inputs go through PyTorch's default collate.
+
+    >>> from robodata.torch.batch_reader import BatchReader
+    >>> dataset = RoboTorchDataset(BatchReader("data/demo", cameras=[]))
+    >>> loader = DataLoader(dataset, batch_sampler=[[0, 1, 2], [3, 4]], collate_fn=collate_batch)
+    >>> [batch["action"].shape for batch in loader]
+    [torch.Size([3, 14]), torch.Size([2, 14])]
+
+    """
+    if isinstance(samples, SampleBatch):
+        return samples.stacked
+    return torch.utils.data.default_collate(samples)
+
+
+pass_batch = collate_batch  # the earlier name
+
+
+def adopt_shared_rows(reader: BatchReader, shared: SharedArrays | None) -> None:
+    """In a worker, make ``reader``'s dataset use the row index its training process shared,
+    instead of scanning frames.lance and holding a private copy."""
+    if shared is None or shared.owner:
+        return
+    reader.dataset.adopt_rows(shared)
+
+
+def share_rows(reader: BatchReader) -> SharedArrays | None:
+    """The training process's row index as memory-mappable files (made once per dataset); None
+    where the reader has not opened its dataset (a worker's copy)."""
+    return reader.dataset.share_rows() if reader.is_open else None
+
+
+START_METHODS = ("spawn", "forkserver")
+PREFETCH_WINDOW = 64  # batches of a worker's plan handed to its prefetcher at a time
+
+
+def worker_context(start_method: str = "spawn"):
+    """The multiprocessing context DataLoader workers start from.
+
+    Lance is not fork-safe once a process has used it, so workers never fork the training
+    process. ``spawn`` (the default) starts a fresh interpreter per worker, and each one imports
+    torch, Lance, PyAV and the training script again. ``forkserver`` imports them once, in a
+    server process that never opens a dataset, and forks every worker from it: later
+    DataLoaders of the same process start their workers in a fraction of a second. The
+    training script (``__main__``) is preloaded too, so functions defined there (transforms)
+    unpickle in workers as with spawn. The fork server is shared by the whole process and
+    keeps the environment it started with: another library's forkserver children (Dagster's
+    multiprocess executor) would be forked from it too, which is why it is not the default.
+
+    >>> context = worker_context("spawn")  # what DataLoader(..., multiprocessing_context=context) takes
+    >>> context.get_start_method()
+    'spawn'
+    """
+    if start_method not in START_METHODS:
+        raise ValueError(f"start_method must be one of {START_METHODS}, got {start_method!r}")
+    context = multiprocessing.get_context(start_method)
+    if start_method == "forkserver":
+        context.set_forkserver_preload(["__main__", "robodata.torch.forkserver_preload"])
+        # Start it now: its imports overlap with opening the dataset in this process.
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+    return context
+
+
+class RoboTorchDataset(Dataset):
+    """Map-style PyTorch dataset over one pinned dataset version; ``__getitems__`` reads a whole
+    batch with one coalesced GOP read and one decode per GOP.
+
+    ``make_dataloader`` builds one with its sampler and DataLoader; build it yourself to use
+    your own DataLoader or sampler.
+
+    Parameters
+    ----------
+    reader : BatchReader
+        What to read: version, cameras, columns, offsets or delta_timestamps, image dtype and
+        layout, transform, GOP cache budget.
+    plan : RowSampler, optional
+        The ``batch_sampler`` DataLoader iterates: each worker then prefetches the batches it
+        will be asked for. Any other sampler works too, without prefetch.
+
+    Examples
+    --------
+    >>> from robodata.torch.batch_reader import BatchReader
+    >>> dataset = RoboTorchDataset(BatchReader("data/demo", cameras=["top"], channels_first=True))
+    >>> len(dataset), dataset.__getitems__([0, 1]).stacked["observation_images_top"].shape
+    (591, torch.Size([2, 3, 480, 640]))
+    >>> loader = DataLoader(dataset, batch_size=4, collate_fn=collate_batch)
+    >>> next(iter(loader))["action"].shape
+    torch.Size([4, 14])
+    """
+
+    def __init__(self, reader: BatchReader, plan: RowSampler | None = None) -> None:
+        self.reader = reader
+        self.plan = plan
+        self._scheduled_for: tuple | None = None
+        self._shared_rows: SharedArrays | None = None
+
+    def __len__(self) -> int:
+        return self.reader.num_rows
+
+    def __getitems__(self, indices: Sequence[int]) -> SampleBatch:
+        finish_sending_before_exit()
+        adopt_shared_rows(self.reader, self._shared_rows)
+        self._schedule_prefetch(indices)
+        batch = to_tensors(self.reader.read(indices))
+        if isinstance(indices, PlannedBatch):
+            batch["padding"] = torch.tensor(indices.padding, dtype=torch.bool)
+        return SampleBatch(batch)
+
+    def __getitem__(self, index: int) -> dict:
+        return self.__getitems__([index])[0]
+
+    def _schedule_prefetch(self, indices: Sequence[int]) -> None:
+        """Tell the reader the batches DataLoader will send this worker next: a window of
+        ``PREFETCH_WINDOW`` batches of its share of the plan, renewed as the worker moves on (a
+        list of the whole epoch would grow with the dataset). A batch from a new plan (new
+        epoch, resumed position) starts a new window."""
+        if self.plan is None or not isinstance(indices, PlannedBatch):
+            return
+        shard = current_worker()
+        key = (indices.epoch, indices.start, shard)
+        if self._scheduled_for is None or key != self._scheduled_for[0]:
+            self._scheduled_for = (key, 0, 0)  # (plan, batches received, end of the window)
+        plan, received, window_end = self._scheduled_for
+        if received >= window_end:
+            window_end = received + PREFETCH_WINDOW
+            planned = self.plan.positioned(indices.epoch, indices.start)
+            self.reader.schedule(planned.worker_batches(shard, received, PREFETCH_WINDOW))
+        self._scheduled_for = (plan, received + 1, window_end)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_scheduled_for"] = None
+        state["_shared_rows"] = share_rows(self.reader)
+        return state
+
+
+QUEUE_FEEDER = "QueueFeederThread"  # the thread a multiprocessing queue pickles and sends with
+SEND_WAIT_S = 10.0  # DataLoader gives a stopping worker 5 s, then terminates it
+_exit_wait_registered = False
+
+
+def finish_sending_before_exit() -> None:
+    """In a DataLoader worker, let the batches it has queued finish sending before it exits.
+
+    A worker puts each batch on its data queue, whose feeder thread (a daemon) pickles it:
+    torch moves the tensors to shared memory in C++ with the GIL released. When the training
+    loop stops early (an abandoned iterator, a break, an error), DataLoader tells the worker to
+    stop while batches are still queued, and torch's worker loop returns without waiting for
+    the feeder. The worker's interpreter then finalizes; the feeder, back from C++, finds it
+    finalizing and Python 3.11 ends it with ``pthread_exit``, whose unwinding through torch's
+    C++ frame calls ``std::terminate``: "terminate called without an active exception",
+    SIGABRT. Waiting for the feeders (at most ``SEND_WAIT_S``) before the interpreter
+    finalizes removes the race; the queue was closed first, so a feeder ends once its last
+    batch is in the pipe, and DataLoader terminates a worker that is still waiting after 5 s.
+
+    ``RoboTorchDataset.__getitems__`` (and ``LeRobotCompatDataset``'s) calls it in every worker;
+    elsewhere it does nothing:
+
+    >>> finish_sending_before_exit()  # not in a DataLoader worker
+    >>> _exit_wait_registered
+    False
+    """
+    global _exit_wait_registered
+    if _exit_wait_registered or torch.utils.data.get_worker_info() is None:
+        return
+    _exit_wait_registered = True
+    # Priority 0: after the queues' own close finalizers (10), which hand their feeders the
+    # stop sentinel, and before the interpreter finalizes.
+    multiprocessing.util.Finalize(None, _join_queue_feeders, exitpriority=0)
+
+
+def _join_queue_feeders() -> None:
+    deadline = time.monotonic() + SEND_WAIT_S
+    for thread in threading.enumerate():
+        if thread.name == QUEUE_FEEDER and thread is not threading.current_thread():
+            thread.join(timeout=max(deadline - time.monotonic(), 0))
+
+
+class TorchLoader(ResumableLoader, DataLoader):
+    """A real ``torch.utils.data.DataLoader`` (Lightning and Accelerate re-wrap it) over a
+    RoboTorchDataset, with the resumable-loader interface: ``set_epoch``, ``state_dict``,
+    ``load_state_dict``, ``dataset_version``. Its ``batch_sampler`` is the RowSampler.
+
+    Batches are dicts of tensors plus ``padding`` ([B] bool, rows repeated only so that every
+    rank takes the same number of steps); ``state_dict()`` counts batches the training loop
+    received.
+    """
+
+    def __init__(
+        self,
+        reader: BatchReader,
+        sampler: RowSampler,
+        *,
+        num_workers: int = 0,
+        prefetch_factor: int | None = None,
+        pin_memory: bool = False,
+        persistent_workers: bool = True,
+        start_method: str = "spawn",
+    ) -> None:
+        DataLoader.__init__(
+            self,
+            RoboTorchDataset(reader, plan=sampler),
+            batch_sampler=sampler,
+            collate_fn=collate_batch,
+            num_workers=num_workers,
+            # Lance is not fork-safe: workers never fork this process (see worker_context).
+            multiprocessing_context=worker_context(start_method) if num_workers > 0 else None,
+            prefetch_factor=prefetch_factor if num_workers > 0 else None,
+            # Spawned workers are slow to start: keep them across epochs. Each batch names its
+            # plan (PlannedBatch), so a worker re-plans its prefetch on a new epoch or resume.
+            persistent_workers=persistent_workers and num_workers > 0,
+            pin_memory=pin_memory,
+        )
+        ResumableLoader.__init__(self, reader, sampler)
+
+    def __len__(self) -> int:
+        return ResumableLoader.__len__(self)
+
+    def __iter__(self):
+        return ResumableLoader.__iter__(self)
+
+    def _batches(self) -> Iterator[dict]:
+        return DataLoader.__iter__(self)
+
+    def close(self) -> None:
+        """Stop the persistent workers (DataLoader only does so when it is garbage collected)."""
+        ResumableLoader.close(self)
+        iterator = getattr(self, "_iterator", None)
+        if iterator is not None and hasattr(iterator, "_shutdown_workers"):
+            iterator._shutdown_workers()
+            self._iterator = None
+
+
+def make_dataloader(
+    uri: str,
+    *,
+    batch_size: int,
+    num_workers: int = 0,
+    rank: int = 0,
+    world_size: int = 1,
+    seed: int = 0,
+    epoch: int = 0,
+    shuffle: str = "global",
+    drop_last: bool = False,
+    pool_episodes: int = 8,
+    prefetch_factor: int | None = None,
+    pin_memory: bool = False,
+    persistent_workers: bool = True,
+    start_method: str = "spawn",
+    **reader_options,
+) -> TorchLoader:
+    """A resumable, sharded PyTorch DataLoader over one pinned dataset version.
+
+    Every rank takes the same number of batches: the last step is padded with flagged repeats
+    (``batch["padding"]``) unless ``drop_last=True`` drops it. ``state_dict()`` names the next
+    sample; ``load_state_dict`` resumes there, with another world size or batch size too.
+
+    Parameters
+    ----------
+    uri : str
+        The dataset root (local or s3://).
+    batch_size : int
+        Rows per batch on each rank.
+    num_workers : int, default 0
+        DataLoader worker processes (started by ``start_method``, never forked).
+    rank, world_size : int, default 0 and 1
+        This process's place in distributed training.
+    seed, epoch : int, default 0
+        The shuffle's seed and the epoch to start with.
+    shuffle : {"global", "episode", "none"}, default "global"
+        All rows permuted; episodes pooled ``pool_episodes`` at a time (consecutive batches
+        share GOPs); or in order.
+    drop_last : bool, default False
+        Drop the last, short step instead of padding it.
+    pool_episodes : int, default 8
+        Episodes per pool with ``shuffle="episode"``.
+    prefetch_factor, pin_memory, persistent_workers
+        As DataLoader's (workers persist across epochs by default).
+    start_method : {"spawn", "forkserver"}, default "spawn"
+        How workers start (see ``worker_context``).
+    **reader_options
+        Passed to BatchReader: ``version``, ``storage_options``, ``cameras``, ``columns``,
+        ``offsets``, ``delta_timestamps``, ``image_dtype``, ``channels_first``, ``transform``,
+        ``budget_bytes``, ``prefetch_batches``, ``resolution`` ((H, W): a training rendition where one
+        fits), ``pixel_format`` ("yuv420p": planar YUV 4:2:0, see ``robodata.torch.yuv``).
+
+    Returns
+    -------
+    TorchLoader
+        A ``torch.utils.data.DataLoader`` with ``set_epoch``, ``state_dict``,
+        ``load_state_dict`` and ``dataset_version``.
+
+    Raises
+    ------
+    ValueError
+        An unknown camera, column, shuffle mode or start method, or delta_timestamps that are
+        not whole control steps.
+
+    Examples
+    --------
+    >>> loader = make_dataloader("data/demo", batch_size=32, rank=0, world_size=2, cameras=["top"])
+    >>> loader.dataset_version, len(loader)
+    (3, 10)
+    >>> batch = next(iter(loader))
+    >>> batch["observation_images_top"].shape, batch["padding"].shape
+    (torch.Size([32, 480, 640, 3]), torch.Size([32]))
+    >>> loader.state_dict()["consumed"]
+    64
+    """
+    reader = BatchReader(uri, **reader_options)
+    sampler = RowSampler.for_dataset(
+        reader.dataset,
+        batch_size=batch_size,
+        rank=rank,
+        world_size=world_size,
+        seed=seed,
+        epoch=epoch,
+        shuffle=shuffle,
+        drop_last=drop_last,
+        pool_episodes=pool_episodes,
+    )
+    return TorchLoader(
+        reader,
+        sampler,
+        num_workers=num_workers,
+        prefetch_factor=prefetch_factor,
+        pin_memory=pin_memory,
+        persistent_workers=persistent_workers,
+        start_method=start_method,
+    )
