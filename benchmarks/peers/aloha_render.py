@@ -76,7 +76,6 @@ def render_episode(out: Path, episode_index: int, steps: int, seed: int) -> Path
         ],
         "control_hz": FPS,
         "cameras": {name: {"file": f"{name}.mp4"} for name in CAMERAS},
-        "source_of_footage": "gym-aloha (MuJoCo, OSMesa)",
     }
     (folder / "episode.json").write_text(json.dumps(meta, indent=2))  # last: marks the upload complete
     return folder

@@ -63,7 +63,20 @@ def aloha_uploads(
         done = subprocess.run(command, stdout=err, stderr=err, env={**os.environ, **OSMESA}, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{RENDERER.name} failed (exit code {done.returncode}); see {log}")
-    return {i: folder / f"episode_{i:06d}" for i in range(episodes)}
+    uploads = {i: folder / f"episode_{i:06d}" for i in range(episodes)}
+    for upload in uploads.values():
+        _drop_note(upload / "episode.json")
+    return uploads
+
+
+def _drop_note(path: Path) -> None:
+    """Episodes rendered before ingest refused unknown keys carry a ``source_of_footage`` note:
+    drop it, so the cached footage stays a valid upload."""
+    import json
+
+    meta = json.loads(path.read_text())
+    if meta.pop("source_of_footage", None) is not None:
+        path.write_text(json.dumps(meta, indent=2))
 
 
 def reuse_rendered(folder: Path, episodes: int, steps: int, seed: int) -> list[int]:

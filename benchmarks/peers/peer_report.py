@@ -190,7 +190,7 @@ def render_peer_report(results: dict) -> str:
         "## D: the training DataLoader",
         f"`torch.utils.data.DataLoader`, {results['config']['loader_workers']} workers, batches of "
         f"{results['config']['batch_size']}, every camera: robodata's `make_dataloader` (spawned workers; its "
-        "`__getitems__` reads a batch with one `take_blobs_decoded`, GOPs prefetched); robodata's "
+        "`__getitems__` reads a batch with one `get_frames`, GOPs prefetched); robodata's "
         "`LeRobotCompatDataset(return_uint8=True)` and `(return_uint8=False)` (float) in a plain "
         "`DataLoader(ds, batch_size, shuffle=True, num_workers)`, as a LeRobot user writes it (default start "
         "method and collate); LeRobotDataset (one `__getitem__` per sample, default collate, spawned workers); "
@@ -282,10 +282,10 @@ def _method(results: dict) -> str:
         [
             f"- {cfg['rounds']} rounds. Per round and system one process reads A ({cfg['single_samples']} samples, "
             f"one `ds[i]` each), B ({cfg['batches']} random batches of {cfg['batch_size']}: robodata "
-            "`take_blobs_decoded(concurrency=cpu_count)` plus the rows' state and action, LanceDBDataset "
+            "`get_frames(concurrency=cpu_count)` plus the rows' state and action, LanceDBDataset "
             "`__getitems__`, LeRobotDataset one `ds[i]` per row as its DataLoader does) and C "
             f"({cfg['windows']} windows of {cfg['window_frames']} consecutive camera frames x every camera: robodata "
-            "`take_windows`, the peers `delta_timestamps` of k / fps), at native size and then at the policy's size "
+            "`get_windows`, the peers `delta_timestamps` of k / fps), at native size and then at the policy's size "
             "(a second opened reader in the same process); another process runs D at both sizes. Each reader warms "
             "up on one sample before timing.",
             "- Peers run in their own venv (`scripts/peers.sh`: Python 3.12, lerobot[dataset]==0.6.1, "

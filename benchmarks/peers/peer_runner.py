@@ -13,10 +13,10 @@ file imports only the standard library at the top, so it runs in either environm
 Kinds of measurement (each times every call; ``indices`` are the system's own sample indices):
 
 - ``sample``: ``ds[i]`` one at a time (every camera).
-- ``batch``: ``batches`` through the system's batched path (robodata ``take_blobs_decoded`` plus
+- ``batch``: ``batches`` through the system's batched path (robodata ``get_frames`` plus
   the rows' state and action; LanceDB ``__getitems__``; LeRobot has none: one ``ds[i]`` per row).
 - ``window``: ``frames`` consecutive camera frames x every camera at each of ``indices``
-  (LeRobot and LanceDB ``delta_timestamps`` of k / ``fps``; robodata ``take_windows`` at
+  (LeRobot and LanceDB ``delta_timestamps`` of k / ``fps``; robodata ``get_windows`` at
   ``row_offsets``).
 - ``loader``: a ``torch.utils.data.DataLoader`` with ``workers`` workers over ``batches``
   (robodata: its own ``make_dataloader`` with ``seed``, whose batches the caller computed the
