@@ -20,8 +20,9 @@ Kinds of measurement (each times every call; ``indices`` are the system's own sa
   ``row_offsets``).
 - ``loader``: a ``torch.utils.data.DataLoader`` with ``workers`` workers over ``batches``
   (robodata: its own ``make_dataloader`` with ``seed``, whose batches the caller computed the
-  same way; robodata-compat: ``LeRobotCompatDataset`` in a plain ``DataLoader(shuffle=True)``,
-  as a LeRobot user writes it, ``len(batches)`` batches); seconds to the first batch, then
+  same way; robodata-compat: ``LeRobotCompatDataset`` in a plain ``DataLoader(shuffle=True,
+  multiprocessing_context=worker_context())`` as docs/training.md writes it, ``len(batches)``
+  batches); seconds to the first batch, then
   seconds per batch.
 - ``bound`` (robodata only): the in-process decode bound of ``batches``: their GOPs read into
   memory first, then decoded (and converted to RGB, resized at ``size``) on every core, one
@@ -231,7 +232,17 @@ class RobodataCompatSystem:
 
         ds = self._dataset()
         torch.manual_seed(measurement["seed"])
-        loader = DataLoader(ds, batch_size=measurement["batch_size"], shuffle=True, num_workers=measurement["workers"])
+        from robodata.torch import worker_context
+
+        workers = measurement["workers"]
+        # As docs/training.md writes it: Lance is not fork-safe, so the workers spawn (as lerobot-train's do).
+        loader = DataLoader(
+            ds,
+            batch_size=measurement["batch_size"],
+            shuffle=True,
+            num_workers=workers,
+            multiprocessing_context=worker_context() if workers else None,
+        )
         return loader, lambda batch: [int(i) for i in batch["index"]], lambda: None
 
 
