@@ -28,31 +28,38 @@ def sweep_gop_crf(
     uploads: Mapping[int, Path],
     work: Path,
     *,
-    gop_sizes=(4, 8),
-    crfs=(20, 21, 22, 23),
+    gop_sizes=(4, 8, 16),
+    crfs=(18, 20),
     codecs=("h264",),
+    fast_decodes=(True, False),
     batch_size: int = 32,
     workers: int = 2,
     loader_batches: int = 12,
-    quality_rows: int = 12,
+    quality_rows: int | np.ndarray = 12,
     seed: int = 0,
     nice: int = 0,
     log: Path | None = None,
     say: Callable[[str], None] = lambda _: None,
 ) -> list[dict]:
-    """Ingest ``uploads`` at every (G, CRF, codec) and measure each dataset: one row per point."""
+    """Ingest ``uploads`` at every (G, CRF, codec, fastdecode) and measure each dataset: one row per
+    point. ``quality_rows`` (row offsets, or how many to draw) are where PSNR is measured: pass the
+    rows the peers' PSNR came from, so every point is compared on the same pictures."""
     points = []
-    for gop, crf, codec in ((g, c, k) for g in gop_sizes for c in crfs for k in codecs):
-        say(f"sweep G={gop} crf={crf} codec={codec} ...")
-        uri = str(work / f"g{gop}-crf{crf}-{codec}")
-        settings = EncoderSettings(gop_size=gop, crf=crf, codec=codec)
+    grid = ((g, c, k, f) for g in gop_sizes for c in crfs for k in codecs for f in fast_decodes)
+    for gop, crf, codec, fast in grid:
+        say(f"sweep G={gop} crf={crf} codec={codec} fastdecode={fast} ...")
+        uri = str(work / f"g{gop}-crf{crf}-{codec}{'-fastdecode' if fast else ''}")
+        settings = EncoderSettings(gop_size=gop, crf=crf, codec=codec, fast_decode=fast)
         start = time.perf_counter()
         for upload in uploads.values():
             ingest_episode(str(upload), uri, settings=settings)
         ingest_seconds = time.perf_counter() - start
         ds = open_dataset(uri)
         frames = sum(camera_frame_counts(ds).values())
-        rows = np.sort(np.random.default_rng(seed).choice(len(ds), min(quality_rows, len(ds)), replace=False))
+        if isinstance(quality_rows, int):
+            rows = np.sort(np.random.default_rng(seed).choice(len(ds), min(quality_rows, len(ds)), replace=False))
+        else:
+            rows = np.asarray(quality_rows)
         sample = quality_sample(ds, uploads, rows)
         quality = psnr_figures(
             {c: s["source"] for c, s in sample.items()},
@@ -67,6 +74,7 @@ def sweep_gop_crf(
                 "gop_size": gop,
                 "crf": crf,
                 "codec": codec,
+                "fast_decode": fast,
                 "dataset_uri": uri,
                 "ingest_seconds": ingest_seconds,
                 "bytes_per_frame": video_bytes(ds) / frames,
@@ -130,13 +138,14 @@ def choose_default(
 def sweep_table(points: list[dict], chosen: dict | None) -> str:
     """The sweep as Markdown, frontier points and the chosen default marked."""
     lines = [
-        "| G | CRF | D samples/s | first batch s | bytes / frame | PSNR top dB | PSNR all dB | frontier |",
-        "|---|---|---|---|---|---|---|---|",
+        "| G | CRF | fastdecode | D samples/s | first batch s | bytes / frame | PSNR top dB | PSNR all dB | frontier |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for p in points:
         mark = "**chosen**" if chosen is not None and p is chosen else ("yes" if p["on_frontier"] else "")
         lines.append(
-            f"| {p['gop_size']} | {p['crf']} | {p['loader_samples_per_s']:.1f} | "
+            f"| {p['gop_size']} | {p['crf']} | {'yes' if p.get('fast_decode', True) else 'no'} | "
+            f"{p['loader_samples_per_s']:.1f} | "
             f"{p['loader_first_batch_s']:.2f} | {p['bytes_per_frame']:,.0f} | {p['psnr_top_db']:.2f} | "
             f"{p['psnr_db']:.2f} | {mark} |"
         )

@@ -219,7 +219,7 @@ def run_peer_benchmark(
         "profiles": profiles,
     }
     if sweep and uploads is not None:
-        results["gop_crf_sweep"] = _sweep(uploads, work, storage, cfg, nice, log, say, small)
+        results["gop_crf_sweep"] = _sweep(uploads, work, storage, cfg, nice, log, say, small, quality_rows)
     results["machine"]["load_average_at_end"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
     results["date"] = time.strftime("%Y-%m-%d %H:%M %Z")
     results["aims_table"] = headline_table(results)
@@ -241,17 +241,25 @@ def run_peer_benchmark(
 
 
 def _sweep(
-    uploads: dict[int, Path], work: Path, storage: dict, cfg: PeerConfig, nice: int, log: Path, say, small: bool
+    uploads: dict[int, Path],
+    work: Path,
+    storage: dict,
+    cfg: PeerConfig,
+    nice: int,
+    log: Path,
+    say,
+    small: bool,
+    quality_rows: np.ndarray,
 ) -> dict:
     """The G x CRF sweep on the same footage; the default is chosen within LeRobot's bytes and PSNR."""
-    grid = {"gop_sizes": (4, 8), "crfs": (23,)} if small else {}
+    grid = {"gop_sizes": (4, 8), "crfs": (23,), "fast_decodes": (True,)} if small else {}
     points = sweep_gop_crf(
         uploads,
         work / "sweep",
         batch_size=cfg.batch_size,
         workers=cfg.loader_workers,
         loader_batches=max(3, cfg.loader_batches),
-        quality_rows=cfg.quality_rows,
+        quality_rows=quality_rows,  # the rows the peers' PSNR came from
         seed=cfg.seed,
         nice=nice,
         log=log,
@@ -264,7 +272,9 @@ def _sweep(
     return {
         "points": points,
         "limits": limits,
-        "chosen": None if chosen is None else {"gop_size": chosen["gop_size"], "crf": chosen["crf"]},
+        "chosen": None
+        if chosen is None
+        else {"gop_size": chosen["gop_size"], "crf": chosen["crf"], "fast_decode": chosen.get("fast_decode", True)},
         "table": sweep_table(points, chosen),
     }
 

@@ -197,8 +197,10 @@ def render_peer_report(results: dict) -> str:
         "LanceDBDataset (`__getitems__`, `lance_mp_context()`). The same batches on every system but the shuffled "
         f"LeRobot user's path (make_dataloader delivered the planned rows: {all(c['same_rows'] for c in same)}). "
         "Steady = samples after the first batch / time after it. The decode bound: the same batches' frames "
-        "decoded in one process from GOP bytes already in memory, on every core, one single-threaded decoder per "
-        "thread (RGB conversion included; at the policy's size, swscale's area resize of the full decode).",
+        "decoded in one process from GOP bytes already in memory, one thread per core with its single-threaded "
+        "decoder (RGB conversion included; at the policy's size the reader's own tasks: a stored rendition's GOPs "
+        "where one fits, else the full decode scaled), taken as samples / (CPU seconds / cores): what the cores "
+        "deliver doing nothing else, which a shared machine's wall clock cannot show.",
         loader_table(results),
         "## Where the time goes",
         _misses(results),

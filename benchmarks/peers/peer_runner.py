@@ -26,7 +26,8 @@ Kinds of measurement (each times every call; ``indices`` are the system's own sa
   seconds per batch.
 - ``bound`` (robodata only): the in-process decode bound of ``batches``: their GOPs read into
   memory first, then decoded (and converted to RGB, resized at ``size``) on every core, one
-  single-threaded decoder per thread, no Lance, no workers, no copies between processes.
+  single-threaded decoder per thread, no Lance, no workers, no copies between processes; wall
+  seconds and the process's CPU seconds per batch (the bound is samples / (CPU s / cores)).
 - ``frames``: decode ``indices`` and save every camera's frames (H x W x 3 uint8) to ``out`` (.npz).
 - ``profile``: cProfile ``of`` (sample, batch or window) once over its inputs; own time per function.
 
@@ -141,16 +142,18 @@ class RobodataSystem:
                 requests += decode_requests(ds.metadata, ds._gop_index, camera, refs, in_gop, out, size)
             prepared.append(ds._gop_tasks(requests))  # reads the GOP bytes now, outside the timing
         threads = os.cpu_count() or 1
-        seconds = []
+        seconds, cpu_seconds = [], []
         with ThreadPoolExecutor(threads) as pool:
             list(pool.map(lambda task: task.run(), prepared[0]))  # warm: one decoder per thread
             for tasks in prepared:
                 tasks = sorted(tasks, key=lambda t: -max(t.wanted))  # longest GOP prefixes first, as the reader
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()  # CPU time of every thread
                 list(pool.map(lambda task: task.run(), tasks))
                 seconds.append(time.perf_counter() - start)
+                cpu_seconds.append(time.process_time() - cpu)
         return {
             "seconds": seconds,
+            "cpu_seconds": cpu_seconds,
             "samples": [len(b) for b in measurement["batches"]],
             "threads": threads,
             "frames_decoded": sum(max(t.wanted) + 1 for tasks in prepared for t in tasks),
