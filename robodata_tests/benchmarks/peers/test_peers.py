@@ -208,6 +208,15 @@ def test_summary_is_the_median_over_rounds_and_ratios_use_the_faster_lerobot():
     assert small["D"].startswith("DataLoader, 0 workers, batch 8") and small["B"].startswith("random batches of 8")
 
 
+def test_the_bound_is_cpu_work_spread_over_every_core():
+    from benchmarks.peers.peer_scenarios import round_figures
+
+    # 64 samples took 0.2 s wall under a neighbour's load but 0.2 CPU s on 2 threads: 640 samples/s.
+    bound = {"kind": "bound", "seconds": [0.1, 0.1], "cpu_seconds": [0.1, 0.1], "threads": 2, "samples": [32, 32]}
+    assert round_figures(bound)["per_s"] == pytest.approx(640.0)
+    assert round_figures({**bound, "cpu_seconds": None})["per_s"] == pytest.approx(320.0)  # older results: wall
+
+
 def test_aims_are_the_issues_and_say_by_how_much_the_others_miss():
     storage = {
         "robodata": {"bytes_per_frame": 4000.0, "psnr_top_db": 36.0},
@@ -400,7 +409,7 @@ def test_frontier_and_default_within_lerobots_bytes_and_psnr():
     assert choose_default(points, max_bytes_per_frame=5000.0, min_psnr_db=35.5)["gop_size"] == 8
     assert choose_default(points, max_bytes_per_frame=1000.0) is None
     table = sweep_table(points, chosen).splitlines()
-    assert table[2] == "| 4 | 23 | 300.0 | 1.00 | 6,000 | 36.00 | 36.00 | **chosen** |"
+    assert table[2] == "| 4 | 23 | yes | 300.0 | 1.00 | 6,000 | 36.00 | 36.00 | **chosen** |"
     assert table[4].endswith("| 35.00 | 35.00 |  |")
 
 
@@ -556,3 +565,28 @@ def test_rendered_episodes_are_reused_across_footage_sizes(tmp_path):
     assert (three / "episode_000001" / "top.mp4").read_bytes() == bytes([1]) * 10
     assert not (three / "episode_000002").exists()
     assert reuse_rendered(three, 3, 300, 0) == []  # already there
+
+
+def test_sweep_ingests_each_point_with_its_settings_and_measures_psnr_on_the_given_rows(sample_uploads, tmp_path):
+    from benchmarks.peers.gop_crf_sweep import sweep_gop_crf
+    from robodata.ingest import stored_settings
+
+    uploads = {0: sample_uploads[0]}
+    points = sweep_gop_crf(
+        uploads,
+        tmp_path / "sweep",
+        gop_sizes=(4,),
+        crfs=(23,),
+        fast_decodes=(True, False),
+        batch_size=8,
+        workers=0,
+        loader_batches=3,
+        quality_rows=np.array([0, 50, 150]),
+    )
+    assert [(p["gop_size"], p["crf"], p["fast_decode"]) for p in points] == [(4, 23, True), (4, 23, False)]
+    for point in points:
+        settings = stored_settings(point["dataset_uri"])
+        assert (settings.gop_size, settings.crf, settings.fast_decode) == (4, 23, point["fast_decode"])
+        assert point["loader_samples_per_s"] > 0 and 20 < point["psnr_top_db"] < 99
+    # Deblocking and CABAC (fastdecode off) spend fewer bytes on the same pictures.
+    assert points[1]["bytes_per_frame"] < points[0]["bytes_per_frame"]
