@@ -310,7 +310,12 @@ def add_training_rendition(uri: str, sizes, storage_options: dict | None = None)
         return None
     start = time.perf_counter()
     done = add_rendition(uri, tuple(size), storage_options=storage_options)
-    return {"size": list(size), "seconds": time.perf_counter() - start, "result": repr(done)}
+    return {
+        "size": list(size),
+        "seconds": time.perf_counter() - start,
+        "bytes": getattr(done, "bytes_written", None),
+        "result": repr(done),
+    }
 
 
 def _size_path() -> str:

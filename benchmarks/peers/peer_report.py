@@ -240,7 +240,11 @@ def _peers_sentence(results: dict) -> str:
 def _rendition_sentence(results: dict) -> str:
     rendition = results.get("rendition")
     if rendition:
-        return f"The dataset holds a training rendition at that size (added in {rendition['seconds']:.0f} s)."
+        extra = ""
+        frames = (results.get("storage") or {}).get("robodata", {}).get("camera_frames")
+        if rendition.get("bytes") and frames:
+            extra = f", {rendition['bytes'] / frames:,.0f} bytes per camera frame on top of the full-resolution GOPs"
+        return f"The dataset holds a training rendition at that size (added in {rendition['seconds']:.0f} s{extra})."
     return "The dataset holds no training rendition (this robodata cannot add one)."
 
 
