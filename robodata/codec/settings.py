@@ -13,13 +13,14 @@ class EncoderSettings:
     an entry of ``robodata.codec.codecs.CODECS`` (what gops.lance stores in each row's ``codec``).
 
     >>> EncoderSettings(gop_size=16).crf
-    23
+    20
     """
 
-    # G=4, CRF 23: the highest DataLoader throughput within LeRobot's bytes per frame and at
-    # least its PSNR in the G x CRF sweep on gym-aloha footage (docs/benchmark.md).
-    gop_size: int = 4
-    crf: int = 23
+    # G=8, CRF 20: the fastest decode (CPU-time bound) within the bytes per frame of LeRobot
+    # 0.6.1's own writer and at least its PSNR against the source, in the G x CRF x fastdecode
+    # sweep on gym-aloha footage (docs/benchmark.md); G=4 CRF 23 was 1.3 dB below LeRobot's PSNR.
+    gop_size: int = 8
+    crf: int = 20
     preset: str = "veryfast"
     codec: str = "h264"
     # fastdecode (CAVLC, no deblocking) doubles decode speed on the read path for ~25% more

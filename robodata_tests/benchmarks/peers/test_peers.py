@@ -409,8 +409,14 @@ def test_frontier_and_default_within_lerobots_bytes_and_psnr():
     assert choose_default(points, max_bytes_per_frame=5000.0, min_psnr_db=35.5)["gop_size"] == 8
     assert choose_default(points, max_bytes_per_frame=1000.0) is None
     table = sweep_table(points, chosen).splitlines()
-    assert table[2] == "| 4 | 23 | yes | 300.0 | 1.00 | 6,000 | 36.00 | 36.00 | **chosen** |"
+    assert table[2] == "| 4 | 23 | yes | n/a | 300.0 | 1.00 | 6,000 | 36.00 | 36.00 | **chosen** |"
     assert table[4].endswith("| 35.00 | 35.00 |  |")
+    # The decode bound, where measured, is the throughput the choice is made on (wall-clock D is noisy).
+    for point, bound in zip(points, (100.0, 90.0, 80.0, 400.0), strict=True):
+        point["bound_samples_per_s"] = bound
+    mark_frontier(points)
+    assert choose_default(points, max_bytes_per_frame=6200.0, min_psnr_db=35.5)["gop_size"] == 4
+    assert choose_default(points, max_bytes_per_frame=7000.0)["gop_size"] == 2  # fastest bound within 7,000 bytes
 
 
 # --- the peers' dataset: LeRobot's own writer from the source frames -------------------------------
@@ -587,6 +593,6 @@ def test_sweep_ingests_each_point_with_its_settings_and_measures_psnr_on_the_giv
     for point in points:
         settings = stored_settings(point["dataset_uri"])
         assert (settings.gop_size, settings.crf, settings.fast_decode) == (4, 23, point["fast_decode"])
-        assert point["loader_samples_per_s"] > 0 and 20 < point["psnr_top_db"] < 99
+        assert point["loader_samples_per_s"] > 0 and point["bound_samples_per_s"] > 0 and 20 < point["psnr_top_db"] < 99
     # Deblocking and CABAC (fastdecode off) spend fewer bytes on the same pictures.
     assert points[1]["bytes_per_frame"] < points[0]["bytes_per_frame"]
