@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass
 
 from robodata.codec.codecs import codec_named
 
+LEGACY_CRF = 23  # what a dataset whose codec record lacks "crf" was encoded at
+
 
 @dataclass(frozen=True)
 class EncoderSettings:
@@ -56,7 +58,8 @@ class EncoderSettings:
         """
         return cls(
             gop_size=gop_size,
-            crf=int(description.get("crf", cls.crf)),  # type: ignore[arg-type]
+            # Datasets that predate the crf record were written at 23, the default until G=8 CRF 20.
+            crf=int(description.get("crf", LEGACY_CRF)),  # type: ignore[arg-type]
             preset=str(description.get("preset", cls.preset)),
             codec=str(description.get("name", cls.codec)),
             fast_decode=bool(description.get("fast_decode", cls.fast_decode)),
