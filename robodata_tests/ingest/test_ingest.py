@@ -79,7 +79,7 @@ def test_schema_metadata_describes_the_dataset(ingested):
         "wrist_right": (320, 240, 30),
     }
     assert meta.camera_fps == {c: i.fps for c, i in meta.cameras.items()}
-    assert meta.codec["name"] == "h264" and meta.codec["crf"] == 23
+    assert meta.codec["name"] == "h264" and meta.codec["crf"] == EncoderSettings().crf == 20
     assert meta.format_version == "2"  # 2: GOP checksums
 
 
