@@ -524,7 +524,8 @@ def explain_peer_misses(
             answer = _run(system, roots, python, [measurement], [], log, nice, size=size, concurrency=1, **options)
             m = answer["measurements"][0]
             at = f" at {size[0]}x{size[1]}" if size else ""
-            label = f"{system.label} ({kind}{at}{', 1 decode thread' if own else ''})"
+            name = "robodata" if key == "robodata" and letter in ("A", "B", "C") else system.label
+            label = f"{name} ({kind}{at}{', 1 decode thread' if own else ''})"
             cache[(kind, key, size)] = profile_from_own_times(label, m["seconds_per_call"], m["own_seconds"]).to_dict()
         ours, theirs = cache[(kind, aim["ours"], size)], cache[(kind, aim["against"], size)]
         via = {
