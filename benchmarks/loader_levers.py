@@ -86,8 +86,9 @@ class _ReadyBatches:
 def _transfer_run(shapes, reuse: bool, workers: int, batches: int) -> dict:
     import torch
 
-    loader = torch.utils.data.DataLoader(
-        _ReadyBatches(shapes, reuse),
+    # any object with __getitem__/__len__ works; the stub asks for a Dataset
+    loader: torch.utils.data.DataLoader = torch.utils.data.DataLoader(
+        _ReadyBatches(shapes, reuse),  # type: ignore[arg-type]
         batch_size=None,
         num_workers=workers,
         multiprocessing_context="spawn" if workers else None,
@@ -165,7 +166,7 @@ def main(args: argparse.Namespace) -> int:
     plain, rendition = _prepare(args, work)
     ds = robodata.open(plain)
     sizes = [(ds.metadata.cameras[c].height, ds.metadata.cameras[c].width) for c in ds.cameras]
-    loaders = {
+    loaders: dict[str, tuple[str, dict, int]] = {
         "rgb native, workers": (plain, {}, args.workers),
         "rgb native, in-process threads": (plain, {}, 0),
         "yuv420 native, workers": (plain, {"pixel_format": "yuv420p"}, args.workers),
@@ -208,7 +209,7 @@ def main(args: argparse.Namespace) -> int:
     table = {
         name: {key: statistics.median(r[key] for r in results) for key in results[0]} for name, results in runs.items()
     }
-    reuse = decode_reuse(ds)
+    reuse_report = decode_reuse(ds)
     report = {
         "command": getattr(args, "command_line", ""),
         "cameras": dict(zip(ds.cameras, sizes, strict=True)),
@@ -217,7 +218,7 @@ def main(args: argparse.Namespace) -> int:
         "medians": table,
         "runs": runs,
         "yuv420_to_rgb_cpu_ms_per_batch_one_camera": convert_ms,
-        "decode_reuse": reuse,
+        "decode_reuse": reuse_report,
     }
     (out / "results.json").write_text(json.dumps(report, indent=2))
     lines = [
@@ -231,7 +232,7 @@ def main(args: argparse.Namespace) -> int:
         )
     lines += ["", f"yuv420_to_rgb on CPU: {convert_ms:.1f} ms a batch of one camera", ""]
     lines += ["| decoded-frame cache (simulated on the sampler's order) | frames decoded | saved |", "|---|---|---|"]
-    lines += [f"| {k} | {v['frames_decoded']:,} | {v['saved_fraction']:.1%} |" for k, v in reuse.items()]
+    lines += [f"| {k} | {v['frames_decoded']:,} | {v['saved_fraction']:.1%} |" for k, v in reuse_report.items()]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     shutil.rmtree(work, ignore_errors=True)
@@ -250,7 +251,7 @@ def decode_reuse(ds, *, batch_size: int = BATCH, workers: int = 2, budgets_mb=(6
 
     from robodata.torch.sampler import RowSampler
 
-    rows = ds._rows
+    rows = ds.rows
     control_hz = ds.metadata.control_hz
     results = {}
     for kind in ("D batches", f"C windows of {window} frames"):
@@ -258,7 +259,7 @@ def decode_reuse(ds, *, batch_size: int = BATCH, workers: int = 2, budgets_mb=(6
         batches = sampler.batches()
         for budget_mb in (0, *budgets_mb):
             decoded = saved = 0
-            caches = [OrderedDict() for _ in range(workers)]
+            caches: list[OrderedDict] = [OrderedDict() for _ in range(workers)]
             held = [0] * workers
             for b, batch in enumerate(batches):
                 w = b % workers

@@ -51,13 +51,13 @@ def quality_sample(
     columns = [c for cam in ds.cameras for c in ref_columns(cam)[1:]] + ["episode_index"]
     refs = ds.to_table(columns=columns).take(rows.tolist()).to_pydict()
     gop_size = ds.metadata.gop_size
-    decoded = ds.get_frames(rows).data
+    decoded = ds.get_frames(rows)
     sample: dict[str, dict[str, list[np.ndarray]]] = {}
     for camera in ds.cameras:
         _, gop_column, in_gop_column = ref_columns(camera)
         # GOPs are G frames long except an episode's last, so this is the camera frame number.
         numbers = [g * gop_size + k for g, k in zip(refs[gop_column], refs[in_gop_column], strict=True)]
-        sample[camera] = {"robodata": list(decoded[camera])}
+        sample[camera] = {"robodata": list(decoded.data[camera])}
         if uploads is not None:
             sample[camera]["source"] = _source_frames(uploads, camera, refs["episode_index"], numbers)
         if reader is not None and paired is not None:

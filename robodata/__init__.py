@@ -26,6 +26,7 @@ from robodata.errors import (
     MissingExtraError,
     NotFoundError,
     RemovedCodecError,
+    RoboDataDeprecationWarning,
     RoboDataError,
     StorageError,
     StorageUnreachableError,
@@ -50,6 +51,7 @@ __all__ = [
     "NotFoundError",
     "RemovedCodecError",
     "IngestResult",
+    "RoboDataDeprecationWarning",
     "RoboDataError",
     "RoboDataset",  # for type hints: datasets come from robodata.open
     "StorageError",

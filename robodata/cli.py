@@ -580,8 +580,8 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
 @command("bench", _bench_args)
 def _bench(args: argparse.Namespace) -> int:
     """Benchmarks, from a source checkout. Scenarios: report (the default: `robodata bench OUT
-    --peers VENV`, robodata against LeRobot 0.6.1 and LanceDBDataset), readpath, loader, upkeep,
-    sensor, landing, batches; `robodata bench SCENARIO --help` shows a scenario's options."""
+    --peers VENV`, robodata against LeRobot 0.6.1 and LanceDBDataset), readpath, loader, levers,
+    upkeep, sensor, landing, batches; `robodata bench SCENARIO --help` shows a scenario's options."""
     from robodata.source_checkout import require_benchmarks
 
     require_benchmarks()

@@ -94,7 +94,7 @@ def materialize_all(instance, store, partitions: list[str], labels_path: str, ru
     if not with_report:
         return {}
     bench = result.asset_materializations_for_node("benchmark_report")[0]
-    return {"benchmark_report": bench.metadata["report_path"].value}
+    return {"benchmark_report": str(bench.metadata["report_path"].value)}
 
 
 def _write_success_labels(path: Path, episodes: int) -> str:
@@ -120,7 +120,7 @@ def report(dataset: str, out: Path) -> dict:
         "jpeg_q90_psnr_db": round(float(np.mean([psnr(f, j) for f, (_, j) in zip(frames, jpeg, strict=True)])), 2),
     }
     png = out / "frame.png"
-    Image.fromarray(ds[len(ds) // 2][column]).save(png)
+    Image.fromarray(np.asarray(ds[len(ds) // 2][column])).save(png)
     summary["frame_png"] = str(png)
     print(json.dumps(summary, indent=2))
     return summary

@@ -7,6 +7,11 @@ class RoboDataError(Exception):
     """Base class of robodata's own errors."""
 
 
+class RoboDataDeprecationWarning(DeprecationWarning):
+    """A robodata name that still works but will be removed in the next release; the message
+    names its replacement. Its own class, so a test suite can turn exactly these into errors."""
+
+
 class BadUploadError(RoboDataError, ValueError):
     """An upload that cannot be ingested; nothing was written."""
 

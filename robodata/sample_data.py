@@ -89,7 +89,9 @@ def _scene(rng: np.random.Generator, width: int, height: int, n_frames: int):
     pan = n_frames * 2 + 8
     coarse = rng.integers(0, 256, ((height + pan) // 16 + 2, (width + pan) // 16 + 2, 3), dtype=np.uint8)
     texture = np.asarray(
-        Image.fromarray(coarse).resize(((width + pan) // 16 * 16 + 32, (height + pan) // 16 * 16 + 32), Image.BICUBIC)
+        Image.fromarray(coarse).resize(
+            ((width + pan) // 16 * 16 + 32, (height + pan) // 16 * 16 + 32), Image.Resampling.BICUBIC
+        )
     )
     colour = rng.integers(60, 255, 3)
     yy, xx = np.mgrid[0:height, 0:width]

@@ -37,7 +37,7 @@ def dataset_summary(uri: str, *, version: int | str | None = None, storage_optio
         else 0,
         # camera -> {rendition name: GOP rows stored}; a declared rendition not added to every
         # episode yet shows fewer GOP rows than the camera's full-resolution ones
-        "renditions": rendition_counts(ds.metadata, gops),
+        "renditions": rendition_counts(ds.metadata, gops, storage_options),
         "gops_bytes_on_disk": video_bytes,
         "tags": ds.tags,
         "versions": [v["version"] for v in ds.versions()],

@@ -1,7 +1,7 @@
 """robodata against LeRobot's own copy of the same episodes, with real LeRobot (Python >= 3.12).
 
     python scripts/lerobot_compare.py losses WORKDIR [--steps 5]
-    python scripts/lerobot_compare.py first-batch WORKDIR [--workers 2 --batch-size 32]
+    python scripts/lerobot_compare.py first-batch WORKDIR [--workers 2 --batch-size 32 --repeat 1]
 
 Both make sample data in WORKDIR (3 cameras, 100 Hz rows), ingest it into a robodata dataset,
 tag it ``compare`` and export that version with ``robodata export-lerobot`` (lossless RGB video,
@@ -14,17 +14,20 @@ difference, and exits 1 when that exceeds ``--tolerance``.
 
 ``first-batch`` prints the seconds from creating a DataLoader (``num_workers`` workers, default
 collate, shuffled) to its first batch for ``LeRobotCompatDataset`` and for ``LeRobotDataset``
-on the export, each in a fresh process, with LeRobot's default start method for lerobot-train
-(spawn) and, for LeRobot, also with fork.
+on the export, each in a fresh process, with the platform's default start method (fork on
+Linux: a plain ``DataLoader(num_workers=N)``) and with lerobot-train's default (spawn);
+``--repeat R`` runs each R times and prints the median, min and max.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -131,7 +134,7 @@ else:
     dataset = LeRobotDataset("local/compare", root=path, return_uint8=True)
 opened = time.perf_counter()
 loader = DataLoader(dataset, batch_size=batch, shuffle=True, num_workers=workers,
-                    multiprocessing_context=context if workers else None)
+                    multiprocessing_context=None if context == "default" or not workers else context)
 next(iter(loader))
 done = time.perf_counter()
 print(json.dumps({"open_s": round(opened - started, 2), "first_batch_s": round(done - opened, 2)}))
@@ -143,24 +146,38 @@ def first_batch(args: argparse.Namespace) -> int:
     dataset, export = prepare(work, args.episodes, args.seconds)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     rows = []
-    for kind, path, context in (
-        ("robodata", dataset, "spawn"),
-        ("lerobot", export, "spawn"),
-        ("lerobot", export, "fork"),
-    ):
-        command = [sys.executable, "-c", FIRST_BATCH, kind, path, str(args.workers), str(args.batch_size), context]
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            raise SystemExit(f"{kind} ({context}) failed: {done.stderr[-2000:]}")
-        figures = json.loads(done.stdout.strip().splitlines()[-1])
-        rows.append((kind, context, figures))
-    print(f"workers={args.workers} batch={args.batch_size} (a fresh process each; seconds)")
+    cases = [
+        (kind, path, context)
+        for context in ("default", "spawn")
+        for kind, path in (("robodata", dataset), ("lerobot", export))
+    ]
+    for kind, path, context in cases:
+        runs = []
+        for _ in range(args.repeat):
+            command = [sys.executable, "-c", FIRST_BATCH, kind, path, str(args.workers), str(args.batch_size), context]
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+            if done.returncode != 0:
+                raise SystemExit(f"{kind} ({context}) failed: {done.stderr[-2000:]}")
+            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        rows.append((kind, context, runs))
+    default = multiprocessing.get_start_method()
+    print(
+        f"workers={args.workers} batch={args.batch_size}, {args.repeat} fresh process(es) each; seconds, median [min-max]"
+    )
     print("| dataset | start method | open s | DataLoader to first batch s |")
     print("| --- | --- | --- | --- |")
-    for kind, context, figures in rows:
+    for kind, context, runs in rows:
         name = "LeRobotCompatDataset" if kind == "robodata" else "LeRobotDataset (export)"
-        print(f"| {name} | {context} | {figures['open_s']} | {figures['first_batch_s']} |")
+        method = f"{default} (default)" if context == "default" else context
+        cells = [spread([run[key] for run in runs]) for key in ("open_s", "first_batch_s")]
+        print(f"| {name} | {method} | {cells[0]} | {cells[1]} |")
     return 0
+
+
+def spread(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]}"
+    return f"{statistics.median(values):.2f} [{min(values)}-{max(values)}]"
 
 
 def main() -> int:
@@ -175,6 +192,7 @@ def main() -> int:
     sub.choices["losses"].add_argument("--tolerance", type=float, default=0.002)
     sub.choices["first-batch"].add_argument("--workers", type=int, default=2)
     sub.choices["first-batch"].add_argument("--batch-size", type=int, default=32)
+    sub.choices["first-batch"].add_argument("--repeat", type=int, default=1)
     args = p.parse_args()
     started = time.perf_counter()
     code = losses(args) if args.command == "losses" else first_batch(args)

@@ -42,8 +42,10 @@ def camera_frames(path: Path) -> Iterator[tuple[float, object]]:
 
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
+        time_base = stream.time_base
         for frame in container.decode(stream):
-            seconds = float(frame.pts * stream.time_base) if frame.pts is not None else float("nan")
+            pts = frame.pts
+            seconds = float(pts * time_base) if pts is not None and time_base is not None else float("nan")
             yield seconds, frame.to_ndarray(format="rgb24")
 
 
@@ -53,7 +55,10 @@ def camera_rate(path: Path) -> tuple[float, int, int]:
 
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
-        return float(stream.average_rate or stream.base_rate), stream.height, stream.width
+        rate = stream.average_rate or stream.base_rate or stream.guessed_rate
+        if not rate:
+            raise ValueError(f"{path}: video stream has no frame rate")
+        return float(rate), stream.height, stream.width
 
 
 def nearest_steps(step_seconds, frame_seconds):
@@ -128,7 +133,9 @@ def write_lerobot(out: Path, uploads: Sequence[Path], dataset_cls=None) -> dict:
     """Record ``uploads`` (in episode order) into a new LeRobot dataset at ``out`` with
     ``dataset_cls`` (LeRobot's ``LeRobotDataset``; tests pass a stand-in) and its defaults."""
     if dataset_cls is None:
-        from lerobot.datasets.lerobot_dataset import LeRobotDataset as dataset_cls
+        from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+        dataset_cls = LeRobotDataset
     uploads = sorted((Path(u) for u in uploads), key=lambda f: int(read_episode_meta(f)["episode_index"]))
     fps, features, cameras = features_of(uploads)
     robot_type = read_episode_meta(uploads[0]).get("robot_type") or None

@@ -18,6 +18,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -129,7 +130,7 @@ def run_peer_benchmark(
             dataset_uri, ds.version, work, python, episodes_per_file, log, storage_options
         )
     # robodata's runner opens the dataset itself: it gets the options with its job (stdin, never logged).
-    own = {"version": ds.version, **({"storage_options": storage_options} if storage_options else {})}
+    own: dict[str, Any] = {"version": ds.version, **({"storage_options": storage_options} if storage_options else {})}
     reader = LeRobotLayoutReader(roots["lerobot"])
     paired = baseline_rows(ds, reader)
     pair = Pair(ds, reader, paired)
@@ -142,7 +143,7 @@ def run_peer_benchmark(
     for r in range(cfg.rounds):
         plan = plan_round(rng, len(ds), cfg, r)
         order = systems[r % len(systems) :] + systems[: r % len(systems)]  # who goes first rotates
-        results: dict[str, list[dict]] = {s.key: [] for s in systems}
+        measured: dict[str, list[dict]] = {s.key: [] for s in systems}
         for phase in (0, 1):  # A, B, C (and the bound) for every system, then D for every system
             for system in order:
                 # Every size in one process: native first, then the policy's size.
@@ -162,7 +163,7 @@ def run_peer_benchmark(
                     **(own if system.runner.startswith("robodata") else {}),
                 )
                 labels[system.key], versions[system.key] = answer["label"], answer["versions"]
-                results[system.key] += answer["measurements"]
+                measured[system.key] += answer["measurements"]
                 if phase == 1 and system.runner != "robodata-compat":  # it shuffles, as a LeRobot user does
                     for asked, loader in zip(measurements, answer["measurements"], strict=True):
                         loader_checks.append(
@@ -173,7 +174,7 @@ def run_peer_benchmark(
                                 "same_rows": loader_rows_match(asked["batches"], loader["delivered"]),
                             }
                         )
-        rounds.append(results)
+        rounds.append(measured)
         # Kept as the run goes: a failure later (storage, profiles, report) loses no measurement.
         (out / "rounds.json").write_text(json.dumps(rounds, default=_json_default))
 
@@ -191,7 +192,7 @@ def run_peer_benchmark(
     say("profiles of missed aims ...")
     profiles = explain_peer_misses(aims, roots, python, paired, rng, len(ds), cfg, window, log, nice, own)
     versions["robodata-compat"] = versions.get("robodata-compat", {})
-    results = {
+    results: dict[str, Any] = {
         "command": command or f"robodata bench {out} --peers {peers_venv}",
         "machine": _machine(load_before),
         "config": asdict(cfg),
@@ -488,9 +489,9 @@ def explain_peer_misses(
     aim's size; the time to the first batch through opening the dataset and reading one batch."""
     by_key = {s.key: s for s in SYSTEMS}
     profiles: dict[str, dict] = {}
-    cache: dict[tuple, dict] = {}
+    cache: dict[tuple[str, str, tuple[int, int] | None], dict] = {}
     kinds = {"A": "sample", "B": "batch", "C": "window", "D": "batch", "first-batch": "open"}
-    inputs = {
+    inputs: dict[str, Any] = {
         "sample": rng.integers(0, rows, 6),
         "batch": [rng.integers(0, rows, cfg.batch_size)],
         "window": rng.integers(0, rows, 4),
@@ -509,7 +510,7 @@ def explain_peer_misses(
             system = by_key[key]
             own = system.runner.startswith("robodata")
             index = (lambda v: [int(i) for i in v]) if own else (lambda v: [int(i) for i in paired[np.asarray(v)]])
-            measurement = {
+            measurement: dict[str, Any] = {
                 "name": f"profile-{kind}",
                 "kind": "profile",
                 "of": kind,

@@ -355,11 +355,11 @@ def readme_line(results: dict) -> str:
     if "robodata" in first and "lerobot-torchcodec" in first:
         parts.append(f"first batch {first['robodata']:.1f} s vs LeRobot {first['lerobot-torchcodec']:.1f} s")
     storage = results.get("storage") or {}
-    ours, theirs = storage.get("robodata") or {}, storage.get("lerobot-torchcodec") or {}
-    if ours.get("bytes_per_frame") and theirs.get("bytes_per_frame"):
-        parts.append(f"{ours['bytes_per_frame'] / theirs['bytes_per_frame']:.2f}x the bytes")
-    if "psnr_top_db" in ours and "psnr_top_db" in theirs:
-        parts.append(f"{ours['psnr_top_db'] - theirs['psnr_top_db']:+.1f} dB")
+    mine, lerobot = storage.get("robodata") or {}, storage.get("lerobot-torchcodec") or {}
+    if mine.get("bytes_per_frame") and lerobot.get("bytes_per_frame"):
+        parts.append(f"{mine['bytes_per_frame'] / lerobot['bytes_per_frame']:.2f}x the bytes")
+    if "psnr_top_db" in mine and "psnr_top_db" in lerobot:
+        parts.append(f"{mine['psnr_top_db'] - lerobot['psnr_top_db']:+.1f} dB")
     d = results["dataset"]
     return (
         f"benchmark vs LeRobot 0.6.1 / LanceDBDataset (`robodata bench OUT --peers VENV`, {results['footage']['source']} "

@@ -44,6 +44,7 @@ import os
 import sys
 import time
 import traceback
+from typing import Any
 
 PROTOCOL = 1
 RESULT_PREFIX = "PEER_RESULT "
@@ -59,6 +60,7 @@ class RobodataSystem:
     """robodata's own reader, run like the peers (in its own process, from the dataset folder)."""
 
     def __init__(self, job: dict) -> None:
+        self.job = job  # a profile of the first batch opens the system again from it
         import robodata
 
         self.uri = job["root"]
@@ -104,7 +106,7 @@ class RobodataSystem:
     def loader(self, measurement: dict):
         from robodata.torch import make_dataloader
 
-        sized = {}
+        sized: dict[str, Any] = {}
         if self.size is not None:
             sized = {"resolution": self.size} if self.by_resolution else {"transform": ResizeBatch(self.size)}
         loader = make_dataloader(
@@ -189,6 +191,7 @@ class RobodataCompatSystem:
     """robodata for a LeRobot user: ``LeRobotCompatDataset`` in a plain ``DataLoader(shuffle=True)``."""
 
     def __init__(self, job: dict) -> None:
+        self.job = job  # a profile of the first batch opens the system again from it
         import robodata
 
         self.uri = job["root"]
@@ -304,6 +307,7 @@ class LeRobotSystem:
     """``lerobot.datasets.lerobot_dataset.LeRobotDataset`` with ``return_uint8=True``."""
 
     def __init__(self, job: dict) -> None:
+        self.job = job  # a profile of the first batch opens the system again from it
         from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
         self.cls = LeRobotDataset
@@ -354,6 +358,7 @@ class LanceDBSystem(LeRobotSystem):
     """``lerobot_lancedb.LanceDBDataset`` (torchcodec) on ``lerobot-lance-convert``'s output."""
 
     def __init__(self, job: dict) -> None:
+        self.job = job  # a profile of the first batch opens the system again from it
         from lerobot_lancedb import LanceDBDataset
 
         self.cls = LanceDBDataset
@@ -426,9 +431,7 @@ def open_system(job: dict):
         "lerobot": LeRobotSystem,
         "lancedb": LanceDBSystem,
     }
-    opened = classes[system](job)
-    opened.job = job
-    return opened
+    return classes[system](job)
 
 
 # --- measurements --------------------------------------------------------------------------------
@@ -526,7 +529,8 @@ def _profile(system, measurement: dict) -> dict:
         call(value)
     profiler.disable()
     elapsed = time.perf_counter() - start
-    stats = pstats.Stats(profiler).stats  # (file, line, function) -> (cc, nc, own, cumulative, callers)
+    # (file, line, function) -> (cc, nc, own, cumulative, callers); typeshed leaves the table out
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     own: dict[str, float] = {}
     for (file, _, function), entry in stats.items():
         name = f"{file}:{function}"

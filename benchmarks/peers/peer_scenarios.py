@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -140,7 +141,7 @@ def scenario_jobs(
     name = lambda letter: scenario_key(letter, size)  # noqa: E731 - one-line naming rule
     if system.key == "bound":
         return [[{"name": name("D"), "kind": "bound", "batches": [index(b) for b in plan["D"]]}], []]
-    reads = []
+    reads: list[dict] = []
     if "A" in system.scenarios:
         reads.append({"name": name("A"), "kind": "sample", "indices": index(plan["A"])})
     if "B" in system.scenarios:
@@ -244,7 +245,7 @@ def ratio_rows(summary: dict[str, dict[str, dict]], config: PeerConfig | None = 
             f", at {size}x{size}" if size and "x" not in size else ""
         )
         bound = figures.get("bound", {}).get("per_s")
-        row = {
+        row: dict[str, Any] = {
             "scenario": scenario,
             "description": description,
             "per_s": {k: v["per_s"] for k, v in figures.items()},

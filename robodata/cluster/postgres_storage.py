@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy
-from dagster._core.storage.base_storage import DagsterStorage
 from dagster_postgres import DagsterPostgresStorage
 from dagster_postgres.event_log import PostgresEventLogStorage
 from dagster_postgres.run_storage import PostgresRunStorage
@@ -67,7 +66,8 @@ class PostgresStorage(DagsterPostgresStorage):
             postgres_url, should_autocreate_tables, token_provider=token_provider
         )
         self._schedule_storage = _ScheduleStorage(postgres_url, should_autocreate_tables, token_provider=token_provider)
-        DagsterStorage.__init__(self)
+        # DagsterStorage's __init__, past DagsterPostgresStorage's, which would open storages of its own
+        super(DagsterPostgresStorage, self).__init__()
 
     @classmethod
     def from_config_value(cls, inst_data: Any, config_value: Any) -> PostgresStorage:

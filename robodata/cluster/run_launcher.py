@@ -44,8 +44,10 @@ class CeleryRunLauncher(_CeleryRunLauncher):
     def config_type(cls) -> dict:
         from dagster import Field
 
+        base = super().config_type()
+        assert isinstance(base, dict)  # dagster-celery's schema: a dict of fields
         return {
-            **super().config_type(),
+            **base,
             "lost_after_seconds": Field(int, is_required=False, default_value=30),
             "inspect_timeout_seconds": Field(int, is_required=False, default_value=3),
         }

@@ -21,13 +21,13 @@ from robodata.codec.resize import frame_array
 _local = threading.local()
 
 
-def _decoder(codec: str) -> av.CodecContext:
+def _decoder(codec: str) -> av.VideoCodecContext:
     decoders = getattr(_local, "decoders", None)
     if decoders is None:
         decoders = _local.decoders = {}
     ctx = decoders.get(codec)
     if ctx is None:
-        ctx = av.CodecContext.create(codec, "r")
+        ctx = av.Codec(codec, "r").create("video")
         ctx.thread_count = 1
         ctx.thread_type = "NONE"
         decoders[codec] = ctx
@@ -36,7 +36,7 @@ def _decoder(codec: str) -> av.CodecContext:
 
 def decode_gop_frames(
     data: bytes | memoryview,
-    packet_sizes: Sequence[int],
+    packet_sizes: Sequence[int] | np.ndarray,
     wanted: Sequence[int],
     out: Sequence[np.ndarray] | None = None,
     codec: str = "h264",
@@ -73,7 +73,8 @@ def decode_gop_frames(
     decoded = 0
     try:
         for k in range(last + 1):
-            for frame in ctx.decode(av.Packet(view[starts[k] : starts[k + 1]])):
+            # PyAV takes any buffer (no copy); its stub names only bytes
+            for frame in ctx.decode(av.Packet(view[starts[k] : starts[k + 1]])):  # type: ignore[arg-type]
                 _store(frame, decoded, slots, results, out, size, pixel_format)
                 decoded += 1
         if decoded <= last:  # the decoder held frames back: drain it
@@ -107,7 +108,7 @@ def plain_decode_gop(data: bytes, codec: str = "h264") -> list[np.ndarray]:
 
 
 def _fresh_decode(decoder: str, packets: list[av.Packet]) -> list[av.VideoFrame]:
-    ctx = av.CodecContext.create(decoder, "r")
+    ctx = av.Codec(decoder, "r").create("video")
     frames = []
     for packet in packets:
         frames.extend(ctx.decode(packet))

@@ -27,8 +27,13 @@ def render_gop(
     """The GOP ``data`` (stored in ``codec``) re-encoded at ``size`` (height, width) with
     ``settings`` (the dataset's); one GOP with as many frames as the source.
 
-    >>> render_gop(gop, sizes, "h264", (224, 224), 30.0, EncoderSettings()).n_frames  # doctest: +SKIP
-    4
+    >>> from robodata.codec import plain_decode_gop
+    >>> frames = [np.full((96, 128, 3), 40 * i, np.uint8) for i in range(4)]
+    >>> encoder = GopEncoder(128, 96, fps=30, settings=EncoderSettings(gop_size=4))
+    >>> [gop] = [g for f in frames for g in encoder.add(f)] + encoder.finish()
+    >>> small = render_gop(gop.data, gop.packet_sizes, "h264", (48, 64), 30.0, EncoderSettings())
+    >>> small.n_frames, [f.shape for f in plain_decode_gop(small.data)][0]
+    (4, (48, 64, 3))
     """
     height, width = size
     frames = decode_gop_frames(data, packet_sizes, list(range(len(packet_sizes))), codec=codec, size=size)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from robodata.codec.codecs import codec_named
 
@@ -49,7 +51,7 @@ class EncoderSettings:
         return body
 
     @classmethod
-    def described(cls, gop_size: int, description: dict[str, object]) -> EncoderSettings:
+    def described(cls, gop_size: int, description: Mapping[str, Any]) -> EncoderSettings:
         """The settings a dataset was written with, from its ``gop_size`` and ``describe()`` record
         (keys it lacks, from older datasets, take the defaults).
 
@@ -59,7 +61,7 @@ class EncoderSettings:
         return cls(
             gop_size=gop_size,
             # Datasets that predate the crf record were written at 23, the default until G=8 CRF 20.
-            crf=int(description.get("crf", LEGACY_CRF)),  # type: ignore[arg-type]
+            crf=int(description.get("crf", LEGACY_CRF)),
             preset=str(description.get("preset", cls.preset)),
             codec=str(description.get("name", cls.codec)),
             fast_decode=bool(description.get("fast_decode", cls.fast_decode)),

@@ -10,6 +10,7 @@ import os
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -63,6 +64,12 @@ def home_instance():
         yield instance
 
 
+def _store_of(root: str | None, uploads_root: str | None) -> DatasetStore:
+    """The store with the folders a user named; the others take the store's defaults."""
+    named: dict[str, Any] = {k: v for k, v in {"root": root, "uploads_root": uploads_root}.items() if v}
+    return DatasetStore(**named)
+
+
 def register_uploads_from_cli(root: str | None = None, uploads_root: str | None = None) -> list[str]:
     """``register_uploads`` for ``robodata register-uploads``; unset folders take the store's defaults.
     With ``ROBODATA_PARTITIONING=batch``, one partition per upload batch (``register_upload_batches``).
@@ -71,7 +78,7 @@ def register_uploads_from_cli(root: str | None = None, uploads_root: str | None 
     >>> register_uploads_from_cli("data/demo", "uploads")
     ['episode_000000', 'episode_000001', 'episode_000002']
     """
-    store = DatasetStore(**{k: v for k, v in {"root": root, "uploads_root": uploads_root}.items() if v})
+    store = _store_of(root, uploads_root)
     register = register_upload_batches if partitioning() == PER_BATCH else register_uploads
     with home_instance() as instance:
         if refusal := partitioning_refusal(instance):
@@ -151,7 +158,7 @@ def _other(mode: str) -> str:
 
 def migrate_partitioning_from_cli(to: str, root: str | None = None, uploads_root: str | None = None) -> dict:
     """``migrate_partitioning`` for ``robodata repartition``, on $DAGSTER_HOME's instance."""
-    store = DatasetStore(**{k: v for k, v in {"root": root, "uploads_root": uploads_root}.items() if v})
+    store = _store_of(root, uploads_root)
     with home_instance() as instance:
         return migrate_partitioning(instance, store, to)
 

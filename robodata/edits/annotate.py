@@ -7,7 +7,8 @@ import numpy as np
 import pyarrow as pa
 
 from robodata.format.ids import episode_filter
-from robodata.format.tables import open_frames
+from robodata.format.tables import frames_uri, open_frames
+from robodata.storage.failures import storage_call
 
 KEYS = ["episode_index", "frame_index"]
 _PROTECTED = {"episode_index", "frame_index", "timestamp_ns"}
@@ -95,7 +96,10 @@ def add_annotations(uri: str, labels: pa.Table, *, storage_options: dict | None 
     if protected:
         raise ValueError(f"cannot overwrite dataset columns {sorted(protected)} with annotations")
     frames = open_frames(uri, storage_options=storage_options)
-    labels, unmatched = _split_unmatched(frames, labels.combine_chunks())
+    matching = "matching labels to the dataset's rows"
+    labels, unmatched = storage_call(
+        matching, frames_uri(uri), storage_options, _split_unmatched, frames, labels.combine_chunks()
+    )
     unmatched_episodes = sorted(set(unmatched["episode_index"].to_pylist()))
     if labels.num_rows == 0:
         raise ValueError(
@@ -105,9 +109,19 @@ def add_annotations(uri: str, labels: pa.Table, *, storage_options: dict | None 
     new = [c for c in label_names if c not in frames.schema.names]
     existing = [c for c in label_names if c in frames.schema.names]
     if new:
-        frames.add_columns(_lookup_udf(labels, new), read_columns=KEYS)
+        adding = f"adding label columns {new}"
+        storage_call(
+            adding, frames_uri(uri), storage_options, frames.add_columns, _lookup_udf(labels, new), read_columns=KEYS
+        )
     if existing:
-        frames.merge_insert(KEYS).when_matched_update_all().execute(labels.select(KEYS + existing))
+        update = frames.merge_insert(KEYS).when_matched_update_all().execute  # builds the update: no I/O yet
+        storage_call(
+            f"updating label columns {existing}",
+            frames_uri(uri),
+            storage_options,
+            update,
+            labels.select(KEYS + existing),
+        )
     return AnnotationResult(frames.version, labels.num_rows, unmatched.num_rows, unmatched_episodes)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from robodata.errors import EpisodeNotFoundError
 from robodata.format.ids import episode_filter
-from robodata.format.tables import open_frames
+from robodata.format.tables import frames_uri, open_frames
+from robodata.storage.failures import storage_call
 
 
 def delete_episodes(uri: str, episodes: list[int] | int, *, storage_options: dict | None = None) -> int:
@@ -46,12 +47,16 @@ def delete_episodes(uri: str, episodes: list[int] | int, *, storage_options: dic
     selected = episode_filter(episodes)  # validates every index first
     frames = open_frames(uri, storage_options=storage_options)
     wanted = sorted({int(e) for e in ([episodes] if isinstance(episodes, int) else episodes)})
-    held = set(frames.to_table(columns=["episode_index"], filter=selected)["episode_index"].to_pylist())
+    finding = "finding the episodes to delete"
+    stored = storage_call(
+        finding, frames_uri(uri), storage_options, frames.to_table, columns=["episode_index"], filter=selected
+    )
+    held = set(stored["episode_index"].to_pylist())
     missing = [e for e in wanted if e not in held]
     if missing:
         raise EpisodeNotFoundError(
             f"{uri}: no episode {', '.join(map(str, missing))} in the dataset (version {frames.version}); "
             "nothing deleted"
         )
-    frames.delete(selected)
+    storage_call(f"deleting episodes {wanted}", frames_uri(uri), storage_options, frames.delete, selected)
     return frames.version

@@ -13,6 +13,7 @@ from robodata.format.renditions import without_renditions_of_kept_gops
 from robodata.format.schema import read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.integrity.gop_leases import read_records
+from robodata.storage.failures import storage_call
 
 _ATTEMPTS = 5
 
@@ -75,7 +76,10 @@ def collect_garbage(
     """
     for _ in range(_ATTEMPTS):
         try:
-            return _collect_once(uri, dry_run, storage_options, min_age)
+            collecting = "collecting unreferenced GOPs"
+            return storage_call(
+                collecting, gops_uri(uri), storage_options, _collect_once, uri, dry_run, storage_options, min_age
+            )
         except _Preempted:
             continue  # an ingest touched GOPs meanwhile: decide again on the new versions
     raise RuntimeError(
@@ -118,7 +122,7 @@ def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta |
         in_flight |= {r for r in orphans if r not in settled}
     too_recent = sum(r in in_flight for r in orphans)
     orphans = [r for r in orphans if r not in in_flight]
-    orphans = without_renditions_of_kept_gops(gops, orphans)  # training renditions follow their source
+    orphans = without_renditions_of_kept_gops(gops, orphans, storage_options)  # training renditions follow their source
     if orphans and not dry_run:
         # One delete planned on ``gops``'s version, without Lance's retries (which would plan it
         # again on a newer version, where these ids may be in use again).

@@ -24,6 +24,7 @@ from datetime import timedelta
 from robodata.edits.garbage import GarbageReport, collect_garbage
 from robodata.errors import NotFoundError
 from robodata.format.tables import frames_uri, gops_uri, open_table
+from robodata.storage.failures import storage_call
 
 # The columns reads filter on: frames by episode (integrity checks, re-ingest, episode reads),
 # gops by ref_id (integrity, GC) and by episode (re-ingest reuses stored GOPs).
@@ -99,7 +100,11 @@ def _compact(table_uri: str, storage_options: dict | None) -> TableUpkeep:
     concurrent commit conflicts with it."""
     import lance.optimize as optimize
 
-    before = len(open_table(table_uri, storage_options).get_fragments())
+    before = len(
+        storage_call(
+            "listing fragments", table_uri, storage_options, open_table(table_uri, storage_options).get_fragments
+        )
+    )
     for attempt in range(1, COMPACTION_ATTEMPTS + 1):
         table = open_table(table_uri, storage_options)
         options = optimize.CompactionOptions(materialize_deletions_threshold=0.0)
@@ -114,7 +119,11 @@ def _compact(table_uri: str, storage_options: dict | None) -> TableUpkeep:
             if "onflict" not in str(exc) or attempt == COMPACTION_ATTEMPTS:
                 raise
             time.sleep(0.2 * attempt)  # a writer committed in between: plan against its version
-    after = len(open_table(table_uri, storage_options).get_fragments())
+    after = len(
+        storage_call(
+            "listing fragments", table_uri, storage_options, open_table(table_uri, storage_options).get_fragments
+        )
+    )
     return TableUpkeep(fragments_before=before, fragments_after=after, versions_removed=0, bytes_removed=0)
 
 
@@ -130,8 +139,14 @@ def _remove_old_versions(
 ) -> None:
     table = open_table(table_uri, storage_options)
     report.version = table.version
-    stats = table.cleanup_old_versions(
-        older_than=older_than, retain_versions=retain_versions, error_if_tagged_old_versions=False
+    stats = storage_call(
+        "removing old versions",
+        table_uri,
+        storage_options,
+        table.cleanup_old_versions,
+        older_than=older_than,
+        retain_versions=retain_versions,
+        error_if_tagged_old_versions=False,
     )
     report.versions_removed = stats.old_versions
     report.bytes_removed = stats.bytes_removed
@@ -147,6 +162,6 @@ def _index(table_uri: str, columns: list[str], storage_options) -> list[str]:
         done += [f"{column} (updated)" for column in columns if (column,) in existing]
     for column in columns:
         if (column,) not in existing:
-            table.create_scalar_index(column, "BTREE")
+            storage_call(f"indexing {column}", table_uri, storage_options, table.create_scalar_index, column, "BTREE")
             done.append(f"{column} (created)")
     return done

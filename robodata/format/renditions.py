@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from robodata.errors import InvalidArgumentError
+from robodata.storage.failures import storage_call
 
 RENDITION_COLUMN = "rendition"
 SOURCE_COLUMN = "source_ref_id"
@@ -118,14 +119,22 @@ def source_for(
     return best, (None if best == wanted else wanted.size)
 
 
-def rendition_counts(metadata, gops) -> dict[str, dict[str, int]]:
+def rendition_counts(metadata, gops, storage_options: dict | None = None) -> dict[str, dict[str, int]]:
     """camera -> {"full": full-resolution GOP rows, rendition name: its GOP rows} for the cameras
     with renditions ``metadata`` (a DatasetMetadata) declares; ``{}`` when it declares none. A
-    rendition not yet added to every episode shows fewer rows than ``full``."""
+    rendition not yet added to every episode shows fewer rows than ``full``.
+
+    >>> from robodata.format.tables import gops_uri, open_table
+    >>> from robodata.ingest.renditions import add_rendition
+    >>> _ = add_rendition("data/demo", "224x224", cameras=["top"])
+    >>> rendition_counts(robodata.open("data/demo").metadata, open_table(gops_uri("data/demo")))
+    {'top': {'full': 45, '224x224': 45}}
+    """
     if not metadata.renditions or gops is None:
         return {}
     with_column = RENDITION_COLUMN in gops.schema.names
-    table = gops.to_table(columns=["camera", RENDITION_COLUMN] if with_column else ["camera"])
+    columns = ["camera", RENDITION_COLUMN] if with_column else ["camera"]
+    table = storage_call("counting rendition GOPs", gops.uri, storage_options, gops.to_table, columns=columns)
     if not with_column:
         table = table.append_column(RENDITION_COLUMN, pa.nulls(table.num_rows, pa.string()))
     grouped = table.group_by(["camera", RENDITION_COLUMN]).aggregate([("camera", "count")])
@@ -141,16 +150,29 @@ def rendition_counts(metadata, gops) -> dict[str, dict[str, int]]:
     }
 
 
-def without_renditions_of_kept_gops(gops, orphans: list[int]) -> list[int]:
+def without_renditions_of_kept_gops(gops, orphans: list[int], storage_options: dict | None = None) -> list[int]:
     """``orphans`` (GOP ref_ids no frames row points at) less the rendition GOPs whose
     full-resolution source stays: no row names a rendition, it is referenced through its source.
 
-    >>> without_renditions_of_kept_gops(gops, [rendition_of_kept, orphan])  # doctest: +SKIP
-    [orphan]
+    >>> from robodata.format.tables import gops_uri, open_table
+    >>> from robodata.ingest.renditions import add_rendition
+    >>> _ = add_rendition("data/demo", "224x224", cameras=["top"])
+    >>> gops = open_table(gops_uri("data/demo"))
+    >>> kept = ds.gops.frame_refs([0], "top")[0][0]  # the GOP of row 0: frames point at it
+    >>> orphan = 12345  # no frames row points at it, and it is no rendition
+    >>> without_renditions_of_kept_gops(gops, [rendition_ref_id(kept, "224x224"), orphan])
+    [12345]
     """
     if RENDITION_COLUMN not in gops.schema.names or not orphans:
         return orphans
-    table = gops.to_table(columns=["ref_id", SOURCE_COLUMN], filter=f"{SOURCE_COLUMN} IS NOT NULL")
+    table = storage_call(
+        "finding the renditions of the GOPs kept",
+        gops.uri,
+        storage_options,
+        gops.to_table,
+        columns=["ref_id", SOURCE_COLUMN],
+        filter=f"{SOURCE_COLUMN} IS NOT NULL",
+    )
     source_of = dict(zip(table["ref_id"].to_pylist(), table[SOURCE_COLUMN].to_pylist(), strict=True))
     dropped = set(orphans)
     return [r for r in orphans if r not in source_of or source_of[r] in dropped]
@@ -160,7 +182,12 @@ def full_resolution_only(gops, where: str | None = None) -> str | None:
     """A Lance filter for gops.lance selecting the full-resolution GOPs (and ``where``): what
     "the dataset's video bytes" means when renditions sit beside them.
 
-    >>> full_resolution_only(gops, "episode_index IN (0)")  # doctest: +SKIP
+    >>> from robodata.format.tables import gops_uri, open_table
+    >>> full_resolution_only(open_table(gops_uri("data/demo")), "episode_index IN (0)")  # no renditions: all are
+    'episode_index IN (0)'
+    >>> from robodata.ingest.renditions import add_rendition
+    >>> _ = add_rendition("data/demo", "224x224", cameras=["top"])
+    >>> full_resolution_only(open_table(gops_uri("data/demo")), "episode_index IN (0)")
     '(episode_index IN (0)) AND rendition IS NULL'
     """
     if RENDITION_COLUMN not in gops.schema.names:

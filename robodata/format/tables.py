@@ -11,7 +11,7 @@ from robodata.format.schema import FRAMES_TABLE, GOPS_TABLE
 from robodata.storage import join_uri
 from robodata.storage.dataset_root import check_dataset_location
 from robodata.storage.deadlines import call_with_deadline, lance_options
-from robodata.storage.lance_errors import explain
+from robodata.storage.lance_errors import explain, is_missing_table
 
 
 def gops_uri(root: str) -> str:
@@ -29,7 +29,7 @@ def open_table(uri: str, storage_options: dict | None = None, version: int | str
     try:
         return call_with_deadline(uri, storage_options, lance.dataset, uri, version=version, storage_options=options)
     except ValueError as exc:
-        if "not found" in str(exc).lower() or "does not exist" in str(exc).lower():
+        if is_missing_table(exc):  # not a refused request: that is raised for the caller's step to say
             if version is None:
                 return None
             raise NotFoundError(f"{uri}: version {version!r} not found (no such version number or tag)") from None

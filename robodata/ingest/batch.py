@@ -105,7 +105,8 @@ def validate_batch(plan: BatchPlan, storage_options: dict | None = None) -> list
         raise BadUploadError(
             plan.batch_uri, "no complete upload folder in this batch (<batch>/<episode_id>/episode.json)"
         )
-    summaries, claimed = [], {}
+    summaries = []
+    claimed: dict[int, str] = {}
     for upload in plan.to_ingest:
         try:
             summary = describe_upload(upload.uri, storage_options, plan.batch_uri)
@@ -138,7 +139,8 @@ def stage_batch(
     """Encode and stage every episode to ingest; BatchEpisodeError at the first that fails (no
     row is committed; GOPs staged before it stay staged and are reused by the next attempt)."""
     check_dataset_location(dataset_uri, storage_options)  # before minutes of encoding
-    staged, claimed = [], {}
+    staged = []
+    claimed: dict[int, str] = {}
     for upload in plan.to_ingest:
         try:
             episode = read_upload(upload.uri, storage_options, plan.batch_uri)

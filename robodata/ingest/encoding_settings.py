@@ -5,6 +5,7 @@ Dagster's encoding config resolve through here."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from robodata.codec import EncoderSettings
 from robodata.format.schema import read_metadata
@@ -44,5 +45,5 @@ def requested_settings(
     >>> requested_settings("data/demo", crf=28).gop_size  # the dataset's GOP size kept
     4
     """
-    asked = {"gop_size": gop_size, "crf": crf, "preset": preset, "codec": codec}
+    asked: dict[str, Any] = {"gop_size": gop_size, "crf": crf, "preset": preset, "codec": codec}
     return replace(stored_settings(dataset_uri, storage_options), **{k: v for k, v in asked.items() if v is not None})

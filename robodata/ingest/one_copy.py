@@ -24,6 +24,7 @@ from robodata.ingest.episode import EpisodeData
 from robodata.ingest.frame_rows import conform
 from robodata.ingest.label_counts import LabelCounts, count_labels
 from robodata.storage.deadlines import DeadlineExceeded, call_with_deadline
+from robodata.storage.failures import storage_call
 
 
 def append_new_gops(
@@ -41,10 +42,16 @@ def append_new_gops(
     created = create_once(gops_uri(root), table, with_primary_key(table.schema, GOPS_KEY), storage_options)
     if created is not None:
         return table.num_rows, _video_bytes(table), created.version
-    gops = declare_primary_key(open_table(gops_uri(root), storage_options), GOPS_KEY, storage_options)
-    stored = gops.to_table(columns=["ref_id"], filter=episode_filter(episode_index))["ref_id"]
+    uri = gops_uri(root)
+    gops = call_with_deadline(
+        uri, storage_options, declare_primary_key, open_table(uri, storage_options), GOPS_KEY, storage_options
+    )
+    stored = call_with_deadline(
+        uri, storage_options, gops.to_table, columns=["ref_id"], filter=episode_filter(episode_index)
+    )["ref_id"]
     new = pa.compute.invert(pa.compute.is_in(table["ref_id"], stored))
-    stats = gops.merge_insert(list(GOPS_KEY)).when_matched_update_all().when_not_matched_insert_all().execute(table)
+    merge = gops.merge_insert(list(GOPS_KEY)).when_matched_update_all().when_not_matched_insert_all()  # no I/O yet
+    stats = call_with_deadline(uri, storage_options, merge.execute, table)
     return int(stats["num_inserted_rows"]), _video_bytes(table.filter(new)), gops.version
 
 
@@ -55,7 +62,12 @@ def _video_bytes(gops: pa.Table) -> int:
 def check_episode_index_free(episode: EpisodeData, root: str, storage_options: dict | None) -> None:
     """EpisodeIndexTakenError if ``episode.episode_index`` holds a different episode (upload)."""
     frames = open_table(frames_uri(root), storage_options)
-    stored = stored_upload_of(frames, episode.episode_index) if frames is not None else None
+    checking = f"checking who holds episode {episode.episode_index}"
+    stored = (
+        storage_call(checking, frames_uri(root), storage_options, stored_upload_of, frames, episode.episode_index)
+        if frames is not None
+        else None
+    )
     _refuse_if_taken(stored, episode.episode_id, episode.episode_index, root)
 
 
@@ -91,14 +103,17 @@ def replace_episode_rows(
     created = create_once(uri, rows, with_primary_key(schema, FRAMES_KEY), storage_options)
     if created is not None:
         return created.version, LabelCounts(0, 0)
-    frames = declare_primary_key(open_table(uri, storage_options), FRAMES_KEY, storage_options)
-    frames = _with_upload_columns(frames, storage_options)
+    frames = call_with_deadline(
+        uri, storage_options, declare_primary_key, open_table(uri, storage_options), FRAMES_KEY, storage_options
+    )
+    frames = call_with_deadline(uri, storage_options, _with_upload_columns, frames, storage_options)
     for _ in range(3):
-        stored = stored_upload_of(frames, index)
+        stored = call_with_deadline(uri, storage_options, stored_upload_of, frames, index)
         if not replace:
             _refuse_if_taken(stored, episode_id, index, root)
         source = conform(rows, frames.schema).select([c for c in frames.schema.names if c in recorded])
-        labels = count_labels(frames, index, [c for c in frames.schema.names if c not in recorded], source.num_rows)
+        labelled = [c for c in frames.schema.names if c not in recorded]
+        labels = call_with_deadline(uri, storage_options, count_labels, frames, index, labelled, source.num_rows)
         builder = frames.merge_insert(list(FRAMES_KEY))
         builder = builder.when_matched_fail() if stored is None else builder.when_matched_update_all()
         commit = builder.when_not_matched_insert_all().when_not_matched_by_source_delete(episode_filter(index))
@@ -109,7 +124,7 @@ def replace_episode_rows(
             raise
         except (OSError, ValueError):
             latest = open_table(uri, storage_options)
-            if stored is not None or stored_upload_of(latest, index) is None:
+            if stored is not None or call_with_deadline(uri, storage_options, stored_upload_of, latest, index) is None:
                 raise  # not the race this handles
             frames = latest  # a racing writer stored the episode first: go again as a re-ingest
     raise RuntimeError(f"{uri}: episode {index} kept changing under this commit; try again")

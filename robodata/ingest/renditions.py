@@ -2,8 +2,11 @@
 schema metadata, then store its GOPs for every episode, from the full-resolution GOPs already
 stored, without touching those GOPs or any frames.lance row.
 
->>> add_rendition("data/demo", "224x224").gops_written  # doctest: +SKIP
-72
+>>> result = add_rendition("data/demo", "224x224")
+>>> result.cameras, result.episodes, result.gops_written
+(['top', 'wrist_left', 'wrist_right'], 3, 135)
+>>> add_rendition("data/demo", "224x224").gops_written  # stored once: adding it again writes nothing
+0
 """
 
 from __future__ import annotations
@@ -18,13 +21,14 @@ import pyarrow as pa
 
 from robodata.codec import EncoderSettings
 from robodata.codec.rendition import render_gop
-from robodata.errors import CorruptGopError, InvalidArgumentError
+from robodata.errors import CorruptGopError, InvalidArgumentError, StorageError
 from robodata.format.ids import episode_filter, ref_id_filters, sql_string
 from robodata.format.keys import GOPS_KEY, declare_primary_key
 from robodata.format.renditions import RENDITION_COLUMN, RENDITION_FIELDS, SOURCE_COLUMN, Rendition, rendition_ref_id
 from robodata.format.schema import GOPS_SCHEMA, METADATA_KEY, DatasetMetadata, read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
 from robodata.integrity.gop_checksums import CHECKSUM_COLUMN, checksum_problem, gop_checksum
+from robodata.storage.failures import storage_call
 
 RENDITION_GOPS_SCHEMA = pa.schema([*GOPS_SCHEMA, *RENDITION_FIELDS])
 _SOURCE_COLUMNS = [
@@ -76,7 +80,13 @@ def declare_rendition(
             return frames.version, cameras
         for camera in missing:
             meta.renditions[camera] = sorted({*meta.renditions.get(camera, []), wanted.name})
-        frames.update_schema_metadata({METADATA_KEY.decode(): meta.to_json()})
+        storage_call(
+            f"declaring rendition {wanted.name}",
+            frames_uri(dataset_uri),
+            storage_options,
+            frames.update_schema_metadata,
+            {METADATA_KEY.decode(): meta.to_json()},
+        )
         # Another writer's metadata update may have landed over this one (two partitions
         # declaring different renditions at once): read it back and declare again if so.
         frames = open_frames(dataset_uri, storage_options=storage_options)
@@ -90,13 +100,15 @@ def add_rendition(
     """Declare ``rendition`` and store its GOPs for every episode of the latest version."""
     frames_version, cameras = declare_rendition(dataset_uri, rendition, cameras, storage_options)
     frames = open_frames(dataset_uri, storage_options=storage_options)
-    episodes = np.unique(frames.to_table(columns=["episode_index"])["episode_index"].to_numpy())
+    name = Rendition.parse(rendition).name
+    action = f"listing the episodes to add rendition {name} to"
+    listed = storage_call(action, frames_uri(dataset_uri), storage_options, frames.to_table, columns=["episode_index"])
+    episodes = np.unique(listed["episode_index"].to_numpy())
     written = nbytes = 0
     gops_version = 0
     for episode_index in episodes.tolist():
         n, b, gops_version = add_rendition_to_episode(dataset_uri, episode_index, rendition, storage_options)
         written, nbytes = written + n, nbytes + b
-    name = Rendition.parse(rendition).name
     return RenditionResult(name, cameras, frames_version, gops_version, len(episodes), written, nbytes)
 
 
@@ -111,10 +123,22 @@ def add_rendition_to_episode(
     cameras = [c for c in sorted(meta.cameras) if wanted.name in meta.renditions.get(c, [])]
     if not cameras:
         raise InvalidArgumentError(f"{dataset_uri}: rendition {wanted.name} is not declared; declare_rendition first")
-    rows = frames.to_table(columns=[ref_columns(c)[0] for c in cameras], filter=episode_filter(episode_index))
+    doing = f"adding rendition {wanted.name} to episode {episode_index}"
+    rows = storage_call(
+        f"{doing}: reading its rows",
+        frames_uri(dataset_uri),
+        storage_options,
+        frames.to_table,
+        columns=[ref_columns(c)[0] for c in cameras],
+        filter=episode_filter(episode_index),
+    )
     sources = np.unique(np.concatenate([rows[ref_columns(c)[0]].to_numpy() for c in cameras] or [[]]))
     gops = with_rendition_columns(dataset_uri, storage_options)
-    have = gops.to_table(
+    have = storage_call(
+        f"{doing}: finding the GOPs that have it",
+        gops_uri(dataset_uri),
+        storage_options,
+        gops.to_table,
         columns=[SOURCE_COLUMN],
         filter=f"{episode_filter(episode_index)} AND {RENDITION_COLUMN} = {sql_string(wanted.name)}",
     )[SOURCE_COLUMN].to_numpy()
@@ -124,11 +148,27 @@ def add_rendition_to_episode(
     columns = _SOURCE_COLUMNS + ([CHECKSUM_COLUMN] if CHECKSUM_COLUMN in gops.schema.names else [])
     table = pa.concat_tables(
         [
-            gops.to_table(columns=columns, filter=f"({f}) AND {RENDITION_COLUMN} IS NULL", with_row_id=True)
+            storage_call(
+                f"{doing}: reading its full-resolution GOP rows",
+                gops_uri(dataset_uri),
+                storage_options,
+                gops.to_table,
+                columns=columns,
+                filter=f"({f}) AND {RENDITION_COLUMN} IS NULL",
+                with_row_id=True,
+            )
             for f in ref_id_filters(todo)
         ]
     )
-    blobs = [data for _, data in gops.read_blobs("gop", ids=table["_rowid"].to_pylist(), preserve_order=True)]
+    # a missing blob reads as empty bytes and fails its checksum below, naming the GOP
+    blobs = storage_call(
+        f"{doing}: reading its full-resolution GOPs",
+        gops_uri(dataset_uri),
+        storage_options,
+        lambda: [
+            data or b"" for _, data in gops.read_blobs("gop", ids=table["_rowid"].to_pylist(), preserve_order=True)
+        ],
+    )
     new = rendition_rows(table, blobs, wanted, meta)
     return _store(gops, new, storage_options)
 
@@ -203,13 +243,18 @@ def with_rendition_columns(dataset_uri: str, storage_options: dict | None = None
         raise FileNotFoundError(f"{gops_uri(dataset_uri)} does not exist")
     missing = [f for f in RENDITION_FIELDS if f.name not in gops.schema.names]
     if missing:
+        failure = None
         try:
-            gops.add_columns(missing)
-        except (OSError, ValueError):
-            pass  # another writer added them first
+            storage_call(
+                "adding the rendition columns", gops_uri(dataset_uri), storage_options, gops.add_columns, missing
+            )
+        except (OSError, ValueError) as exc:
+            failure = exc  # perhaps another writer added them first: looked at below
         gops = open_table(gops_uri(dataset_uri), storage_options)
         if any(f.name not in gops.schema.names for f in missing):
-            raise RuntimeError(f"{gops.uri}: could not add the rendition columns")
+            if isinstance(failure, StorageError):
+                raise failure  # the store refused the request or did not answer: said as such
+            raise RuntimeError(f"{gops.uri}: could not add the rendition columns") from failure
     return gops
 
 
@@ -220,7 +265,12 @@ def _store(gops: lance.LanceDataset, rows: pa.Table, storage_options: dict | Non
         return 0, 0, gops.version
     gops = declare_primary_key(gops, GOPS_KEY, storage_options)
     rows = rows.select([n for n in gops.schema.names if n in rows.column_names])
-    stats = gops.merge_insert(list(GOPS_KEY)).when_not_matched_insert_all().execute(rows)
+    stats = storage_call(
+        f"storing {rows.num_rows} GOPs of rendition {rows[RENDITION_COLUMN][0].as_py()}",
+        gops.uri,
+        storage_options,
+        lambda: gops.merge_insert(list(GOPS_KEY)).when_not_matched_insert_all().execute(rows),
+    )
     nbytes = int(pa.compute.sum(pa.compute.list_flatten(rows["packet_sizes"])).as_py() or 0)
     return int(stats["num_inserted_rows"]), nbytes, gops.version
 

@@ -20,6 +20,7 @@ import json
 import math
 import os
 import posixpath
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -45,7 +46,7 @@ from robodata.storage.uploads import upload_fingerprint
 EPISODE_JSON = "episode.json"
 STATES_FILE = "states.parquet"
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".mov", ".avi", ".webm", ".h264", ".264", ".ts")
-_REQUIRED = {
+_REQUIRED: dict[str, type | tuple[type, ...]] = {
     "episode_index": int,
     "joint_names": list,
     "control_hz": (int, float),
@@ -94,6 +95,7 @@ def read_upload(
     check_signals(states_path, timestamps, state, action, len(meta["joint_names"]), source)
     check_control_rate(meta_path, float(meta["control_hz"]), states_path, timestamps)
     cameras = _read_cameras(fs, upload, meta["cameras"])
+    text: dict[str, Any] = {key: str(meta.get(key, "train" if key == "split" else "")) for key in _OPTIONAL_TEXT}
     return EpisodeData(
         episode_id=episode_id,
         episode_index=meta["episode_index"],
@@ -107,7 +109,7 @@ def read_upload(
         is_intervention=intervention,
         origin=upload,
         fingerprint=fingerprint,
-        **{key: str(meta.get(key, "train" if key == "split" else "")) for key in _OPTIONAL_TEXT},
+        **text,
     )
 
 
@@ -233,9 +235,8 @@ def _read_states(fs, path: str, control_hz: float):
     state = float_matrix(path, "observation_state", table["observation_state"])
     action = float_matrix(path, "action", table["action"])
     source = _column(path, table, "source", pa.types.is_string)
-    intervention = _column(path, table, "is_intervention", pa.types.is_boolean)
-    if intervention is not None:
-        intervention = np.asarray(intervention, dtype=bool)
+    flags = _column(path, table, "is_intervention", pa.types.is_boolean)
+    intervention = None if flags is None else np.asarray(flags, dtype=bool)
     return timestamps, state, action, source, intervention
 
 

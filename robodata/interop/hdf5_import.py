@@ -46,6 +46,7 @@ from robodata.interop.episode_source import import_episodes
 from robodata.interop.import_result import ImportResult
 from robodata.interop.source_fingerprint import source_fingerprint
 from robodata.storage import fsspec_filesystem, is_remote
+from robodata.storage.failures import storage_call
 
 if TYPE_CHECKING:
     import h5py
@@ -72,7 +73,10 @@ def find_hdf5_files(path_or_glob: str, *, storage_options: dict | None = None) -
     if is_remote(path_or_glob):
         fs = fsspec_filesystem(path_or_glob, storage_options)
         protocol = path_or_glob.split("://", 1)[0]
-        found = [f"{protocol}://{p}" for p in fs.glob(path_or_glob)]
+        found = [
+            f"{protocol}://{p}"
+            for p in storage_call("listing HDF5 files", path_or_glob, storage_options, fs.glob, path_or_glob)
+        ]
     else:
         found = globlib.glob(path_or_glob)
     if not found:
@@ -93,7 +97,7 @@ def hdf5_episodes(path_or_glob: str, *, storage_options: dict | None = None) -> 
     {0: 'recordings/episode_0.hdf5', 1: 'recordings/episode_1.hdf5'}
     """
     paths = find_hdf5_files(path_or_glob, storage_options=storage_options)
-    numbers = {}
+    numbers: dict[int, str] = {}
     for position, path in enumerate(paths):
         match = _EPISODE_NUMBER.search(path)
         number = int(match.group(1)) if match else position

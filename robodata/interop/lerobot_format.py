@@ -135,7 +135,7 @@ def feature_of_arrow(name: str, arrow_type: pa.DataType) -> dict:
 def arrow_of_feature(name: str, feature: dict) -> pa.DataType:
     """The Arrow type a LeRobot per-frame feature is read as, or an error naming the feature."""
     dtype, shape = feature.get("dtype"), list(feature.get("shape") or [])
-    scalar = _ARROW_OF_DTYPE.get(dtype)
+    scalar = _ARROW_OF_DTYPE.get(dtype) if isinstance(dtype, str) else None
     if scalar is None or len(shape) != 1:
         raise LeRobotFormatError(
             f"feature {name!r} (dtype {dtype}, shape {shape}) cannot be carried by robodata yet: "
@@ -166,6 +166,8 @@ _ARROW_OF_DTYPE = {
 
 
 def _scalar_dtype(arrow_type: pa.DataType) -> str | None:
+    if pa.types.is_dictionary(arrow_type):  # an episode text, stored once (format.schema.EPISODE_TEXT)
+        arrow_type = arrow_type.value_type
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
         return "string"
     for dtype, candidate in _ARROW_OF_DTYPE.items():

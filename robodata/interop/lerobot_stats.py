@@ -77,7 +77,7 @@ def _stats_of_rows(rows: np.ndarray) -> dict[str, np.ndarray]:
     mean = np.mean(rows, axis=0)
     std = np.sqrt(np.maximum(0, np.mean(rows**2, axis=0) - mean**2))
     out = {"min": low, "max": high, "mean": mean, "std": std}
-    quantiles = {name: [] for name in QUANTILES}
+    quantiles: dict[str, list[float]] = {name: [] for name in QUANTILES}
     for i in range(rows.shape[1]):
         edges = np.linspace(low[i] - 1e-10, high[i] + 1e-10, NUM_QUANTILE_BINS + 1)
         hist, _ = np.histogram(rows[:, i], bins=edges)

@@ -13,8 +13,9 @@ import lance
 import numpy as np
 import pyarrow as pa
 
+from robodata.errors import RoboDataDeprecationWarning
 from robodata.format.provenance import label_columns
-from robodata.format.schema import camera_of, image_column, read_metadata, ref_columns
+from robodata.format.schema import camera_of, image_column, plain_strings, read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
 from robodata.integrity.gop_checksums import verify_gop_bytes
 from robodata.reader.decode_pool import GopTask, run_tasks
@@ -161,7 +162,7 @@ class RoboDataset:
         warnings.warn(
             "RoboDataset(uri, frames) is deprecated and will be removed in the next release: "
             "open a dataset with robodata.open(uri, version=...)",
-            DeprecationWarning,
+            RoboDataDeprecationWarning,
             stacklevel=2,
         )
         self._setup(uri, frames, storage_options)
@@ -487,11 +488,10 @@ class RoboDataset:
         unique_refs, inverse = np.unique(all_refs, return_inverse=True)
         positions = self._gop_index.positions(unique_refs)
         supplied = gop_bytes or {}
-        blobs = [supplied.get(int(ref)) for ref in unique_refs]
-        missing = [slot for slot, data in enumerate(blobs) if data is None]
-        if missing:
-            for slot, data in zip(missing, self._read_gop_rows(positions[missing]), strict=True):
-                blobs[slot] = data
+        found = [supplied.get(int(ref)) for ref in unique_refs]
+        missing = [slot for slot, data in enumerate(found) if data is None]
+        read = iter(self._read_gop_rows(positions[missing]) if missing else [])
+        blobs = [next(read) if data is None else data for data in found]
         self._verify_gops(positions, blobs)  # supplied (prefetched) bytes too
         tasks = [
             GopTask(
@@ -515,7 +515,7 @@ class RoboDataset:
             blobs = call_with_deadline(
                 self.uri, self._storage_options, self._gops.read_blobs, "gop", ids=ids, preserve_order=True
             )
-        return [data for _, data in blobs]
+        return [data or b"" for _, data in blobs]  # a null blob fails its size check: a corrupt GOP
 
     def _verify_gops(self, positions: np.ndarray, blobs: list[bytes]) -> None:
         """CorruptGopError unless every GOP's bytes match the checksum stored with them."""
@@ -528,7 +528,7 @@ class RoboDataset:
     def get_windows(
         self,
         indices: RowIndices,
-        offsets: Sequence[int],
+        offsets: Sequence[int] | np.ndarray,
         *,
         cameras: str | Sequence[str] | None = None,
         columns: str | Sequence[str] | None = None,
@@ -660,7 +660,8 @@ class RoboDataset:
 
     def _read(self, action: str, fn: Callable[..., T], /, *args, **kwargs) -> T:
         """``fn`` (a call on frames.lance) as a storage step, under the storage deadline."""
-        return storage_call(action, frames_uri(self.uri), self._storage_options, fn, *args, **kwargs)
+        result = storage_call(action, frames_uri(self.uri), self._storage_options, fn, *args, **kwargs)
+        return plain_strings(result) if isinstance(result, pa.Table) else result  # texts as users know them
 
     def _check_indices(self, indices: RowIndices) -> np.ndarray:
         if isinstance(indices, str):  # the columns given where the rows belong (the old order)
@@ -686,7 +687,7 @@ class RoboDataset:
         >>> [v["version"] for v in ds.versions()]
         [1, 2, 3]
         """
-        return self._read("listing versions", self._frames.versions)
+        return [dict(version) for version in self._read("listing versions", self._frames.versions)]
 
     @property
     def tags(self) -> dict[str, int]:
@@ -816,20 +817,20 @@ class GopStore:
         self._ds._verify_gops(positions, data)  # a cache holds only bytes that match their checksum
         return {int(ref): blob for ref, blob in zip(refs, data, strict=True)}
 
-    def window_rows(self, indices: RowIndices, offsets: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    def window_rows(self, indices: RowIndices, offsets: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The rows ``get_windows`` reads: ``([N, T] row offsets, [N, T] pad mask)``."""
         offsets = np.asarray(list(offsets), dtype=np.int64)
         return self._ds._rows.window_rows(self._ds._check_indices(indices), offsets)
 
 
-def _column_names(columns: str | list[str]) -> list[str]:
+def _column_names(columns: str | Sequence[str]) -> list[str]:
     return [columns] if isinstance(columns, str) else list(columns)
 
 
 def _deprecated(old: str, new: str) -> None:
     warnings.warn(
         f"RoboDataset.{old} is deprecated and will be removed in the next release: use {new}",
-        DeprecationWarning,
+        RoboDataDeprecationWarning,
         stacklevel=3,
     )
 

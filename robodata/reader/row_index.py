@@ -39,7 +39,7 @@ def remove_orphans(root: str | None = None) -> list[str]:
     """Remove the shared-array folders whose owning process is gone (a rank killed before its
     finalizers ran): they are named ``robodata-<prefix>-<owner pid>-<random>``."""
     root = root or _shared_root() or tempfile.gettempdir()
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(root)
     except OSError:
@@ -73,7 +73,7 @@ class SharedArrays:
         self.owner_pid = os.getpid()
         remove_orphans()
         self.directory = tempfile.mkdtemp(prefix=f"{SHARED_PREFIX}{prefix}-{self.owner_pid}-", dir=_shared_root())
-        self._finalizer = weakref.finalize(self, shutil.rmtree, self.directory, True)
+        self._finalizer: weakref.finalize | None = weakref.finalize(self, shutil.rmtree, self.directory, True)
         self._mapped: dict[str, np.ndarray] = {}
         self._written: list[str] = []
 
@@ -158,6 +158,11 @@ class RowIndex:
         self.order = arrays["order"]
         self.rank = arrays["rank"]
         self.episode_length = arrays["episode_length"]
+
+    @property
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Every array by the key ``mapped`` reads it back under."""
+        return dict(self._arrays)
 
     def share(self) -> SharedArrays:
         """Write the arrays to memory-mappable files; pass the result to ``mapped`` elsewhere."""

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from robodata.errors import IncompatibleEpisodeError, RoboDataError, StorageError, StorageUnreachableError
 from robodata.storage.deadlines import DeadlineExceeded, call_with_deadline, current_step
-from robodata.storage.lance_errors import explain, without_source_paths
+from robodata.storage.lance_errors import ANSWER_STATUS, explain, without_source_paths
 from robodata.storage.uris import canonical_options, is_remote, redact
 
 F = TypeVar("F", bound=Callable)
@@ -21,10 +21,22 @@ T = TypeVar("T")
 _IO_MARKERS = ("LanceError(IO)", "error sending request", "Generic S3 error", "Commit result", "Connection refused")
 # ... and when the store did answer, with an error status (a missing bucket, access denied).
 _ANSWERED_MARKER = "non-2xx status code"
-# The status and the S3 error document in such an answer: "403 Forbidden: <?xml ...<Code>...".
-_ANSWER_STATUS = re.compile(r"non-2xx status code: (\d{3}(?: [A-Za-z ]+)?)")
+# The S3 error document in such an answer (its status: lance_errors.ANSWER_STATUS).
 _ANSWER_CODE = re.compile(r"<Code>([^<]*)</Code>")
 _ANSWER_MESSAGE = re.compile(r"<Message>([^<]*)</Message>")
+
+
+# Lance's words for a commit another writer's commit preempted (its message also says LanceError(IO)).
+_CONFLICT_MARKERS = ("commit conflict", "preempted by concurrent")
+
+
+def is_commit_conflict(exc: BaseException) -> bool:
+    """Whether ``exc`` is Lance refusing a commit because another writer committed first.
+
+    >>> is_commit_conflict(OSError("LanceError(IO): Retryable commit conflict for version 7: ... Please retry"))
+    True
+    """
+    return any(marker in str(exc).lower() for marker in _CONFLICT_MARKERS)
 
 
 # botocore (s3fs) errors that mean the store did not answer; matched by name, not imported.
@@ -61,7 +73,7 @@ def store_answer(error: str) -> str:
     >>> store_answer("... non-2xx status code: 403 Forbidden: <?xml ...><Code>AccessDenied</Code><Message>Access Denied</Message>")
     '403 Forbidden (AccessDenied: Access Denied); check the credentials and the bucket policy'
     """
-    status = _ANSWER_STATUS.search(error)
+    status = ANSWER_STATUS.search(error)
     if status is None:
         return error
     answer = status.group(1).strip()
@@ -119,8 +131,8 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
         if refused is not None:  # s3fs's [Errno 22] / 13 for what the store answered
             message = f"{uri}: {where} refused a request while {action}: {refused}"
             raise StorageError(redact(message, storage_options)) from None
-        if not is_storage_failure(exc):
-            raise
+        if not is_storage_failure(exc) or is_commit_conflict(exc):
+            raise  # a commit conflict: another writer won, the store answered; the caller handles it
         if _ANSWERED_MARKER in str(exc):
             message = f"{uri}: {where} refused a request while {action}: {store_answer(str(exc))}"
             raise StorageError(redact(message, storage_options)) from None

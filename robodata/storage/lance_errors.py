@@ -17,6 +17,8 @@ from robodata.errors import StorageError
 _SOURCE_PATH = re.compile(r",?\s*(?:/home/runner/work/\S+|/rustc/\S+|\S+\.rs:\d+:\d+)")
 _LANCE_PREFIX = re.compile(r"^(?:LanceError\(\w+\):\s*|External error:\s*|Generic \w+ error:\s*)+")
 _NOT_FOUND = re.compile(r"Not found: (\S+?)(?:,|\s|$)")
+# The HTTP status of an error the store answered with ("... non-2xx status code: 403 Forbidden: ...").
+ANSWER_STATUS = re.compile(r"non-2xx status code: (\d{3}(?: [A-Za-z ]+)?)")
 _NO_SPACE = ("No space left on device", "os error 28")
 # A manifest (or a file's footer) that is cut short or does not decode.
 _DAMAGED = (
@@ -40,6 +42,26 @@ def table_of(path: str, default: str) -> str:
     """The ``*.lance`` table a file path lies in (``default`` when it lies in none)."""
     found = re.search(r"^(.*?\.lance)(?:/|$)", path)
     return found.group(1) if found else default
+
+
+def is_missing_table(exc: BaseException) -> bool:
+    """Whether Lance's ``exc`` says the table (or the version or tag asked for) is not there. A
+    request the store refused is not a missing table, although its answer may read "does not
+    exist" (S3's ``InvalidAccessKeyId``: "The AWS Access Key Id you provided does not exist in
+    our records"); a 404 answer (no such bucket) is.
+
+    >>> is_missing_table(ValueError("Dataset at path ds/frames.lance was not found: Not found: ds/frames.lance/_versions"))
+    True
+    >>> is_missing_table(ValueError("Ref not found error: tag nightly does not exist"))
+    True
+    >>> is_missing_table(ValueError("... non-2xx status code: 403 Forbidden: <?xml ...><Message>The AWS Access Key Id you provided does not exist in our records.</Message>"))
+    False
+    """
+    text = str(exc)
+    status = ANSWER_STATUS.search(text)
+    if status is not None and not status.group(1).startswith("404"):
+        return False
+    return "not found" in text.lower() or "does not exist" in text.lower()
 
 
 def explain(exc: BaseException, table_uri: str, action: str) -> StorageError | None:

@@ -57,8 +57,9 @@ def _scrub(text: str, secrets: list[str]) -> str:
     return text
 
 
-def _is_storage_logger(name: str) -> bool:
-    return any(name == root or name.startswith(root + ".") for root in STORAGE_LOGGERS)
+def _is_storage_logger(name: str | None) -> bool:
+    # ``logging.makeLogRecord({})`` (Dagster's log manager calls it) makes a record named None.
+    return isinstance(name, str) and any(name == root or name.startswith(root + ".") for root in STORAGE_LOGGERS)
 
 
 def _install() -> None:

@@ -4,6 +4,7 @@ go through fsspec, and secrets are scrubbed from anything shown to a person."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -61,7 +62,7 @@ def join_uri(root: str | os.PathLike, *parts: str) -> str:
     return "/".join([root.rstrip("/"), *(p.strip("/") for p in parts)])
 
 
-def storage_options_from_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+def storage_options_from_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Lance storage options for s3:// from the standard AWS environment variables.
 
     ``AWS_ENDPOINT_URL`` points at an S3-compatible server; an http:// endpoint also sets

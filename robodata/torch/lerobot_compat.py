@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import torch
 from torch.utils.data import Dataset
 
@@ -42,18 +44,14 @@ from robodata.interop.lerobot_format import (
 )
 from robodata.reader import open_dataset
 from robodata.reader import to_numpy as _to_numpy
-from robodata.reader.row_index import SharedArrays
+from robodata.reader.row_index import RowIndex, SharedArrays
 from robodata.torch.batch_reader import BatchReader, checked_indices
 from robodata.torch.delta_timestamps import resolve_delta_timestamps
+from robodata.torch.fork_safety import ForkedAfterLanceError, forked_from_lance, mark_lance_used, run_without_lance
 from robodata.torch.lerobot_meta import DatasetInfo, LeRobotMeta
 from robodata.torch.lerobot_version_stats import lerobot_stats_of
 from robodata.torch.sampler import PlannedBatch, RowSampler
-from robodata.torch.torch_dataset import (
-    SampleBatch,
-    adopt_shared_rows,
-    finish_sending_before_exit,
-    share_rows,
-)
+from robodata.torch.torch_dataset import SampleBatch, finish_sending_before_exit
 
 # robodata column -> LeRobot key for the columns whose names differ.
 RENAMED = {"observation_state": STATE, "action": ACTION}
@@ -62,11 +60,14 @@ RENAMED = {"observation_state": STATE, "action": ACTION}
 # from the task column), its provenance columns and the upload columns.
 ROBODATA_OWN = {"language_instruction", "source", "is_intervention"}
 NOT_IN_ITEMS = {"timestamp_ns", "task", "split", "episode_index", "frame_index", *UPLOAD_COLUMNS}
-FORKED = (
-    "LeRobotCompatDataset: this DataLoader worker was forked from a process that uses Lance, which is "
-    "not fork-safe; pass multiprocessing_context=robodata.torch.worker_context() to the DataLoader "
-    "(lerobot-train: --dataloader_multiprocessing_context=spawn, the default of robodata-train)"
-)
+
+
+class ForkedWorkerError(ForkedAfterLanceError):
+    text = (
+        "LeRobotCompatDataset: this DataLoader worker was forked from a process that had already read "
+        "through Lance, which is not fork-safe; pass multiprocessing_context=robodata.torch.worker_context() "
+        "to the DataLoader (lerobot-train: --dataloader_multiprocessing_context=spawn, its default)"
+    )
 
 
 class LeRobotCompatDataset(Dataset):
@@ -86,6 +87,32 @@ class LeRobotCompatDataset(Dataset):
         extra_columns: Sequence[str] = (),
         resolution: tuple[int, int] | None = None,
     ) -> None:
+        self.image_transforms = image_transforms
+        self.return_uint8 = bool(return_uint8)
+        self.tolerance_s = float(tolerance_s)
+        self.delta_timestamps = dict(delta_timestamps) if delta_timestamps is not None else None
+        self.episodes = None if episodes is None else sorted(set(int(e) for e in episodes))
+        self._owner_pid, self._unpickled = os.getpid(), False
+        # Owned by this process (named after it), filled by whichever process reads the dataset.
+        self._shared = SharedArrays("lerobot")
+        self._shared_rows = SharedArrays("rows")
+        self._arrays: dict[str, np.ndarray] = {}
+        # Every Lance read of the construction happens in a short-lived helper process when this
+        # one has not used Lance, so DataLoader workers can still be forked from it (fork_safety).
+        before = set(self.__dict__)
+
+        def read() -> dict:
+            self._read(uri, version, storage_options, extra_columns, resolution)
+            return {k: v for k, v in self.__dict__.items() if k not in before}
+
+        self.__dict__.update(run_without_lance(read))
+        self.meta = self._make_meta()
+
+    def _read(
+        self, uri: str, version, storage_options, extra_columns: Sequence[str], resolution: tuple[int, int] | None
+    ) -> None:
+        """Everything the dataset needs from Lance, as plain Python and numpy, the row index and
+        the item order written to the shared files."""
         ds = open_dataset(uri, version=version, storage_options=storage_options)
         refs = {c for cam in ds.cameras for c in ref_columns(cam)}
         unknown = [c for c in extra_columns if c not in ds.columns or c in refs]
@@ -107,29 +134,23 @@ class LeRobotCompatDataset(Dataset):
         )
         self.uri, self.version = uri, ds.version
         self.repo_id, self.root, self.revision = uri, uri, str(ds.version)
-        ds = self.reader.dataset  # the reader's handle: one row index in this process, shared with workers
-        self.image_transforms = image_transforms
-        self.return_uint8 = bool(return_uint8)
-        self.tolerance_s = float(tolerance_s)
-        self.delta_timestamps = dict(delta_timestamps) if delta_timestamps is not None else None
+        ds = self.reader.dataset
         self.control_hz = float(ds.metadata.control_hz)
         self.cameras = recorded_cameras(ds.metadata, list(ds.cameras))
-        rows = ds.rows  # RoboDataset's RowIndex (built once here, mapped by workers)
-        all_rows = np.asarray(rows.order)
-        sorted_rows = all_rows
-        self.episodes = None if episodes is None else sorted(set(int(e) for e in episodes))
+        rows = ds.rows
+        for key, array in rows.arrays.items():
+            self._shared_rows.put(key, array)
+        self._total_frames = len(rows.order)
+        sorted_rows = np.asarray(rows.order)
         if self.episodes is not None:
             wanted_episodes = np.asarray(self.episodes, dtype=np.int64)
             unknown_episodes = np.setdiff1d(wanted_episodes, np.unique(rows.episode_index))
             if unknown_episodes.size:
                 raise ValueError(f"{uri}: version {ds.version} has no episode {unknown_episodes.tolist()}")
             sorted_rows = sorted_rows[np.isin(rows.episode_index[sorted_rows], wanted_episodes)]
-        self._owner_pid, self._unpickled = os.getpid(), False
-        self._shared = SharedArrays("lerobot")
         self._shared.put("rows", sorted_rows)
-        self._arrays: dict[str, np.ndarray] = {"rows": sorted_rows}
         self.offsets = resolve_delta_timestamps(
-            delta_timestamps or {},
+            self.delta_timestamps or {},
             control_hz=self.control_hz,
             camera_fps=lambda key: {image_column(c): ds.metadata.cameras[c].fps for c in self.cameras}.get(
                 self._key_column(key)  # raises for a key that is not a feature
@@ -138,12 +159,10 @@ class LeRobotCompatDataset(Dataset):
         )
         if any(kind == "camera" for per_key in self.offsets.values() for kind, _ in per_key):
             for cam in self.cameras:
-                shown = self._shown_frames(ds, cam)
-                self._shared.put(f"shown.{cam}", shown)
-                self._arrays[f"shown.{cam}"] = shown
-        self._task_index, tasks_text = self._tasks(ds, rows)
-        self.meta = self._make_meta(ds, rows, all_rows, tasks_text)
-        self._shared_rows: SharedArrays | None = None
+                self._shared.put(f"shown.{cam}", self._shown_frames(ds, cam))
+        self._task_index, self._tasks_text = self._tasks(ds, rows)
+        self._features_read = self._features(ds)
+        self._robot_type = ds.metadata.robot_type or None
 
     # --- LeRobotDataset's attributes -------------------------------------------------------------
     @property
@@ -168,7 +187,7 @@ class LeRobotCompatDataset(Dataset):
         """``index`` -> item position, for a selection of episodes (None without), as LeRobot's."""
         if self.episodes is None:
             return None
-        index = self.reader.dataset.rows.rank[self._array("rows")]
+        index = self._row_index().rank[self._array("rows")]
         return dict(zip(np.asarray(index).tolist(), range(len(index)), strict=True))
 
     def set_image_transforms(self, image_transforms: Callable | None) -> None:
@@ -252,9 +271,9 @@ class LeRobotCompatDataset(Dataset):
             feature["shape"] = tuple(feature["shape"])
         return features
 
-    def _make_meta(self, ds, rows, all_rows: np.ndarray, tasks: list[str]) -> LeRobotMeta:
+    def _make_meta(self) -> LeRobotMeta:
         fps = int(self.control_hz) if self.control_hz.is_integer() else self.control_hz
-        features = self._features(ds)
+        features = self._features_read
         episode_rows, start = [], 0
         for episode, length in self._episode_lengths.items():
             episode_rows.append(
@@ -272,16 +291,17 @@ class LeRobotCompatDataset(Dataset):
             fps=fps,
             features=features,
             total_episodes=len(episode_rows),
-            total_frames=len(all_rows),
-            total_tasks=len(tasks),
-            robot_type=ds.metadata.robot_type or None,
+            total_frames=self._total_frames,
+            total_tasks=len(self._tasks_text),
+            robot_type=self._robot_type,
         )
         columns = [c for c in self.item_columns if c not in ROBODATA_OWN or c in features]
 
-        def stats() -> dict:
+        def compute() -> dict:
+            ds = self._lance_dataset()
             computed = lerobot_stats_of(
                 ds,
-                order=all_rows,
+                order=np.asarray(ds.rows.order),
                 columns=columns,
                 cameras=self.cameras,
                 fps=self.control_hz,
@@ -290,8 +310,26 @@ class LeRobotCompatDataset(Dataset):
             return {key: computed[key] for key in features if key in computed}
 
         return LeRobotMeta(
-            uri=self.uri, version=ds.version, info=info, episode_rows=episode_rows, tasks=tasks, stats=stats
+            uri=self.uri,
+            version=self.version,
+            info=info,
+            episode_rows=episode_rows,
+            tasks=self._tasks_text,
+            stats=lambda: run_without_lance(compute),  # one read of the data, in a helper process
         )
+
+    def _lance_dataset(self):
+        """The pinned version's Lance-backed dataset in this process, on the shared row index."""
+        ds = self.reader.dataset
+        ds.adopt_rows(self._shared_rows)
+        return ds
+
+    def _row_index(self) -> RowIndex:
+        """The row index, memory-mapped from the shared files (no Lance)."""
+        index = self.__dict__.get("_rows_mapped")
+        if index is None:
+            index = self._rows_mapped = RowIndex.mapped(self._shared_rows, self.cameras)
+        return index
 
     # --- Dataset ---------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -300,7 +338,10 @@ class LeRobotCompatDataset(Dataset):
     def _array(self, key: str) -> np.ndarray:
         array = self._arrays.get(key)
         if array is None:
-            array = self._arrays[key] = self._shared.get(key)
+            shared = self._shared.get(key)
+            if shared is None:  # its owner, the training process, has exited and removed it
+                raise RuntimeError(f"{self.uri}: the shared array {key!r} is gone")
+            array = self._arrays[key] = shared
         return array
 
     def __getitem__(self, index: int) -> dict:
@@ -308,20 +349,21 @@ class LeRobotCompatDataset(Dataset):
 
     def __getitems__(self, indices: Sequence[int]) -> SampleBatch:
         """A batch of items: one coalesced GOP read and one decode per GOP for every camera."""
-        if not self._unpickled and os.getpid() != self._owner_pid:
-            raise RuntimeError(FORKED)
+        if forked_from_lance() and not self._unpickled and os.getpid() != self._owner_pid:
+            raise ForkedWorkerError
         finish_sending_before_exit()
-        adopt_shared_rows(self.reader, self._shared_rows)
         items = checked_indices(indices, len(self), self.uri, self.version)
-        ds = self.reader.dataset
+        if os.getpid() == self._owner_pid:
+            mark_lance_used()  # reading here: children forked from now on are not safe
+        ds = self._lance_dataset()
         index = ds.rows
         rows = np.asarray(self._array("rows")[items])
-        batch: dict[str, object] = {}
+        batch: dict[str, Any] = {}
         windows = {key: self._window(index, rows, key, per_delta) for key, per_delta in self.offsets.items()}
         # Per-row columns: one Lance take over every row any key needs.
         needed = [rows] + [w for key, (w, _) in windows.items() if self._key_column(key) in self.item_columns]
         unique, inverse = np.unique(np.concatenate([n.reshape(-1) for n in needed]), return_inverse=True)
-        table = ds.take_rows(unique, self.item_columns) if self.item_columns else None
+        table = ds.take_rows(unique, self.item_columns) if self.item_columns else pa.table({})
         positions, cursor = {}, 0
         for name, array in zip(
             ["__rows__", *[k for k in windows if self._key_column(k) in self.item_columns]], needed, strict=True
@@ -335,8 +377,8 @@ class LeRobotCompatDataset(Dataset):
         for cam in self.cameras:
             key = video_key(cam)
             cam_rows = windows[key][0] if key in windows else rows
-            frames = ds.get_frames(cam_rows.reshape(-1), cameras=cam, resolution=self.reader.resolution)[cam]
-            frames = torch.from_numpy(frames.reshape(cam_rows.shape + frames.shape[1:]))
+            decoded = ds.get_frames(cam_rows.reshape(-1), cameras=cam, resolution=self.reader.resolution)[cam]
+            frames = torch.from_numpy(decoded.reshape(cam_rows.shape + decoded.shape[1:]))
             frames = frames.movedim(-1, -3)  # HWC -> CHW
             batch[key] = frames.contiguous() if self.return_uint8 else frames.float().div_(255)
         frame_index = index.frame_index[rows]
@@ -362,7 +404,7 @@ class LeRobotCompatDataset(Dataset):
             batch["padding"] = torch.tensor(indices.padding, dtype=torch.bool)
         return SampleBatch(batch)
 
-    def _window(self, index, rows: np.ndarray, key: str, per_delta: list[tuple[str, int]]):
+    def _window(self, index, rows: np.ndarray, key: str, per_delta: Sequence[tuple[str, int]]):
         """[N, T] rows read for ``key`` and the [N, T] pad mask."""
         out = np.empty((len(rows), len(per_delta)), dtype=np.int64)
         pad = np.zeros(out.shape, dtype=bool)
@@ -413,7 +455,7 @@ class LeRobotCompatDataset(Dataset):
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_arrays"] = {}  # workers map the shared files instead
-        state["_shared_rows"] = share_rows(self.reader) if self.reader._dataset is not None else self._shared_rows
+        state.pop("_rows_mapped", None)
         state["meta"] = None  # stats and episode lists stay in the training process
         return state
 

@@ -41,7 +41,7 @@ def lerobot_stats_of(
     frame = np.asarray(rows.frame_index)[order]
     starts = np.flatnonzero(np.diff(episode, prepend=episode[:1] - 1)) if len(order) else np.zeros(0, int)
     ends = np.append(starts[1:], len(order))
-    table = ds.to_table(columns=columns).take(pa.array(order)) if columns else None
+    table = ds.to_table(columns=columns).take(pa.array(order)) if columns else pa.table({})
     values = {}
     for column in columns:
         chunked = table[column]

@@ -10,11 +10,27 @@ repeated), so NVDEC decodes it with nothing else; the reader already knows, per 
 and which frame in it (``GopStore.frame_refs``) and fetches the GOP bytes in one verified Lance
 read (``GopStore.read``). The training process does both and hands the bytes to the GPU: no
 DataLoader worker and no worker -> trainer copy of decoded frames (a GOP is ~10-40 kB, its
-frames 0.9 MB each at 640x480).
+frames 0.9 MB each at 640x480). On a machine with the GPU and the extra::
 
->>> frames = take_frames_on_device(ds, rows, "observation_images_top", device="cuda")  # doctest: +SKIP
->>> frames.shape, frames.device  # doctest: +SKIP
-(torch.Size([32, 3, 480, 640]), device(type='cuda', index=0))
+    frames = take_frames_on_device(ds, rows, "observation_images_top", device="cuda")
+    frames.shape, frames.device  # (torch.Size([32, 3, 480, 640]), device(type='cuda', index=0))
+
+Without them the decoder says why; the same seam runs with any decoder of GOP bytes, here
+PyAV's on the CPU:
+
+>>> nvdec_unavailable("cpu")
+'cpu is not a CUDA device'
+>>> from robodata.codec import plain_decode_gop
+>>> class CpuGopDecoder:
+...     def decode(self, data, wanted):
+...         frames = np.stack(plain_decode_gop(data))[list(wanted)]
+...         return torch.from_numpy(frames).permute(0, 3, 1, 2)  # [N, 3, H, W], as NVDEC's
+>>> frames = take_frames_on_device(ds, range(32), "observation_images_top", decoder=CpuGopDecoder())
+>>> frames.shape, frames.device
+(torch.Size([32, 3, 480, 640]), device(type='cpu'))
+>>> expected = ds.get_frames(range(32), cameras="top")["top"]
+>>> torch.equal(frames, torch.from_numpy(expected).permute(0, 3, 1, 2))
+True
 """
 
 from __future__ import annotations

@@ -159,7 +159,8 @@ class RowSampler:
                 shared = self._make_order()
                 if self._shared.owner:  # share it, and map it here too rather than keep a copy
                     self._shared.put(key, shared, keep=2)
-                    shared = self._shared.get(key)
+                    mapped = self._shared.get(key)
+                    shared = shared if mapped is None else mapped
             self._order_cache = (self.epoch, shared)
         return self._order_cache[1]
 
@@ -169,6 +170,7 @@ class RowSampler:
             return np.arange(self.num_rows, dtype=np.int64)
         if self.shuffle == "global":
             return rng.permutation(self.num_rows).astype(np.int64)
+        assert self._episode_index is not None  # kept when shuffle is "episode"
         episodes, inverse = np.unique(self._episode_index, return_inverse=True)
         episode_order = rng.permutation(len(episodes))
         pool_of_episode = np.empty(len(episodes), dtype=np.int64)
@@ -221,7 +223,7 @@ class RowSampler:
 
         """
         total = len(self)
-        order = self.order() if self.num_rows else None
+        order = self.order() if self.num_rows else np.empty(0, dtype=np.int64)
         picked = []
         for i in range(first, first + count):
             j = shard.worker_id + i * shard.num_workers

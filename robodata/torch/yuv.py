@@ -3,12 +3,19 @@
 A loader built with ``pixel_format="yuv420p"`` hands over each frame as the decoder's planar
 I420 picture, ``[..., H*3/2, W]`` uint8 (Y, then U, then V at half resolution): half the bytes
 of RGB through the worker -> trainer queue and no colour conversion on the CPU. The training
-step converts the batch where it trains:
+step converts the batch where it trains; on a GPU, after moving it there::
 
->>> batch = next(iter(make_dataloader(uri, batch_size=32, pixel_format="yuv420p")))  # doctest: +SKIP
->>> rgb = yuv420_to_rgb(batch["observation_images_top"].to("cuda", non_blocking=True))  # doctest: +SKIP
->>> rgb.shape, rgb.dtype  # doctest: +SKIP
-(torch.Size([32, 3, 480, 640]), torch.float32)
+    rgb = yuv420_to_rgb(batch["observation_images_top"].to("cuda", non_blocking=True))
+
+and on the CPU alike:
+
+>>> from robodata.torch.torch_dataset import make_dataloader
+>>> batch = next(iter(make_dataloader("data/demo", batch_size=4, pixel_format="yuv420p")))
+>>> batch["observation_images_top"].shape  # 480 rows of Y, then 240 of U and V
+torch.Size([4, 720, 640])
+>>> rgb = yuv420_to_rgb(batch["observation_images_top"])
+>>> rgb.shape, rgb.dtype
+(torch.Size([4, 3, 480, 640]), torch.float32)
 
 The conversion is FFmpeg's (swscale's) for the H.264 streams robodata writes: BT.601
 coefficients, limited ("TV") range, each chroma sample covering its 2 x 2 luma block; it matches
@@ -31,7 +38,7 @@ def yuv420_to_rgb(frames: torch.Tensor, *, dtype: torch.dtype = torch.float32) -
     float in [0, 1] (``dtype=torch.float32``, the default, or another float dtype) or uint8
     (``dtype=torch.uint8``), channels first as a policy's image input.
 
-    >>> yuv420_to_rgb(torch.full((6, 4), 128, dtype=torch.uint8), dtype=torch.uint8)[:, 0, 0].tolist()  # doctest: +SKIP
+    >>> yuv420_to_rgb(torch.full((6, 4), 128, dtype=torch.uint8), dtype=torch.uint8)[:, 0, 0].tolist()
     [130, 130, 130]
     """
     if frames.dtype != torch.uint8:

@@ -25,8 +25,7 @@ class PageServer(ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}/"
+        return f"http://127.0.0.1:{self.server_port}/"
 
 
 class _PageHandler(BaseHTTPRequestHandler):

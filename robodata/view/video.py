@@ -14,7 +14,9 @@ import numpy as np
 TIME_BASE = Fraction(1, 90_000)
 
 
-def browser_mp4(frames: Iterable[np.ndarray], seconds: Sequence[float], duration: float, *, crf: int = 23) -> bytes:
+def browser_mp4(
+    frames: Iterable[np.ndarray], seconds: Sequence[float] | np.ndarray, duration: float, *, crf: int = 23
+) -> bytes:
     """Encode ``frames`` (H x W x 3 uint8), frame k shown from ``seconds[k]`` until the next frame
     (the last one until ``duration``), as H.264 MP4 bytes.
 

@@ -745,7 +745,7 @@ def stored_frames(ingested) -> tuple[list[int], dict[str, np.ndarray]]:
     """Rows from each stored episode, and their decoded frames before any bad input arrived."""
     ds = robodata.open(ingested)
     rows = sorted({0, len(ds) // 2, len(ds) - 1})
-    return rows, ds.take_blobs_decoded(rows, ds.image_columns)
+    return rows, ds.get_frames(rows).data
 
 
 def run_cli(capsys) -> Callable[[list[str]], object]:
@@ -787,8 +787,8 @@ def test_bad_input(case: Case, via: str, sample_uploads, dataset_copy, stored_fr
     assert after.episodes().equals(before.episodes())
     assert open_table(gops_uri(dataset_copy)).version == gops_before
     rows, frames = stored_frames
-    for column, expected in after.take_blobs_decoded(rows, after.image_columns).items():
-        np.testing.assert_array_equal(expected, frames[column])
+    for camera, expected in after.get_frames(rows).data.items():
+        np.testing.assert_array_equal(expected, frames[camera])
 
 
 # --- unusual but legitimate uploads: accepted ------------------------------------------------
@@ -839,7 +839,7 @@ def marked_frame(width: int, height: int, value: int = 60) -> np.ndarray:
 
 
 def stored_frames_of(dataset: str, rows: list[int]) -> np.ndarray:
-    return robodata.open(dataset).take_blobs_decoded(rows, ["observation_images_cam"])["observation_images_cam"]
+    return robodata.open(dataset).get_frames(rows, cameras="cam")["cam"]
 
 
 def test_odd_frame_size_is_cropped_to_even_and_said(tmp_path, caplog):

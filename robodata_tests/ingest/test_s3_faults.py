@@ -33,7 +33,7 @@ def test_server_stops_between_gop_write_and_frames_commit(private_s3, eight_shor
     root = server.fresh_uri("stop-before-commit")
     first = robodata.ingest_episode(str(eight_short_uploads[0]), root, storage_options=options)
     before = robodata.open(root, storage_options=options)
-    frame_before = before.take_blobs_decoded([5], "observation_images_top")["observation_images_top"]
+    frame_before = before.get_frames([5], cameras="top")["top"]
 
     commit = writer.replace_episode_rows
 
@@ -54,9 +54,7 @@ def test_server_stops_between_gop_write_and_frames_commit(private_s3, eight_shor
     # The failed run's GOPs were written but nothing points at them: readers see the old version.
     after = robodata.open(root, storage_options=options)
     assert (after.version, len(after)) == (before.version, first.rows)
-    np.testing.assert_array_equal(
-        after.take_blobs_decoded([5], "observation_images_top")["observation_images_top"], frame_before
-    )
+    np.testing.assert_array_equal(after.get_frames([5], cameras="top")["top"], frame_before)
     assert gop_rows(root, options) == {0: first.gops, 1: first.gops}
 
     # The documented cleanup step removes them, and only them; with a minimum age (the CLI's

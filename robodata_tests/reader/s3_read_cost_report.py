@@ -36,18 +36,18 @@ def _report(server: S3Server, uploads: list[Path]) -> None:
         gets = sum(r.method == "GET" and not r.is_list for r in requests)
         print(f"| {label} | {gets} | {len(requests) - gets} |")
 
-    top = "observation_images_top"
+    top = "top"
     print("| read | GET | other (LIST/HEAD) |\n| --- | --- | --- |")
     cost("`robodata.open`", lambda: robodata.open(root, storage_options=options))
     ds = robodata.open(root, storage_options=options)
-    cost("first frame (loads row and GOP indexes, one GOP file footer)", lambda: ds.take_blobs_decoded([0], top))
-    cost("first frame from the other episode's GOP file", lambda: ds.take_blobs_decoded([len(ds) - 1], top))
-    cost("one frame, warm", lambda: ds.take_blobs_decoded([250], top))
-    cost("64 consecutive rows, one camera", lambda: ds.take_blobs_decoded(np.arange(200, 264), top))
+    cost("first frame (loads row and GOP indexes, one GOP file footer)", lambda: ds.get_frames([0], cameras=top))
+    cost("first frame from the other episode's GOP file", lambda: ds.get_frames([len(ds) - 1], cameras=top))
+    cost("one frame, warm", lambda: ds.get_frames([250], cameras=top))
+    cost("64 consecutive rows, one camera", lambda: ds.get_frames(np.arange(200, 264), cameras=top))
     rows = np.random.default_rng(0).choice(len(ds), 64, replace=False)
-    cost("64 random rows x 3 cameras (192 frames)", lambda: ds.take_blobs_decoded(rows, ds.image_columns))
+    cost("64 random rows x 3 cameras (192 frames)", lambda: ds.get_frames(rows))
     cost("`ds[i]`: row values and 3 cameras", lambda: ds[321])
-    cost("8-row window, one camera", lambda: ds.take_windows([300], range(-7, 1), [top]))
+    cost("8-row window, one camera", lambda: ds.get_windows([300], range(-7, 1), cameras=top))
     print(f"\n{len(ds)} rows, {len(uploads)} episodes of 4 s, GOP size {ds.metadata.gop_size}")
 
 

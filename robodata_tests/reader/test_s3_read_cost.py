@@ -29,14 +29,14 @@ def test_requests_per_read(s3, s3_root, eight_short_uploads):
     last_row = len(ds) - 1
 
     # Warm: the row and GOP indexes are loaded and each GOP data file's footer has been read.
-    ds.take_blobs_decoded(first_rows, column)
+    ds.get_frames(first_rows, cameras=column)
 
     # One frame from a GOP not read before: the blob's position, then its byte range.
-    gets, others = _cost(s3, lambda: ds.take_blobs_decoded([last_row], column))
+    gets, others = _cost(s3, lambda: ds.get_frames([last_row], cameras=column))
     assert gets <= 2 and others == 0
 
     # A batch: every row of both episodes (one frame per row, four GOPs of this camera in two
     # data files) costs at most two GETs per data file.
     rows = np.arange(len(ds))
-    gets, others = _cost(s3, lambda: ds.take_blobs_decoded(rows, column))
+    gets, others = _cost(s3, lambda: ds.get_frames(rows, cameras=column))
     assert gets <= 2 * len(first_rows) < len(rows) and others == 0

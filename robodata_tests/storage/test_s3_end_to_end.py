@@ -43,14 +43,15 @@ def test_s3_dataset_matches_the_local_one(s3, s3_root, eight_short_uploads, tmp_
         for column in ds.image_columns:
             np.testing.assert_array_equal(item[column], expected[column])
     picks = [3, n // 2, n // 2 + 1, n - 1, 4]
-    batch = ds.take_blobs_decoded(picks, ds.image_columns)
-    expected = local.take_blobs_decoded(picks, ds.image_columns)
-    for column in ds.image_columns:
-        np.testing.assert_array_equal(batch[column], expected[column])
-    windows = ds.take_windows([0, n - 1], range(-2, 2), ["action", "observation_images_wrist_left"])
-    local_windows = local.take_windows([0, n - 1], range(-2, 2), ["action", "observation_images_wrist_left"])
-    for key, value in local_windows.items():
-        np.testing.assert_array_equal(windows[key], value)
+    batch = ds.get_frames(picks)
+    expected = local.get_frames(picks)
+    for camera in ds.cameras:
+        np.testing.assert_array_equal(batch[camera], expected[camera])
+    windows = ds.get_windows([0, n - 1], range(-2, 2), cameras="wrist_left", columns="action")
+    local_windows = local.get_windows([0, n - 1], range(-2, 2), cameras="wrist_left", columns="action")
+    np.testing.assert_array_equal(windows.data["wrist_left"], local_windows.data["wrist_left"])
+    np.testing.assert_array_equal(windows.columns["action"], local_windows.columns["action"])
+    np.testing.assert_array_equal(windows.is_pad, local_windows.is_pad)
 
     # Edits, tags and time travel.
     before = ds.version

@@ -34,12 +34,12 @@ def test_ingest_open_and_a_warm_read_meet_the_deadline(silent_store, s3, eight_s
     root = s3.fresh_uri("silent")
     robodata.ingest_episode(str(eight_short_uploads[0]), root, storage_options=relaxed)
     ds = robodata.open(root, storage_options=options)
-    warm = ds.take_blobs_decoded([3], "observation_images_top")  # indexes loaded: the next read is warm
-    assert warm["observation_images_top"].shape[0] == 1
+    warm = ds.get_frames([3], cameras="top")  # indexes loaded: the next read is warm
+    assert warm["top"].shape[0] == 1
     proxy.go_silent()
 
     with pytest.raises(StorageUnreachableError) as error:  # warm read
-        ds.take_blobs_decoded([40], "observation_images_top")
+        ds.get_frames([40], cameras="top")
     _assert_names_store_and_step(error, proxy, "reading 1 GOPs", s3.secret_key)
     assert "no answer within 2 s" in str(error.value)
     with pytest.raises(StorageUnreachableError) as error:  # a row's values
@@ -125,3 +125,31 @@ def test_a_commit_whose_store_goes_silent_ends_with_the_error(silent_store, s3, 
     _assert_names_store_and_step(error, proxy, "committing episode 1's rows", s3.secret_key)
     monkeypatch.undo()
     assert robodata.open(root, storage_options=s3.storage_options).version == first.frames_version
+
+
+def test_a_commit_conflict_under_a_storage_step_stays_a_conflict():
+    """Wrapping an edit's commit in the deadline helper must not make another writer's win look
+    like an unreachable store (Lance's conflict message also says LanceError(IO)): the caller
+    sees the conflict and can retry it."""
+    from robodata.storage.failures import storage_call
+
+    conflict = OSError("LanceError(IO): Retryable commit conflict for version 7: preempted by concurrent Rewrite")
+
+    def commit():
+        raise conflict
+
+    with pytest.raises(OSError) as error:
+        storage_call("adding label columns", "s3://lab/ds/frames.lance", None, commit)
+    assert error.value is conflict
+    with pytest.raises(StorageUnreachableError):  # a store that did not answer still is one
+        storage_call(
+            "adding label columns",
+            "s3://lab/ds/frames.lance",
+            None,
+            _raise,
+            OSError("LanceError(IO): error sending request"),
+        )
+
+
+def _raise(exc: BaseException):
+    raise exc

@@ -169,15 +169,70 @@ def test_episodes_select_items_and_keep_the_global_index(short_dataset):
     assert int(ds[0]["index"]) == lengths[0] + lengths[1]
 
 
-def test_forked_workers_fail_at_once_saying_what_to_pass(short_dataset):
+def test_forked_workers_after_reading_fail_at_once_saying_what_to_pass(short_dataset):
     import multiprocessing
 
+    from robodata.torch.lerobot_compat import ForkedWorkerError
+
     ds = LeRobotCompatDataset(short_dataset)
+    ds[0]  # this process has read through Lance: a child forked from it is not safe
     loader = DataLoader(ds, batch_size=2, num_workers=1, multiprocessing_context=multiprocessing.get_context("fork"))
-    with pytest.warns(UserWarning, match="fork"), pytest.raises(RuntimeError, match="multiprocessing_context=robodata"):
+    with pytest.warns(UserWarning, match="fork"), pytest.raises(ForkedWorkerError) as raised:
         next(iter(loader))
+    assert str(raised.value) == ForkedWorkerError.text and "\n" not in str(raised.value)
+    assert "multiprocessing_context=robodata.torch.worker_context()" in str(raised.value)
     # The way the message names works: spawned workers open their own Lance handles.
     from robodata.torch import worker_context
 
     loader = DataLoader(ds, batch_size=2, num_workers=1, multiprocessing_context=worker_context())
     assert next(iter(loader))["index"].tolist() == [0, 1]
+
+
+FORKED_LOADER = """
+import multiprocessing, sys, warnings
+import torch
+from torch.utils.data import DataLoader
+from robodata.torch import LeRobotCompatDataset
+from robodata.torch.fork_safety import lance_thread_count
+
+assert multiprocessing.get_start_method() == "fork"
+try:  # read in the helper process; its error is raised here
+    LeRobotCompatDataset(sys.argv[1], episodes=[99])
+    raise AssertionError("episode 99 was accepted")
+except ValueError as exc:
+    assert "no episode [99]" in str(exc), exc
+ds = LeRobotCompatDataset(sys.argv[1], delta_timestamps={"action": [0.0, 0.01]}, return_uint8=True)
+stats = ds.meta.stats  # as lerobot-train reads them before its DataLoader
+assert lance_thread_count() == 0, "the construction used Lance in this process"
+runs = []
+for _ in range(3):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Lance's 'not fork-safe' warning would fail here
+        runs.append(list(DataLoader(ds, batch_size=5, num_workers=2)))
+mine = ds.__getitems__(list(range(len(ds))))  # now this process reads, after the workers
+for batches in runs:
+    rows = [dict(zip(b, values)) for b in batches for values in zip(*b.values())]
+    assert len(rows) == len(ds)
+    for got, want in zip(rows, mine):
+        for key, value in want.items():
+            assert (got[key] == value) if isinstance(value, str) else torch.equal(got[key], value), key
+print("ok", len(ds), sorted(stats))
+"""
+
+
+def test_a_plain_forked_dataloader_reads_what_the_dataset_reads(short_dataset):
+    """A fresh training script: dataset, its stats, then DataLoader(num_workers=2) with the
+    default start method (fork), three times; every item equals the training process's read."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED_LOADER, short_dataset], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith(f"ok {len(LeRobotCompatDataset(short_dataset))} ")
+    assert "observation.state" in done.stdout

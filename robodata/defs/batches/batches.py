@@ -17,6 +17,7 @@ complete (a folder without ``episode.json`` holds its batch back until it has be
 
 import json
 import time
+from typing import Any
 
 import dagster as dg
 
@@ -50,7 +51,7 @@ def _batch_failure(store: DatasetStore, exc: Exception) -> dg.Failure:
     only when the underlying error is a storage hiccup."""
     cause = exc.cause if isinstance(exc, BatchEpisodeError) else exc
     base = failure(store, cause)
-    metadata = dict(base.metadata)
+    metadata: dict[str, Any] = dict(base.metadata)
     if isinstance(exc, BatchEpisodeError):
         metadata |= {
             "failed_episode": exc.episode_id,
@@ -248,7 +249,8 @@ def batch_listing(batches: list[UploadBatch], now: float, stalled_after_s: float
 def _valid_batches(context, store: DatasetStore, batches: list[UploadBatch]) -> list[UploadBatch]:
     """Batches whose name and episode names are valid ids, and whose episodes appear in no
     earlier batch (an episode id names one episode of the dataset); the rest skipped with a warning."""
-    valid, seen = [], {}
+    valid: list[UploadBatch] = []
+    seen: dict[str, str] = {}  # episode id -> its batch
     for batch in batches:
         try:
             validate_episode_id(batch.batch_id)
@@ -285,10 +287,10 @@ def register_upload_batches(instance: dg.DagsterInstance, store: DatasetStore) -
     keys = [b.batch_id for b in scan_upload_batches(store.uploads_root, store.storage_options()) if b.complete]
     for key in keys:
         validate_episode_id(key)
-    existing = set(instance.get_dynamic_partitions(upload_batches.name))
+    existing = set(instance.get_dynamic_partitions(PARTITIONS_OF[PER_BATCH]))
     new = [k for k in keys if k not in existing]
     if new:
-        instance.add_dynamic_partitions(upload_batches.name, new)
+        instance.add_dynamic_partitions(PARTITIONS_OF[PER_BATCH], new)
     return keys
 
 

@@ -115,7 +115,7 @@ def tick_result(
     wanted = [r.upload.episode_id for r in plan.requests] + plan.known
     new_keys = []
     if wanted:
-        existing = set(context.instance.get_dynamic_partitions(partitions.name))
+        existing = set(partitions.get_partition_keys(dynamic_partitions_store=context.instance))
         new_keys = sorted({key for key in wanted if key not in existing})
     return dg.SensorResult(
         run_requests=requests,
@@ -185,9 +185,10 @@ def bad_input_reason(instance: dg.DagsterInstance, run_id: str) -> str:
     """The one-line reason a failed run gave when a step failed on bad input (``failure``
     classifies it), else ``""`` (a storage failure, a lost worker: worth another run)."""
     for event in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
-        data = event.dagster_event.step_failure_data.user_failure_data
+        step = event.dagster_event.step_failure_data if event.dagster_event is not None else None
+        data = step.user_failure_data if step is not None else None
         kind = data.metadata.get(FAILURE_KIND) if data is not None else None
-        if kind is not None and kind.value == BAD_INPUT:
+        if data is not None and kind is not None and kind.value == BAD_INPUT:
             return data.description or BAD_INPUT
     return ""
 

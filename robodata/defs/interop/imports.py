@@ -11,7 +11,7 @@ ops:
 ```
 """
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import dagster as dg
 from pydantic import Field
@@ -23,7 +23,15 @@ from robodata.errors import RoboDataError
 from robodata.interop.episode_source import import_episodes
 from robodata.interop.sources import IMPORT_FORMATS, open_episode_source
 
-import_partitions = dg.DynamicPartitionsDefinition(name="imported_episodes")
+IMPORT_PARTITIONS = "imported_episodes"
+import_partitions = dg.DynamicPartitionsDefinition(name=IMPORT_PARTITIONS)
+
+# A choice of IMPORT_FORMATS' names in the launchpad; a type checker, which cannot build a
+# Literal from a value, sees a str.
+if TYPE_CHECKING:
+    ImportFormatName = str
+else:
+    ImportFormatName = Literal[tuple(IMPORT_FORMATS)]
 PARTITION_PREFIX = "source_episode_"
 
 
@@ -31,7 +39,7 @@ class ImportConfig(EncodingConfig):
     """Where an import reads from, the source format's options, and how its video is re-encoded."""
 
     source: str = Field(description="A LeRobot v3 dataset root, or an HDF5 file glob (local or s3://).")
-    format: Literal[tuple(IMPORT_FORMATS)] = Field(default="lerobot", description=" or ".join(IMPORT_FORMATS))
+    format: ImportFormatName = Field(default="lerobot", description=" or ".join(IMPORT_FORMATS))
     repo_id: str | None = Field(default=None, description="lerobot: recorded in the metadata (default: root's name).")
     control_hz: float = Field(default=50.0, description="aloha_hdf5: the recording's control rate.")
     joint_names: list[str] | None = Field(default=None, description="aloha_hdf5: default ALOHA's 14.")
@@ -65,10 +73,10 @@ def register_import_partitions(
     """
     numbers = open_episode_source(format, source, storage_options=storage_options).episode_numbers()
     keys = [partition_key(n) for n in numbers]
-    existing = set(instance.get_dynamic_partitions(import_partitions.name))
+    existing = set(instance.get_dynamic_partitions(IMPORT_PARTITIONS))
     new = [k for k in keys if k not in existing]
     if new:
-        instance.add_dynamic_partitions(import_partitions.name, new)
+        instance.add_dynamic_partitions(IMPORT_PARTITIONS, new)
     return keys
 
 
