@@ -193,7 +193,7 @@ def render_peer_report(results: dict) -> str:
         "`__getitems__` reads a batch with one `get_frames`, GOPs prefetched); robodata's "
         "`LeRobotCompatDataset(return_uint8=True)` and `(return_uint8=False)` (float) in a plain "
         "`DataLoader(ds, batch_size, shuffle=True, num_workers, multiprocessing_context=worker_context())` as "
-        "docs/training.md writes it (spawned workers, default collate); LeRobotDataset (one `__getitem__` per sample, default collate, spawned workers); "
+        "lerobot-train runs it (spawned workers, default collate); LeRobotDataset (one `__getitem__` per sample, default collate, spawned workers); "
         "LanceDBDataset (`__getitems__`, `lance_mp_context()`). The same batches on every system but the shuffled "
         f"LeRobot user's path (make_dataloader delivered the planned rows: {all(c['same_rows'] for c in same)}). "
         "Steady = samples after the first batch / time after it. The decode bound: the same batches' frames "

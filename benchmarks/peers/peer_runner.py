@@ -21,7 +21,7 @@ Kinds of measurement (each times every call; ``indices`` are the system's own sa
 - ``loader``: a ``torch.utils.data.DataLoader`` with ``workers`` workers over ``batches``
   (robodata: its own ``make_dataloader`` with ``seed``, whose batches the caller computed the
   same way; robodata-compat: ``LeRobotCompatDataset`` in a plain ``DataLoader(shuffle=True,
-  multiprocessing_context=worker_context())`` as docs/training.md writes it, ``len(batches)``
+  multiprocessing_context=worker_context())`` as lerobot-train runs it, ``len(batches)``
   batches); seconds to the first batch, then
   seconds per batch.
 - ``bound`` (robodata only): the in-process decode bound of ``batches``: their GOPs read into
@@ -241,7 +241,8 @@ class RobodataCompatSystem:
         from robodata.torch import worker_context
 
         workers = measurement["workers"]
-        # As docs/training.md writes it: Lance is not fork-safe, so the workers spawn (as lerobot-train's do).
+        # Spawned, as lerobot-train's are: this process has read through Lance (the version above),
+        # and a worker forked after that stops with ForkedWorkerError (docs/training.md).
         loader = DataLoader(
             ds,
             batch_size=measurement["batch_size"],
