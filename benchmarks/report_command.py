@@ -29,7 +29,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="footage: gym-aloha renders (auto: where the peers' venv has gym-aloha) or the synthetic sample scene",
     )
     peers.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 3)")
-    peers.add_argument("--steps", type=int, default=None, help="gym-aloha steps per episode (default 100)")
+    peers.add_argument("--steps", type=int, default=None, help="gym-aloha steps per episode (default 300; 6 episodes)")
+    peers.add_argument(
+        "--pyav", action="store_true", help="also measure LeRobot's pyav backend (slower than torchcodec)"
+    )
     peers.add_argument("--gop-size", type=int, default=None, help="robodata's G for the ingest (default: robodata's)")
     peers.add_argument("--crf", type=int, default=None, help="robodata's CRF for the ingest (default: robodata's)")
     peers.add_argument(
@@ -70,7 +73,7 @@ def _run_peers(args: argparse.Namespace, command: str) -> int:
     from benchmarks.peers.peer_scenarios import PeerConfig
 
     config = PeerConfig.small() if args.small else PeerConfig()
-    config = replace(config, rounds=args.rounds or config.rounds)
+    config = replace(config, rounds=args.rounds or config.rounds, pyav=args.pyav)
     footage = Footage(episodes=2, steps=30, seconds=1.0) if args.small else Footage()
     footage = replace(
         footage,
@@ -93,6 +96,17 @@ def _run_peers(args: argparse.Namespace, command: str) -> int:
         nice=args.nice,
         command=command,
     )
+    from benchmarks.peers.peer_report import readme_line, run_header
+
+    print(run_header(result.results))
+    print()
     print(result.table_markdown)
+    print()
+    print(result.results["aims_table"])
+    sweep = result.results.get("gop_crf_sweep")
+    if sweep:
+        print(f"\nG x CRF sweep (limits: LeRobot's bytes and PSNR; chosen: {sweep['chosen']}):\n")
+        print(sweep["table"])
+    print(f"\nREADME: {readme_line(result.results)}")
     print(f"\nwrote {result.report_path}, {result.results_path} and {len(result.plots)} plot")
     return 0

@@ -76,7 +76,6 @@ def render_episode(out: Path, episode_index: int, steps: int, seed: int) -> Path
         ],
         "control_hz": FPS,
         "cameras": {name: {"file": f"{name}.mp4"} for name in CAMERAS},
-        "source_of_footage": "gym-aloha (MuJoCo, OSMesa)",
     }
     (folder / "episode.json").write_text(json.dumps(meta, indent=2))  # last: marks the upload complete
     return folder
@@ -134,10 +133,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=3)
     parser.add_argument("--steps", type=int, default=100, help="control steps (camera frames) per episode")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--only",
+        default=None,
+        help="render only these episode indices (comma-separated), e.g. to render shards in parallel processes",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("MUJOCO_GL", "osmesa")
     os.environ.setdefault("PYOPENGL_PLATFORM", "osmesa")
-    for index in range(args.episodes):
+    wanted = range(args.episodes) if args.only is None else [int(i) for i in args.only.split(",")]
+    for index in wanted:
         if (args.out / f"episode_{index:06d}" / "episode.json").exists():
             continue  # cached: rendering is slow (~0.6 s a step on 2 cores)
         start = time.perf_counter()

@@ -47,6 +47,7 @@ def aloha_uploads(
     """Upload folders of ``episodes`` gym-aloha episodes of ``steps`` steps (rendered once, cached)."""
     folder = (cache or cache_dir()) / f"aloha-{episodes}x{steps}-seed{seed}"
     folder.mkdir(parents=True, exist_ok=True)
+    reuse_rendered(folder, episodes, steps, seed)
     command = [
         str(python),
         str(RENDERER),
@@ -62,7 +63,41 @@ def aloha_uploads(
         done = subprocess.run(command, stdout=err, stderr=err, env={**os.environ, **OSMESA}, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{RENDERER.name} failed (exit code {done.returncode}); see {log}")
-    return {i: folder / f"episode_{i:06d}" for i in range(episodes)}
+    uploads = {i: folder / f"episode_{i:06d}" for i in range(episodes)}
+    for upload in uploads.values():
+        _drop_note(upload / "episode.json")
+    return uploads
+
+
+def _drop_note(path: Path) -> None:
+    """Episodes rendered before ingest refused unknown keys carry a ``source_of_footage`` note:
+    drop it, so the cached footage stays a valid upload."""
+    import json
+
+    meta = json.loads(path.read_text())
+    if meta.pop("source_of_footage", None) is not None:
+        path.write_text(json.dumps(meta, indent=2))
+
+
+def reuse_rendered(folder: Path, episodes: int, steps: int, seed: int) -> list[int]:
+    """Copy into ``folder`` the episodes another cached footage folder already rendered: an episode
+    depends only on its index, the steps and the seed (``aloha_render.render_episode``), so
+    ``aloha-3x300-seed0`` is the first half of ``aloha-6x300-seed0``. Returns the indices copied."""
+    import shutil
+
+    copied = []
+    for index in range(episodes):
+        name = f"episode_{index:06d}"
+        if (folder / name / "episode.json").exists():
+            continue
+        for other in sorted(folder.parent.glob(f"aloha-*x{steps}-seed{seed}")):
+            source = other / name
+            if other != folder and (source / "episode.json").exists():
+                shutil.rmtree(folder / name, ignore_errors=True)
+                shutil.copytree(source, folder / name)
+                copied.append(index)
+                break
+    return copied
 
 
 def benchmark_uploads(

@@ -28,31 +28,38 @@ def sweep_gop_crf(
     uploads: Mapping[int, Path],
     work: Path,
     *,
-    gop_sizes=(2, 4, 8, 16),
-    crfs=(18, 23, 28),
+    gop_sizes=(4, 8, 16),
+    crfs=(18, 20),
     codecs=("h264",),
+    fast_decodes=(True, False),
     batch_size: int = 32,
     workers: int = 2,
     loader_batches: int = 12,
-    quality_rows: int = 12,
+    quality_rows: int | np.ndarray = 12,
     seed: int = 0,
     nice: int = 0,
     log: Path | None = None,
     say: Callable[[str], None] = lambda _: None,
 ) -> list[dict]:
-    """Ingest ``uploads`` at every (G, CRF, codec) and measure each dataset: one row per point."""
+    """Ingest ``uploads`` at every (G, CRF, codec, fastdecode) and measure each dataset: one row per
+    point. ``quality_rows`` (row offsets, or how many to draw) are where PSNR is measured: pass the
+    rows the peers' PSNR came from, so every point is compared on the same pictures."""
     points = []
-    for gop, crf, codec in ((g, c, k) for g in gop_sizes for c in crfs for k in codecs):
-        say(f"sweep G={gop} crf={crf} codec={codec} ...")
-        uri = str(work / f"g{gop}-crf{crf}-{codec}")
-        settings = EncoderSettings(gop_size=gop, crf=crf, codec=codec)
+    grid = ((g, c, k, f) for g in gop_sizes for c in crfs for k in codecs for f in fast_decodes)
+    for gop, crf, codec, fast in grid:
+        say(f"sweep G={gop} crf={crf} codec={codec} fastdecode={fast} ...")
+        uri = str(work / f"g{gop}-crf{crf}-{codec}{'-fastdecode' if fast else ''}")
+        settings = EncoderSettings(gop_size=gop, crf=crf, codec=codec, fast_decode=fast)
         start = time.perf_counter()
         for upload in uploads.values():
             ingest_episode(str(upload), uri, settings=settings)
         ingest_seconds = time.perf_counter() - start
         ds = open_dataset(uri)
         frames = sum(camera_frame_counts(ds).values())
-        rows = np.sort(np.random.default_rng(seed).choice(len(ds), min(quality_rows, len(ds)), replace=False))
+        if isinstance(quality_rows, int):
+            rows = np.sort(np.random.default_rng(seed).choice(len(ds), min(quality_rows, len(ds)), replace=False))
+        else:
+            rows = np.asarray(quality_rows)
         sample = quality_sample(ds, uploads, rows)
         quality = psnr_figures(
             {c: s["source"] for c, s in sample.items()},
@@ -62,17 +69,22 @@ def sweep_gop_crf(
         answer = run_loader(
             uri, batch_size=batch_size, workers=workers, batches=loader_batches, seed=seed, nice=nice, log=log
         )
+        bound = run_bound(
+            uri, rows=len(ds), batch_size=batch_size, batches=loader_batches, seed=seed, nice=nice, log=log
+        )
         points.append(
             {
                 "gop_size": gop,
                 "crf": crf,
                 "codec": codec,
+                "fast_decode": fast,
                 "dataset_uri": uri,
                 "ingest_seconds": ingest_seconds,
                 "bytes_per_frame": video_bytes(ds) / frames,
                 **quality,
                 "loader_samples_per_s": answer["samples_per_s"],
                 "loader_first_batch_s": answer["first_batch_s"],
+                "bound_samples_per_s": bound,
             }
         )
     mark_frontier(points)
@@ -97,14 +109,32 @@ def run_loader(
     return {**measured, "samples_per_s": sum(measured["samples"]) / sum(measured["seconds"])}
 
 
+def run_bound(
+    uri: str, *, rows: int, batch_size: int, batches: int, seed: int, nice: int = 0, log: Path | None = None
+) -> float:
+    """The decode bound of ``batches`` random batches of the dataset at ``uri`` (samples per CPU
+    second over every core, ``peer_runner``'s ``bound``): the throughput axis the default is
+    chosen on, since one wall-clock DataLoader run per point measures the machine's other load."""
+    rng = np.random.default_rng(seed)
+    planned = [rng.integers(0, rows, batch_size).tolist() for _ in range(batches)]
+    job = {"system": "robodata", "root": uri, "measurements": [{"name": "D", "kind": "bound", "batches": planned}]}
+    measured = run_job(sys.executable, job, log=log, nice=nice)["measurements"][0]
+    return sum(measured["samples"]) / (sum(measured["cpu_seconds"]) / measured["threads"])
+
+
+def _speed(point: dict) -> float:
+    """A point's throughput: its decode bound where measured, else its DataLoader's samples/s."""
+    return point.get("bound_samples_per_s") or point["loader_samples_per_s"]
+
+
 def mark_frontier(points: list[dict]) -> list[dict]:
-    """Flag each point that no other point beats on all of D throughput (higher), bytes per frame
-    (lower) and top-camera PSNR (higher) at once."""
+    """Flag each point that no other point beats on all of throughput (the decode bound, higher),
+    bytes per frame (lower) and top-camera PSNR (higher) at once."""
 
     def beats(a: dict, b: dict) -> bool:
         # Oriented so that larger is better on every axis.
-        ours = (a["loader_samples_per_s"], -a["bytes_per_frame"], a["psnr_top_db"])
-        theirs = (b["loader_samples_per_s"], -b["bytes_per_frame"], b["psnr_top_db"])
+        ours = (_speed(a), -a["bytes_per_frame"], a["psnr_top_db"])
+        theirs = (_speed(b), -b["bytes_per_frame"], b["psnr_top_db"])
         return all(x >= y for x, y in zip(ours, theirs, strict=True)) and ours != theirs
 
     for point in points:
@@ -115,8 +145,9 @@ def mark_frontier(points: list[dict]) -> list[dict]:
 def choose_default(
     points: list[dict], *, max_bytes_per_frame: float | None = None, min_psnr_db: float | None = None
 ) -> dict | None:
-    """The frontier point with the highest D throughput among those within ``max_bytes_per_frame``
-    (LeRobot's) and at least ``min_psnr_db`` (LeRobot's top-camera PSNR); None if none qualifies."""
+    """The frontier point with the highest throughput (decode bound) among those within
+    ``max_bytes_per_frame`` (LeRobot's) and at least ``min_psnr_db`` (LeRobot's top-camera PSNR);
+    None if none qualifies."""
     fitting = [
         p
         for p in points
@@ -124,19 +155,22 @@ def choose_default(
         and (max_bytes_per_frame is None or p["bytes_per_frame"] <= max_bytes_per_frame)
         and (min_psnr_db is None or p["psnr_top_db"] >= min_psnr_db)
     ]
-    return max(fitting, key=lambda p: p["loader_samples_per_s"]) if fitting else None
+    return max(fitting, key=_speed) if fitting else None
 
 
 def sweep_table(points: list[dict], chosen: dict | None) -> str:
     """The sweep as Markdown, frontier points and the chosen default marked."""
     lines = [
-        "| G | CRF | D samples/s | first batch s | bytes / frame | PSNR top dB | PSNR all dB | frontier |",
-        "|---|---|---|---|---|---|---|---|",
+        "| G | CRF | fastdecode | decode bound samples/s | D samples/s | first batch s | bytes / frame | PSNR top dB "
+        "| PSNR all dB | frontier |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in points:
         mark = "**chosen**" if chosen is not None and p is chosen else ("yes" if p["on_frontier"] else "")
+        bound = f"{p['bound_samples_per_s']:.1f}" if p.get("bound_samples_per_s") else "n/a"
+        fast = "yes" if p.get("fast_decode", True) else "no"
         lines.append(
-            f"| {p['gop_size']} | {p['crf']} | {p['loader_samples_per_s']:.1f} | "
+            f"| {p['gop_size']} | {p['crf']} | {fast} | {bound} | {p['loader_samples_per_s']:.1f} | "
             f"{p['loader_first_batch_s']:.2f} | {p['bytes_per_frame']:,.0f} | {p['psnr_top_db']:.2f} | "
             f"{p['psnr_db']:.2f} | {mark} |"
         )

@@ -1,6 +1,9 @@
-"""``robodata bench OUT --peers VENV``: robodata against the real LeRobot 0.6.1 (torchcodec and pyav)
-and lerobot-lancedb 0.3.1's ``LanceDBDataset`` on the same episodes, each system in processes of
-its own (``peer_runner.py``), rounds interleaved, medians over rounds.
+"""``robodata bench OUT --peers VENV``: robodata (``make_dataloader`` and ``LeRobotCompatDataset``)
+against the real LeRobot 0.6.1 and lerobot-lancedb 0.3.1's ``LanceDBDataset`` on the same source
+episodes, at native resolution and at the policy's 224 x 224, each system in processes of its own
+(``peer_runner.py``), rounds interleaved, medians over rounds. The peers' dataset is written by
+LeRobot's own writer from the source frames (``lerobot_writer.py``), LanceDB's by
+``lerobot-lance-convert`` of it.
 
 >>> result = run_peer_benchmark("bench_out", ".peers-venv")  # doctest: +SKIP
 >>> print(result.table_markdown)      # the side-by-side table with aims  # doctest: +SKIP
@@ -24,9 +27,10 @@ from benchmarks.ingest_speed import summarize as summarize_ingest
 from benchmarks.ingest_speed import timed_ingest
 from benchmarks.lerobot_baseline import LeRobotLayoutReader
 from benchmarks.pairing import baseline_rows
-from benchmarks.peers.footage import benchmark_uploads
+from benchmarks.peers.footage import benchmark_uploads, cache_dir
 from benchmarks.peers.gop_crf_sweep import choose_default, sweep_gop_crf, sweep_table
-from benchmarks.peers.peer_protocol import peer_python, run_job
+from benchmarks.peers.lerobot_writer import RESULT_PREFIX as WRITTEN_PREFIX
+from benchmarks.peers.peer_protocol import peer_python, run_job, runner_env
 from benchmarks.peers.peer_report import render_peer_report, side_by_side_table, write_peer_plot
 from benchmarks.peers.peer_scenarios import (
     SYSTEMS,
@@ -38,23 +42,28 @@ from benchmarks.peers.peer_scenarios import (
     plan_round,
     ratio_rows,
     scenario_jobs,
+    split_key,
     summarize,
 )
 from benchmarks.peers.peer_storage import peer_storage
 from benchmarks.profiling import Profile, profile_from_own_times
+from benchmarks.report import headline_table
 from benchmarks.scenarios import Pair, window_offsets
 from robodata.codec import EncoderSettings
 from robodata.interop import export_lerobot
 from robodata.reader import open_dataset
 
+WRITER = Path(__file__).with_name("lerobot_writer.py")
+
 
 @dataclass(frozen=True)
 class Footage:
-    """The source episodes: ``source`` auto (gym-aloha where installed), aloha or sample."""
+    """The source episodes: ``source`` auto (gym-aloha where installed), aloha or sample.
+    6 x 300 steps is the issue's measurement (1,800 rows, 3 cameras 640x480 at 50 fps)."""
 
     source: str = "auto"
-    episodes: int = 4
-    steps: int = 150  # gym-aloha control steps (= camera frames at 50 fps) per episode: 3 s
+    episodes: int = 6
+    steps: int = 300  # gym-aloha control steps (= camera frames at 50 fps) per episode: 6 s
     seconds: float = 3.0  # synthetic episodes' length
 
 
@@ -90,7 +99,7 @@ def run_peer_benchmark(
     work.mkdir(parents=True)
     log = out / "runners.log"
     log.write_text("")
-    say = print if progress else (lambda *a, **k: None)
+    say = (lambda *a, **k: print(*a, **k, flush=True)) if progress else (lambda *a, **k: None)
     started, load_before = time.perf_counter(), os.getloadavg()
 
     uploads, source, ingest = None, "given dataset", None
@@ -109,13 +118,19 @@ def run_peer_benchmark(
         say(f"ingest {len(uploads)} {source} episodes ...")
         dataset_uri = str(work / "dataset")
         ingest = _ingest(uploads, dataset_uri, gop_size, crf)
+    rendition = add_training_rendition(dataset_uri, cfg.sizes, storage_options) if ingest is not None else None
     ds = open_dataset(dataset_uri, version=version, storage_options=storage_options)
-    say("export for the peers ...")
-    roots, layout_seconds = prepare_peer_layouts(
-        dataset_uri, ds.version, work, python, episodes_per_file, log, storage_options
-    )
+    if uploads is not None:
+        say("the peers' dataset: LeRobot's writer from the source, then lerobot-lance-convert ...")
+        roots, layout_seconds = write_peer_layouts(uploads, work, python, log)
+        roots["robodata"] = dataset_uri
+    else:
+        say("the peers' dataset: export-lerobot of the given dataset (it has no source frames here) ...")
+        roots, layout_seconds = prepare_peer_layouts(
+            dataset_uri, ds.version, work, python, episodes_per_file, log, storage_options
+        )
     # robodata's runner opens the dataset itself: it gets the options with its job (stdin, never logged).
-    own = {"version": ds.version, **({"storage_options": storage_options} if storage_options else {})}
+    own: dict[str, Any] = {"version": ds.version, **({"storage_options": storage_options} if storage_options else {})}
     reader = LeRobotLayoutReader(roots["lerobot"])
     paired = baseline_rows(ds, reader)
     pair = Pair(ds, reader, paired)
@@ -123,43 +138,51 @@ def run_peer_benchmark(
     window = {"row_offsets": row_offsets, "fps": float(ds.metadata.cameras[pair.main_camera].fps)}
 
     rng = np.random.default_rng(cfg.seed)
+    systems = cfg.systems()
     rounds, loader_checks, labels, versions = [], [], {}, {}
     for r in range(cfg.rounds):
         plan = plan_round(rng, len(ds), cfg, r)
-        order = SYSTEMS[r % len(SYSTEMS) :] + SYSTEMS[: r % len(SYSTEMS)]  # who goes first rotates
-        measured: dict[str, list[dict]] = {s.key: [] for s in SYSTEMS}
-        for phase in (0, 1):  # A, B, C for every system, then D for every system
+        order = systems[r % len(systems) :] + systems[: r % len(systems)]  # who goes first rotates
+        measured: dict[str, list[dict]] = {s.key: [] for s in systems}
+        for phase in (0, 1):  # A, B, C (and the bound) for every system, then D for every system
             for system in order:
-                say(f"round {r + 1}/{cfg.rounds}: {system.key} {'A, B, C' if phase == 0 else 'D'} ...")
-                jobs = scenario_jobs(system, plan, paired, cfg, window)
+                # Every size in one process: native first, then the policy's size.
+                per_size = [(size, scenario_jobs(system, plan, paired, cfg, window, size)[phase]) for size in cfg.sizes]
+                measurements = [{**m, "size": list(size) if size else None} for size, ms in per_size for m in ms]
+                if not measurements:
+                    continue
+                say(f"round {r + 1}/{cfg.rounds}: {system.key} {', '.join(m['name'] for m in measurements)} ...")
                 answer = _run(
                     system,
                     roots,
                     python,
-                    jobs[phase],
+                    measurements,
                     _warmup(system, paired, len(ds)),
                     log,
                     nice,
-                    **(own if system.key == "robodata" else {}),
+                    **(own if system.runner.startswith("robodata") else {}),
                 )
                 labels[system.key], versions[system.key] = answer["label"], answer["versions"]
                 measured[system.key] += answer["measurements"]
-                if phase == 1:
-                    loader = answer["measurements"][0]
-                    loader_checks.append(
-                        {
-                            "round": r,
-                            "system": system.key,
-                            "same_rows": loader_rows_match(jobs[1][0]["batches"], loader["delivered"]),
-                        }
-                    )
+                if phase == 1 and system.runner != "robodata-compat":  # it shuffles, as a LeRobot user does
+                    for asked, loader in zip(measurements, answer["measurements"], strict=True):
+                        loader_checks.append(
+                            {
+                                "round": r,
+                                "scenario": loader["name"],
+                                "system": system.key,
+                                "same_rows": loader_rows_match(asked["batches"], loader["delivered"]),
+                            }
+                        )
         rounds.append(measured)
+        # Kept as the run goes: a failure later (storage, profiles, report) loses no measurement.
+        (out / "rounds.json").write_text(json.dumps(rounds, default=_json_default))
 
     say("storage and picture quality ...")
     quality_rows = np.sort(rng.choice(len(ds), min(cfg.quality_rows, len(ds)), replace=False))
     frames = {
         s.key: _peer_frames(s, roots, python, paired[quality_rows], work, log, nice)
-        for s in SYSTEMS
+        for s in systems
         if s.key in ("lerobot-torchcodec", "lancedb")
     }
     storage = peer_storage(ds, uploads, quality_rows, frames, roots)
@@ -168,19 +191,24 @@ def run_peer_benchmark(
     aims = peer_aims(summary, storage, cfg)
     say("profiles of missed aims ...")
     profiles = explain_peer_misses(aims, roots, python, paired, rng, len(ds), cfg, window, log, nice, own)
+    versions["robodata-compat"] = versions.get("robodata-compat", {})
     results: dict[str, Any] = {
         "command": command or f"robodata bench {out} --peers {peers_venv}",
         "machine": _machine(load_before),
         "config": asdict(cfg),
         "footage": {**asdict(footage), "source": source},
         "dataset": _dataset_facts(ds, dataset_uri, uploads is not None),
+        "rendition": rendition,
+        "size_path": _size_path(),
+        "peers_source": "LeRobotDataset writer from the source frames" if uploads is not None else "export-lerobot",
         "systems": {
             s.key: {
-                "label": labels.get(s.key, s.label),
+                "label": s.label,
+                "runner_label": labels.get(s.key, s.label),
                 "versions": versions.get(s.key, {}),
                 "root": roots[_root_kind(s)],
             }
-            for s in SYSTEMS
+            for s in systems
         },
         "layouts_seconds": layout_seconds,
         "ingest": ingest,
@@ -192,7 +220,10 @@ def run_peer_benchmark(
         "profiles": profiles,
     }
     if sweep and uploads is not None:
-        results["gop_crf_sweep"] = _sweep(uploads, work, storage, cfg, nice, log, say, small)
+        results["gop_crf_sweep"] = _sweep(uploads, work, storage, cfg, nice, log, say, small, quality_rows)
+    results["machine"]["load_average_at_end"] = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    results["date"] = time.strftime("%Y-%m-%d %H:%M %Z")
+    results["aims_table"] = headline_table(results)
     results["machine"]["wall_seconds"] = time.perf_counter() - started
     plots = {"peers": write_peer_plot(results, out / "peers.png")}
     results["plots"] = {name: path.name for name, path in plots.items()}
@@ -211,17 +242,25 @@ def run_peer_benchmark(
 
 
 def _sweep(
-    uploads: dict[int, Path], work: Path, storage: dict, cfg: PeerConfig, nice: int, log: Path, say, small: bool
+    uploads: dict[int, Path],
+    work: Path,
+    storage: dict,
+    cfg: PeerConfig,
+    nice: int,
+    log: Path,
+    say,
+    small: bool,
+    quality_rows: np.ndarray,
 ) -> dict:
     """The G x CRF sweep on the same footage; the default is chosen within LeRobot's bytes and PSNR."""
-    grid = {"gop_sizes": (4, 8), "crfs": (23,)} if small else {}
+    grid = {"gop_sizes": (4, 8), "crfs": (23,), "fast_decodes": (True,)} if small else {}
     points = sweep_gop_crf(
         uploads,
         work / "sweep",
         batch_size=cfg.batch_size,
         workers=cfg.loader_workers,
         loader_batches=max(3, cfg.loader_batches),
-        quality_rows=cfg.quality_rows,
+        quality_rows=quality_rows,  # the rows the peers' PSNR came from
         seed=cfg.seed,
         nice=nice,
         log=log,
@@ -234,7 +273,9 @@ def _sweep(
     return {
         "points": points,
         "limits": limits,
-        "chosen": None if chosen is None else {"gop_size": chosen["gop_size"], "crf": chosen["crf"]},
+        "chosen": None
+        if chosen is None
+        else {"gop_size": chosen["gop_size"], "crf": chosen["crf"], "fast_decode": chosen.get("fast_decode", True)},
         "table": sweep_table(points, chosen),
     }
 
@@ -256,6 +297,108 @@ def _ingest(uploads: dict[int, Path], uri: str, gop_size: int | None, crf: int |
     return {**summarize_ingest(timings), "gop_size": gop, "crf": quality}
 
 
+def add_training_rendition(uri: str, sizes, storage_options: dict | None = None) -> dict | None:
+    """Add a training rendition at the policy's size to the freshly ingested benchmark dataset,
+    where this robodata can (``robodata.ingest.renditions.add_rendition``, from the renditions
+    work); None otherwise, and robodata reads at that size by resizing decoded frames like the
+    peers. The runner picks ``resolution=`` on its own where the readers take it."""
+    size = next((s for s in sizes if s is not None), None)
+    if size is None:
+        return None
+    try:
+        from robodata.ingest.renditions import add_rendition
+    except ImportError:
+        return None
+    start = time.perf_counter()
+    done = add_rendition(uri, tuple(size), storage_options=storage_options)
+    return {
+        "size": list(size),
+        "seconds": time.perf_counter() - start,
+        "bytes": getattr(done, "bytes_written", None),
+        "result": repr(done),
+    }
+
+
+def _size_path() -> str:
+    """How robodata reads at the policy's size in this run (asked of the runner's own code)."""
+    import sys
+
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import peer_runner; print(peer_runner.robodata_takes_resolution())"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(Path(__file__).parent)],
+        capture_output=True,
+        text=True,
+        env=runner_env(sys.executable),
+        check=False,
+    )
+    takes = done.stdout.strip().endswith("True")
+    return "resolution= (training renditions)" if takes else "decoded frames resized like the peers'"
+
+
+def peer_cache(uploads: dict[int, Path]) -> Path | None:
+    """Where the peers' copies of cached footage are kept (beside it), or None for footage of
+    this run only (synthetic episodes in the work folder)."""
+    parent = Path(next(iter(uploads.values()))).parent.resolve()
+    try:
+        parent.relative_to(cache_dir().resolve())
+    except ValueError:
+        return None
+    return parent.with_name(parent.name + ".peers")
+
+
+def write_peer_layouts(uploads: dict[int, Path], work: Path, python: Path, log: Path) -> tuple[dict, dict]:
+    """The peers' datasets from the source episodes: LeRobot 0.6.1's writer (``lerobot_writer.py``
+    with the peers' Python: ``LeRobotDataset.create``, ``add_frame``, ``save_episode``,
+    ``finalize``, LeRobot's default encoding), then ``lerobot-lance-convert`` of it. Kept beside
+    cached footage (delete ``<footage>.peers`` to write them again)."""
+    cache = peer_cache(uploads)
+    home = cache or work
+    lerobot, lance, record = home / "lerobot", home / "lance", home / "written.json"
+    if cache is not None and record.exists():
+        written = json.loads(record.read_text())
+        return {"robodata": "", "lerobot": str(lerobot), "lance": str(lance)}, {**written, "cached": True}
+    partial = home.with_name(home.name + ".partial") if cache is not None else home
+    shutil.rmtree(partial / "lerobot", ignore_errors=True)
+    shutil.rmtree(partial / "lance", ignore_errors=True)
+    partial.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with open(log, "a") as err:
+        done = subprocess.run(
+            [str(python), str(WRITER), str(partial / "lerobot"), *[str(uploads[k]) for k in sorted(uploads)]],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+            check=False,
+        )
+    lines = [line for line in done.stdout.splitlines() if line.startswith(WRITTEN_PREFIX)]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{WRITER.name} failed (exit code {done.returncode}); see {log}")
+    written = {"lerobot_writer": time.perf_counter() - start, "writer": json.loads(lines[-1][len(WRITTEN_PREFIX) :])}
+    start = time.perf_counter()
+    _convert(python, partial / "lerobot", partial / "lance", log)
+    written["lerobot_lance_convert"] = time.perf_counter() - start
+    (partial / "written.json").write_text(json.dumps(written, indent=2))
+    if cache is not None:
+        shutil.rmtree(cache, ignore_errors=True)
+        partial.rename(cache)
+    return {"robodata": "", "lerobot": str(lerobot), "lance": str(lance)}, {**written, "cached": False}
+
+
+def _convert(python: Path, lerobot: Path, lance: Path, log: Path) -> None:
+    convert = python.parent / "lerobot-lance-convert"
+    with open(log, "a") as err:
+        done = subprocess.run(
+            [str(convert), "--root", str(lerobot), "--out", str(lance)],
+            stdout=err,
+            stderr=err,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+            check=False,
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"lerobot-lance-convert failed (exit code {done.returncode}); see {log}")
+
+
 def prepare_peer_layouts(
     uri: str,
     version: int,
@@ -265,8 +408,10 @@ def prepare_peer_layouts(
     log: Path,
     storage_options: dict | None = None,
 ) -> tuple[dict[str, str], dict[str, float]]:
-    """The peers' copies of ``uri`` at ``version``: ``export-lerobot --rate camera`` (LeRobot v3.0,
-    AV1 as LeRobot encodes) and ``lerobot-lance-convert`` of that export (lerobot-lancedb's layout)."""
+    """The peers' copies of a given dataset without its source frames (``--dataset``):
+    ``export-lerobot --rate camera`` (LeRobot v3.0, AV1 as LeRobot encodes) and
+    ``lerobot-lance-convert`` of that export. The benchmark's own footage goes through
+    ``write_peer_layouts`` instead."""
     lerobot, lance = work / "lerobot", work / "lance"
     start = time.perf_counter()
     export_lerobot(
@@ -279,17 +424,7 @@ def prepare_peer_layouts(
         storage_options=storage_options,
     )
     exported = time.perf_counter() - start
-    convert = python.parent / "lerobot-lance-convert"
-    with open(log, "a") as err:
-        done = subprocess.run(
-            [str(convert), "--root", str(lerobot), "--out", str(lance)],
-            stdout=err,
-            stderr=err,
-            env={**os.environ, "HF_HUB_OFFLINE": "1"},
-            check=False,
-        )
-    if done.returncode != 0:
-        raise RuntimeError(f"lerobot-lance-convert failed (exit code {done.returncode}); see {log}")
+    _convert(python, lerobot, lance, log)
     return (
         {"robodata": uri, "lerobot": str(lerobot), "lance": str(lance)},
         {"export_lerobot": exported, "lerobot_lance_convert": time.perf_counter() - start - exported},
@@ -297,12 +432,14 @@ def prepare_peer_layouts(
 
 
 def _root_kind(system: System) -> str:
-    return {"robodata": "robodata", "lerobot": "lerobot", "lancedb": "lance"}[system.runner]
+    return {"robodata": "robodata", "robodata-compat": "robodata", "lerobot": "lerobot", "lancedb": "lance"}[
+        system.runner
+    ]
 
 
 def _warmup(system: System, paired: np.ndarray, rows: int) -> list[int]:
     row = rows // 2
-    return [row] if system.key == "robodata" else [int(paired[row])]
+    return [row] if system.runner.startswith("robodata") else [int(paired[row])]
 
 
 def _run(
@@ -313,12 +450,13 @@ def _run(
     warmup: list[int],
     log: Path,
     nice: int,
+    size: tuple[int, int] | None = None,
     **options,
 ) -> dict:
     import sys
 
-    interpreter = Path(sys.executable) if system.key == "robodata" else python
-    job = {**job_for(system, roots[_root_kind(system)], measurements, warmup), **options}
+    interpreter = Path(sys.executable) if system.runner.startswith("robodata") else python
+    job = {**job_for(system, roots[_root_kind(system)], measurements, warmup, size), **options}
     return run_job(interpreter, job, log=log, nice=nice)
 
 
@@ -345,27 +483,32 @@ def explain_peer_misses(
     nice: int,
     own_options: dict | None = None,
 ) -> dict[str, dict]:
-    """cProfile (calling thread only) robodata, with one decode thread, and the peer of each missed
-    A-D aim on the same inputs; attach the split of time to the aim as ``why``. D is profiled
-    through the batched read each DataLoader worker runs (B's path)."""
+    """cProfile (calling thread only) the robodata path, with one decode thread, and the peer of
+    each missed aim on the same inputs; attach the split of time to the aim as ``why``. D is
+    profiled through the batched read each DataLoader worker runs (``__getitems__``), at the
+    aim's size; the time to the first batch through opening the dataset and reading one batch."""
     by_key = {s.key: s for s in SYSTEMS}
     profiles: dict[str, dict] = {}
-    cache: dict[tuple[str, str], dict] = {}
-    kinds = {"A": "sample", "B": "batch", "C": "window", "D": "batch"}
+    cache: dict[tuple[str, str, tuple[int, int] | None], dict] = {}
+    kinds = {"A": "sample", "B": "batch", "C": "window", "D": "batch", "first-batch": "open"}
     inputs: dict[str, Any] = {
         "sample": rng.integers(0, rows, 6),
         "batch": [rng.integers(0, rows, cfg.batch_size)],
         "window": rng.integers(0, rows, 4),
     }
+    inputs["open"] = inputs["batch"]
     for aim in aims:
-        scenario = aim["key"].split("-")[0]
-        if aim["met"] or scenario not in kinds:
+        scenario = aim.get("scenario")
+        letter, size_name = split_key(scenario) if scenario else (None, None)
+        if aim["met"] or letter not in kinds:
             continue
-        kind = kinds[scenario]
-        for key in ("robodata", aim["against"]):
-            if (kind, key) in cache:
+        size = next((s for s in cfg.sizes if s is not None), None) if size_name else None
+        kind = kinds[letter]
+        for key in (aim["ours"], aim["against"]):
+            if (kind, key, size) in cache:
                 continue
-            own = key == "robodata"
+            system = by_key[key]
+            own = system.runner.startswith("robodata")
             index = (lambda v: [int(i) for i in v]) if own else (lambda v: [int(i) for i in paired[np.asarray(v)]])
             measurement: dict[str, Any] = {
                 "name": f"profile-{kind}",
@@ -374,21 +517,25 @@ def explain_peer_misses(
                 "frames": cfg.window_frames,
                 **window,
             }
-            if kind == "batch":
-                measurement["batches"] = [index(b) for b in inputs["batch"]]
+            if kind in ("batch", "open"):
+                measurement["batches"] = [index(b) for b in inputs[kind]]
             else:
                 measurement["indices"] = index(inputs[kind])
             options = (own_options or {}) if own else {}
-            answer = _run(by_key[key], roots, python, [measurement], [], log, nice, concurrency=1, **options)
+            answer = _run(system, roots, python, [measurement], [], log, nice, size=size, concurrency=1, **options)
             m = answer["measurements"][0]
-            label = f"{answer['label']} ({kind}{', 1 decode thread' if own else ''})"
-            cache[(kind, key)] = profile_from_own_times(label, m["seconds_per_call"], m["own_seconds"]).to_dict()
-        ours, theirs = cache[(kind, "robodata")], cache[(kind, aim["against"])]
-        via = "each DataLoader worker runs the batched read: " if scenario == "D" else ""
+            at = f" at {size[0]}x{size[1]}" if size else ""
+            name = "robodata" if key == "robodata" and letter in ("A", "B", "C") else system.label
+            label = f"{name} ({kind}{at}{', 1 decode thread' if own else ''})"
+            cache[(kind, key, size)] = profile_from_own_times(label, m["seconds_per_call"], m["own_seconds"]).to_dict()
+        ours, theirs = cache[(kind, aim["ours"], size)], cache[(kind, aim["against"], size)]
+        via = {
+            "D": "each DataLoader worker runs the batched read: ",
+            "first-batch": "open + first batch in one process: ",
+        }
         aim["why"] = (
-            f"{via}{Profile(**ours).sentence()}; {Profile(**theirs).sentence()}; one-thread cost ratio "
-            f"peer / robodata "
-            f"{theirs['seconds'] / ours['seconds']:.2f}x"
+            f"{via.get(letter, '')}{Profile(**ours).sentence()}; {Profile(**theirs).sentence()}; one-thread cost "
+            f"ratio peer / robodata {theirs['seconds'] / ours['seconds']:.2f}x"
         )
         profiles[aim["key"]] = {"robodata": ours, "peer": theirs}
     return profiles

@@ -7,10 +7,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.peers.peer_scenarios import AIMS, SYSTEMS
+from benchmarks.peers.peer_scenarios import OURS, PATH_NAMES, PEER_GROUPS, SYSTEMS, aim_target, split_key
 from benchmarks.report import headline_table, missed_aim_lines
 
-COLUMNS = [(s.key, s.label) for s in SYSTEMS]
+LABELS = {s.key: s.label for s in SYSTEMS}
+UNITS = {"A": "samples/s", "B": "samples/s", "C": "windows/s", "D": "samples/s"}
+SHORT = {
+    "A": "A one sample, every camera",
+    "B": "B random batches of {batch_size}",
+    "C": "C {window_frames}-frame windows x every camera",
+    "D": "D DataLoader, {loader_workers} workers, batch {batch_size}",
+}
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -22,39 +29,81 @@ def _n(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None else f"{value:,.{digits}f}"
 
 
-def _ratio(row: dict, group: str, target: float) -> str:
-    versus = row.get(f"vs_{group}")
-    if versus is None:
-        return "n/a"
-    verdict = "met" if versus["ratio"] >= target else f"missed by {1 - versus['ratio'] / target:.0%}"
-    return f"**{versus['ratio']:.2f}x** (aim {target:g}x, {verdict})"
+def _verdict(ratio: float, target: float | None, at_least: bool = True) -> str:
+    if target is None:
+        return f"{ratio:.2f}x"
+    met = ratio >= target if at_least else ratio <= target
+    miss = "" if met else f", missed by {abs(1 - ratio / target):.0%}"
+    return f"**{ratio:.2f}x** (aim {'' if at_least else '<= '}{target:g}x{', met' if met else miss})"
+
+
+def peer_columns(results: dict) -> list[str]:
+    """The peers measured in this run, LeRobot's backends first."""
+    present = set(results["systems"]) if "systems" in results else {k for r in results["ratios"] for k in r["per_s"]}
+    return [k for group in PEER_GROUPS.values() for k in group if k in present]
 
 
 def side_by_side_table(results: dict) -> str:
-    """Samples/s of every system per scenario and robodata's ratios against each peer with the aims
-    (against LeRobot: its faster backend in that scenario)."""
+    """One row per scenario and robodata path: the peers' figures, robodata's, its ratios to each
+    peer group with the issue's aims (against LeRobot: its faster backend in that scenario), the
+    in-process decode bound and robodata's share of it; time to the first batch; bytes and PSNR."""
+    sizes = results["config"]
+    peers = peer_columns(results)
+    header = ["scenario", *[LABELS.get(k, k) for k in peers], "robodata"] + [
+        "robodata / LeRobot",
+        "robodata / LanceDB",
+        "decode bound",
+        "robodata / bound",
+    ]
     rows = []
     for row in results["ratios"]:
-        lerobot_aim, lance_aim = AIMS.get(row["scenario"], (1.0, 1.0))
-        rows.append(
-            [f"{row['scenario']} {row['description']}"]
-            + [_n(row["per_s"].get(key)) for key, _ in COLUMNS]
-            + [_ratio(row, "lerobot", lerobot_aim), _ratio(row, "lancedb", lance_aim)]
-        )
+        name, size = split_key(row["scenario"])
+        at = f" @ {size}x{size}" if size else ""
+        base = SHORT.get(name, name).format(**sizes) + at
+        for ours in OURS if name == "D" else ("robodata",):
+            if ours not in row["per_s"]:
+                continue
+            versus = row["versus"].get(ours, {})
+            path = f", {PATH_NAMES[ours].removeprefix('robodata ')}" if name == "D" else ""
+            cells = [f"{base}{path} ({UNITS.get(name, 'per s')})"]
+            cells += [_n(row["per_s"].get(k)) for k in peers]
+            cells.append(_n(row["per_s"][ours]))
+            for group in PEER_GROUPS:
+                v = versus.get(group)
+                cells.append(_verdict(v["ratio"], aim_target(row["scenario"], ours, group)) if v else "n/a")
+            bound = row.get("bound")
+            cells += [_n(bound), f"{row['of_bound'][ours]:.0%}" if bound else ""]
+            rows.append(cells)
+        if name == "D" and row.get("first_batch_s"):
+            first = row["first_batch_s"]
+            lerobot = first.get("lerobot-torchcodec")
+            for ours in ("robodata", "robodata-compat"):
+                if ours not in first:
+                    continue
+                cells = [f"{base}, time to first batch, {PATH_NAMES[ours].removeprefix('robodata ')} (s)"]
+                cells += [_n(first.get(k), 2) for k in peers]
+                cells.append(_n(first[ours], 2))
+                if lerobot and not size:
+                    met = first[ours] <= lerobot
+                    cells.append(f"**{first[ours] / lerobot:.2f}x** (aim <= 1x, {'met' if met else 'missed'})")
+                else:
+                    cells.append(f"{first[ours] / lerobot:.2f}x" if lerobot else "n/a")
+                lance = first.get("lancedb")
+                cells += [f"{first[ours] / lance:.2f}x" if lance else "n/a", "", ""]
+                rows.append(cells)
     storage = results.get("storage") or {}
     if storage:
-        rows.append(
-            ["bytes per camera frame"]
-            + [_bytes(storage, key) for key, _ in COLUMNS]
-            + [_storage_ratio(storage, "lerobot-torchcodec"), _storage_ratio(storage, "lancedb")]
-        )
+        cells = ["bytes per camera frame"] + [_bytes(storage, k) for k in peers] + [_bytes(storage, "robodata")]
+        cells += [_storage_ratio(storage, "lerobot-torchcodec"), _storage_ratio(storage, "lancedb"), "", ""]
+        rows.append(cells)
         camera = storage.get("quality_camera", "top")
-        rows.append(
-            [f"PSNR of `{camera}` vs the source, dB"]
-            + [_psnr(storage, key) for key, _ in COLUMNS]
-            + [_psnr_delta(storage, "lerobot-torchcodec"), _psnr_delta(storage, "lancedb")]
-        )
-    header = ["scenario (samples/s)"] + [label for _, label in COLUMNS] + ["robodata / LeRobot", "robodata / LanceDB"]
+        cells = [f"PSNR of `{camera}` vs the source, dB"] + [_psnr(storage, k) for k in peers]
+        cells += [
+            _psnr(storage, "robodata"),
+            _psnr_delta(storage, "lerobot-torchcodec"),
+            _psnr_delta(storage, "lancedb"),
+        ]
+        rows.append(cells + ["", ""])
     return _table(header, rows)
 
 
@@ -68,7 +117,9 @@ def _storage_ratio(storage: dict, key: str) -> str:
     if not ours or not theirs:
         return "n/a"
     ratio = ours["bytes_per_frame"] / theirs["bytes_per_frame"]
-    return f"**{ratio:.2f}x** bytes ({'no more' if ratio <= 1 else 'more'})"
+    if key == "lerobot-torchcodec":
+        return f"**{ratio:.2f}x** (aim <= 1x, {'met' if ratio <= 1 else 'missed'})"
+    return f"{ratio:.2f}x"
 
 
 def _psnr(storage: dict, key: str) -> str:
@@ -81,23 +132,33 @@ def _psnr_delta(storage: dict, key: str) -> str:
     ours, theirs = storage.get("robodata") or {}, storage.get(key) or {}
     if "psnr_top_db" not in ours or "psnr_top_db" not in theirs:
         return "n/a"
-    return f"**{ours['psnr_top_db'] - theirs['psnr_top_db']:+.2f} dB**"
+    delta = ours["psnr_top_db"] - theirs["psnr_top_db"]
+    if key == "lerobot-torchcodec":
+        return f"**{delta:+.2f} dB** (aim >= 0, {'met' if delta >= 0 else 'missed'})"
+    return f"{delta:+.2f} dB"
 
 
 def loader_table(results: dict) -> str:
-    """Scenario D in detail: steady samples/s, time to the first batch, every round's figure."""
-    summary = results["summary"].get("D", {})
-    rows = [
-        [
-            label,
-            _n(summary[key]["per_s"]),
-            _n(summary[key]["first_batch_s"], 2),
-            ", ".join(_n(v) for v in summary[key]["rounds"]),
-        ]
-        for key, label in COLUMNS
-        if key in summary
-    ]
-    return _table(["system", "steady samples/s", "first batch s", "samples/s per round"], rows)
+    """Scenario D in detail, at every size: steady samples/s, time to the first batch, share of
+    the decode bound, every round's figure."""
+    rows = []
+    for row in results["ratios"]:
+        name, size = split_key(row["scenario"])
+        if name != "D":
+            continue
+        summary = results["summary"][row["scenario"]]
+        for key, figures in summary.items():
+            rows.append(
+                [
+                    f"{size}x{size}" if size else "native",
+                    LABELS.get(key, key),
+                    _n(figures["per_s"]),
+                    _n(figures.get("first_batch_s"), 2) if "first_batch_s" in figures else "",
+                    f"{row['of_bound'][key]:.0%}" if row.get("bound") and key in row.get("of_bound", {}) else "",
+                    ", ".join(_n(v) for v in figures["rounds"]),
+                ]
+            )
+    return _table(["size", "system", "steady samples/s", "first batch s", "of bound", "samples/s per round"], rows)
 
 
 def render_peer_report(results: dict) -> str:
@@ -118,20 +179,28 @@ def render_peer_report(results: dict) -> str:
         f"Footage: **{f['source']}**. Dataset `{d['uri']}` version {d['version']}: {d['episodes']} episodes, "
         f"{d['rows']:,} rows at {d['control_hz']:g} Hz, cameras "
         f"{', '.join(f'{c} {v}' for c, v in d['cameras'].items())}, G={d['gop_size']} ({d['codec']}).",
-        f"Peers: `robodata export-lerobot --rate camera` of that version (LeRobot v3.0, AV1 g=2 crf 30 as LeRobot "
-        f"encodes) in {results['layouts_seconds']['export_lerobot']:.1f} s, and `lerobot-lance-convert` of the "
-        f"export in {results['layouts_seconds']['lerobot_lance_convert']:.1f} s. Versions: {versions}.",
+        _peers_sentence(results) + f" Versions: {versions}.",
+        f"At {_policy_size(results)} robodata reads by {results.get('size_path', 'n/a')}; the peers through "
+        "`image_transforms=torchvision.transforms.v2.Resize(size)` (their documented transform, applied in the "
+        "loader's workers). " + _rendition_sentence(results),
         "## Side by side",
         side_by_side_table(results),
         "## Aims",
         headline_table(results),
         "## D: the training DataLoader",
-        f"`torch.utils.data.DataLoader`, {results['config']['loader_workers']} spawned workers, batches of "
-        f"{results['config']['batch_size']}, every camera: robodata's `make_dataloader` (its `__getitems__` reads "
-        "a batch with one `get_frames`, GOPs prefetched), LeRobotDataset (one `__getitem__` per sample, "
-        "default collate), LanceDBDataset (`__getitems__`, `lance_mp_context()`). Same batches on every system "
-        f"(robodata's loader delivered the planned rows: {all(c['same_rows'] for c in same)}). Steady = samples "
-        "after the first batch / time after it.",
+        f"`torch.utils.data.DataLoader`, {results['config']['loader_workers']} workers, batches of "
+        f"{results['config']['batch_size']}, every camera: robodata's `make_dataloader` (spawned workers; its "
+        "`__getitems__` reads a batch with one `get_frames`, GOPs prefetched); robodata's "
+        "`LeRobotCompatDataset(return_uint8=True)` and `(return_uint8=False)` (float) in a plain "
+        "`DataLoader(ds, batch_size, shuffle=True, num_workers, multiprocessing_context=worker_context())` as "
+        "lerobot-train runs it (spawned workers, default collate); LeRobotDataset (one `__getitem__` per sample, default collate, spawned workers); "
+        "LanceDBDataset (`__getitems__`, `lance_mp_context()`). The same batches on every system but the shuffled "
+        f"LeRobot user's path (make_dataloader delivered the planned rows: {all(c['same_rows'] for c in same)}). "
+        "Steady = samples after the first batch / time after it. The decode bound: the same batches' frames "
+        "decoded in one process from GOP bytes already in memory, one thread per core with its single-threaded "
+        "decoder (RGB conversion included; at the policy's size the reader's own tasks: a stored rendition's GOPs "
+        "where one fits, else the full decode scaled), taken as samples / (CPU seconds / cores): what the cores "
+        "deliver doing nothing else, which a shared machine's wall clock cannot show.",
         loader_table(results),
         "## Where the time goes",
         _misses(results),
@@ -142,6 +211,41 @@ def render_peer_report(results: dict) -> str:
         "\n".join(f"![{name}]({file})" for name, file in results["plots"].items()),
     ]
     return "\n\n".join(parts) + "\n"
+
+
+def _policy_size(results: dict) -> str:
+    sizes = [s for s in results["config"].get("sizes", []) if s]
+    return f"{sizes[0][0]}x{sizes[0][1]}" if sizes else "the policy's size"
+
+
+def _peers_sentence(results: dict) -> str:
+    seconds = results["layouts_seconds"]
+    if results.get("peers_source", "").startswith("LeRobotDataset"):
+        encoder = seconds.get("writer", {}).get("encoder", {})
+        settings = ", ".join(f"{k} {v}" for k, v in encoder.items() if k in ("vcodec", "g", "crf", "pix_fmt", "preset"))
+        cached = " (kept beside the cached footage)" if seconds.get("cached") else ""
+        return (
+            "Peers: written by LeRobot 0.6.1's own writer from the same source frames (`LeRobotDataset.create`, "
+            f"`add_frame`, `save_episode`, `finalize`; its default encoding: {settings}) in "
+            f"{seconds['lerobot_writer']:.0f} s, and `lerobot-lance-convert` of that in "
+            f"{seconds['lerobot_lance_convert']:.0f} s{cached}."
+        )
+    return (
+        "Peers: `robodata export-lerobot --rate camera` of the given version (LeRobot v3.0, AV1 g=2 crf 30) in "
+        f"{seconds['export_lerobot']:.1f} s, and `lerobot-lance-convert` of the export in "
+        f"{seconds['lerobot_lance_convert']:.1f} s (a given dataset has no source frames here)."
+    )
+
+
+def _rendition_sentence(results: dict) -> str:
+    rendition = results.get("rendition")
+    if rendition:
+        extra = ""
+        frames = (results.get("storage") or {}).get("robodata", {}).get("camera_frames")
+        if rendition.get("bytes") and frames:
+            extra = f", {rendition['bytes'] / frames:,.0f} bytes per camera frame on top of the full-resolution GOPs"
+        return f"The dataset holds a training rendition at that size (added in {rendition['seconds']:.0f} s{extra})."
+    return "The dataset holds no training rendition (this robodata cannot add one)."
 
 
 def _sweep_section(results: dict) -> list[str]:
@@ -187,8 +291,9 @@ def _method(results: dict) -> str:
             "`get_frames(concurrency=cpu_count)` plus the rows' state and action, LanceDBDataset "
             "`__getitems__`, LeRobotDataset one `ds[i]` per row as its DataLoader does) and C "
             f"({cfg['windows']} windows of {cfg['window_frames']} consecutive camera frames x every camera: robodata "
-            "`get_windows`, the peers `delta_timestamps` of k / fps); another process runs D. Each process warms up "
-            "on one sample before timing.",
+            "`get_windows`, the peers `delta_timestamps` of k / fps), at native size and then at the policy's size "
+            "(a second opened reader in the same process); another process runs D at both sizes. Each reader warms "
+            "up on one sample before timing.",
             "- Peers run in their own venv (`scripts/peers.sh`: Python 3.12, lerobot[dataset]==0.6.1, "
             "lerobot-lancedb==0.3.1, torchcodec on Debian's FFmpeg 5) through `benchmarks/peers/peer_runner.py`, "
             "`return_uint8=True`; robodata runs the same runner with its own Python.",
@@ -197,7 +302,8 @@ def _method(results: dict) -> str:
             "match (gym-aloha: 50 Hz both).",
             "- Bytes per camera frame: robodata's GOP bytes; LeRobot's MP4 bytes; LanceDB's videos.lance folder. "
             f"PSNR against the source frames on {results['storage'].get('quality_rows', 0)} random rows "
-            "(gym-aloha footage is stored losslessly, so the source is the rendered image).",
+            "(gym-aloha footage is stored losslessly, so the source is the rendered image); every system's frames "
+            "are its own decode of its own encoding of those source frames.",
         ]
     )
 
@@ -210,12 +316,14 @@ def write_peer_plot(results: dict, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     rows = results["ratios"]
-    fig, ax = plt.subplots(figsize=(9, 4.5))
-    width = 0.8 / len(COLUMNS)
-    for i, (key, label) in enumerate(COLUMNS):
+    present = {k for row in rows for k in row["per_s"]}
+    columns = [(s.key, s.label) for s in SYSTEMS if s.key in present]
+    fig, ax = plt.subplots(figsize=(11, 4.8))
+    width = 0.8 / len(columns)
+    for i, (key, label) in enumerate(columns):
         values = [row["per_s"].get(key, 0.0) for row in rows]
         ax.bar([x + i * width for x in range(len(rows))], values, width, label=label)
-    ax.set_xticks([x + width * (len(COLUMNS) - 1) / 2 for x in range(len(rows))])
+    ax.set_xticks([x + width * (len(columns) - 1) / 2 for x in range(len(rows))])
     ax.set_xticklabels([row["scenario"] for row in rows])
     ax.set_yscale("log")
     ax.set_ylabel("samples/s (median of rounds)")
@@ -225,3 +333,49 @@ def write_peer_plot(results: dict, path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def readme_line(results: dict) -> str:
+    """The README's one-line summary of a run (robodata / LeRobot and / LanceDB per scenario)."""
+    rows = {row["scenario"]: row for row in results["ratios"]}
+    parts = []
+    for scenario, ours, label in (
+        ("A", "robodata", "A"),
+        ("B", "robodata", "B"),
+        ("C", "robodata", "C"),
+        ("D", "robodata", "D make_dataloader"),
+        ("D", "robodata-compat", "D LeRobotCompatDataset"),
+        ("D@224", "robodata", "D at 224x224"),
+    ):
+        versus = rows.get(scenario, {}).get("versus", {}).get(ours, {})
+        if versus:
+            ratios = "/".join(f"{versus[g]['ratio']:.1f}x" if g in versus else "n/a" for g in PEER_GROUPS)
+            parts.append(f"{label} {ratios}")
+    first = rows.get("D", {}).get("first_batch_s", {})
+    if "robodata" in first and "lerobot-torchcodec" in first:
+        parts.append(f"first batch {first['robodata']:.1f} s vs LeRobot {first['lerobot-torchcodec']:.1f} s")
+    storage = results.get("storage") or {}
+    mine, lerobot = storage.get("robodata") or {}, storage.get("lerobot-torchcodec") or {}
+    if mine.get("bytes_per_frame") and lerobot.get("bytes_per_frame"):
+        parts.append(f"{mine['bytes_per_frame'] / lerobot['bytes_per_frame']:.2f}x the bytes")
+    if "psnr_top_db" in mine and "psnr_top_db" in lerobot:
+        parts.append(f"{mine['psnr_top_db'] - lerobot['psnr_top_db']:+.1f} dB")
+    d = results["dataset"]
+    return (
+        f"benchmark vs LeRobot 0.6.1 / LanceDBDataset (`robodata bench OUT --peers VENV`, {results['footage']['source']} "
+        f"{d['episodes']} episodes / {d['rows']:,} rows, peers by LeRobot's writer, G={d['gop_size']}, "
+        f"{results.get('date', '')}): " + ", ".join(parts)
+    )
+
+
+def run_header(results: dict) -> str:
+    """The command, date, footage and load of a run: the line above its pasted table."""
+    m, d = results["machine"], results["dataset"]
+    return (
+        f"`{results['command']}` ({results.get('date', '')}, wall {m['wall_seconds'] / 60:.0f} min; "
+        f"{results['footage']['source']} {d['episodes']} episodes, {d['rows']:,} rows, cameras "
+        f"{', '.join(f'{c} {v}' for c, v in d['cameras'].items())}; robodata G={d['gop_size']} CRF "
+        f"{(results.get('ingest') or {}).get('crf', 'as stored')}; {m['cpu_count']} CPUs shared: load "
+        f"average {m['load_average_at_start']} at the start, {m['load_average_at_end']} at the end; "
+        f"{results['config']['rounds']} interleaved rounds, medians)"
+    )

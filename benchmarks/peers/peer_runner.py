@@ -18,11 +18,23 @@ Kinds of measurement (each times every call; ``indices`` are the system's own sa
 - ``window``: ``frames`` consecutive camera frames x every camera at each of ``indices``
   (LeRobot and LanceDB ``delta_timestamps`` of k / ``fps``; robodata ``get_windows`` at
   ``row_offsets``).
-- ``loader``: a ``torch.utils.data.DataLoader`` with ``workers`` spawned workers over ``batches``
+- ``loader``: a ``torch.utils.data.DataLoader`` with ``workers`` workers over ``batches``
   (robodata: its own ``make_dataloader`` with ``seed``, whose batches the caller computed the
-  same way); seconds to the first batch, then seconds per batch.
+  same way; robodata-compat: ``LeRobotCompatDataset`` in a plain ``DataLoader(shuffle=True,
+  multiprocessing_context=worker_context())`` as lerobot-train runs it, ``len(batches)``
+  batches); seconds to the first batch, then
+  seconds per batch.
+- ``bound`` (robodata only): the in-process decode bound of ``batches``: their GOPs read into
+  memory first, then decoded (and converted to RGB, resized at ``size``) on every core, one
+  single-threaded decoder per thread, no Lance, no workers, no copies between processes; wall
+  seconds and the process's CPU seconds per batch (the bound is samples / (CPU s / cores)).
 - ``frames``: decode ``indices`` and save every camera's frames (H x W x 3 uint8) to ``out`` (.npz).
 - ``profile``: cProfile ``of`` (sample, batch or window) once over its inputs; own time per function.
+
+A job or measurement with ``size`` [H, W] (the policy's input, 224 x 224) reads frames at that size:
+the peers through their documented ``image_transforms`` (torchvision ``v2.Resize``), robodata
+through ``resolution=`` where its readers have it (a stored training rendition when the dataset
+has one), else by resizing the decoded frames with the same kernel (``RESIZE`` below).
 """
 
 from __future__ import annotations
@@ -32,10 +44,15 @@ import os
 import sys
 import time
 import traceback
+from typing import Any
 
 PROTOCOL = 1
 RESULT_PREFIX = "PEER_RESULT "
-SYSTEMS = ("robodata", "lerobot", "lancedb")
+ROW_COLUMNS = ["episode_index", "frame_index", "observation_state", "action"]  # read with robodata's frames
+SYSTEMS = ("robodata", "robodata-compat", "lerobot", "lancedb")
+# robodata at a size: "auto" passes ``resolution=`` where robodata's readers take it (renditions),
+# else resizes decoded frames like the peers; "resize" always resizes decoded frames.
+ROBODATA_SIZE_PATH = os.environ.get("ROBODATA_BENCH_SIZE_PATH", "auto")
 
 
 # --- the systems ---------------------------------------------------------------------------------
@@ -43,38 +60,55 @@ class RobodataSystem:
     """robodata's own reader, run like the peers (in its own process, from the dataset folder)."""
 
     def __init__(self, job: dict) -> None:
+        self.job = job  # a profile of the first batch opens the system again from it
         import robodata
 
         self.uri = job["root"]
         self.ds = robodata.open(self.uri, version=job.get("version"), storage_options=job.get("storage_options"))
-        # Profiles ask for one decode thread (cProfile sees only the calling thread); ds[i] and
-        # get_windows take no concurrency argument, so the pool's default is lowered too.
         self.concurrency = job.get("concurrency") or os.cpu_count() or 1
-        if self.concurrency == 1:
-            from robodata.reader import decode_pool
-
-            decode_pool.default_concurrency = lambda: 1
+        _one_decode_thread(job)
+        self.size = _size(job)
+        self.by_resolution = self.size is not None and robodata_takes_resolution()
         self.label = "robodata"
         self.versions = _versions("pylance", "av", "torch", "numpy")
 
+    def _at_size(self) -> dict:
+        return {"resolution": self.size} if self.by_resolution else {}
+
+    def _resized(self, frames: dict) -> dict:
+        if self.size is None or self.by_resolution:
+            return frames
+        return {k: resize_hwc(v, self.size) for k, v in frames.items()}
+
     def sample(self, index: int):
-        return self.ds[index]
+        if self.size is None:
+            return self.ds[index]
+        ds = self.ds
+        row = ds.take_rows([index], ROW_COLUMNS)
+        return row, self._resized(ds.get_frames([index], **self._at_size()).data)
 
     def batch(self, indices: list[int]):
         ds = self.ds
-        ds.lance_dataset.take(sorted(indices), columns=["episode_index", "frame_index", "observation_state", "action"])
-        return ds.get_frames(indices, concurrency=self.concurrency)
+        ds.take_rows(sorted(indices), ROW_COLUMNS)
+        return self._resized(ds.get_frames(indices, concurrency=self.concurrency, **self._at_size()).data)
 
     def window_reader(self, measurement: dict):
         ds, offsets = self.ds, measurement["row_offsets"]
-        return lambda index: ds.get_windows([index], offsets)
+
+        def read(index: int):
+            return self._resized(ds.get_windows([index], offsets, columns=[], **self._at_size()).data)
+
+        return read
 
     def frames(self, indices: list[int]) -> dict:
         return dict(self.ds.get_frames(indices).data)
 
     def loader(self, measurement: dict):
-        from robodata.torch.torch_dataset import make_dataloader
+        from robodata.torch import make_dataloader
 
+        sized: dict[str, Any] = {}
+        if self.size is not None:
+            sized = {"resolution": self.size} if self.by_resolution else {"transform": ResizeBatch(self.size)}
         loader = make_dataloader(
             self.uri,
             batch_size=measurement["batch_size"],
@@ -83,19 +117,204 @@ class RobodataSystem:
             shuffle="global",
             version=self.ds.version,
             storage_options=self.ds.storage_options,
+            **sized,
         )
         return loader, lambda batch: [int(i) for i in batch["index"]], loader.close
+
+    def bound(self, measurement: dict) -> dict:
+        """Decode the frames of ``batches`` on every core from GOP bytes already in memory: the
+        reader's own GOP tasks (a stored rendition's GOPs where one fits the size, else the full
+        GOPs scaled on decode), each run by one of ``cpu_count`` threads with its single-threaded
+        decoder; no Lance read, no checksum, no worker, no copy between processes."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        import numpy as np
+
+        from robodata.reader.renditions import decode_requests
+
+        ds, size = self.ds, self.size
+        rows = ds.rows  # which GOP and frame each row shows
+        prepared = []
+        for batch in measurement["batches"]:
+            idx = np.asarray(batch, dtype=np.int64)
+            requests = []
+            for camera in ds.cameras:
+                out = ds._output(camera, len(idx), False, size)
+                refs, in_gop = rows.ref_id[camera][idx], rows.frame_in_gop[camera][idx]
+                requests += decode_requests(ds.metadata, ds._gop_index, camera, refs, in_gop, out, size)
+            prepared.append(ds._gop_tasks(requests))  # reads the GOP bytes now, outside the timing
+        threads = os.cpu_count() or 1
+        seconds, cpu_seconds = [], []
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda task: task.run(), prepared[0]))  # warm: one decoder per thread
+            for tasks in prepared:
+                tasks = sorted(tasks, key=lambda t: -max(t.wanted))  # longest GOP prefixes first, as the reader
+                start, cpu = time.perf_counter(), time.process_time()  # CPU time of every thread
+                list(pool.map(lambda task: task.run(), tasks))
+                seconds.append(time.perf_counter() - start)
+                cpu_seconds.append(time.process_time() - cpu)
+        return {
+            "seconds": seconds,
+            "cpu_seconds": cpu_seconds,
+            "samples": [len(b) for b in measurement["batches"]],
+            "threads": threads,
+            "frames_decoded": sum(max(t.wanted) + 1 for tasks in prepared for t in tasks),
+            "frames_wanted": sum(len(t.wanted) for tasks in prepared for t in tasks),
+            "renditions": bool(size) and any(t.size is None for tasks in prepared for t in tasks),
+        }
+
+
+def _one_decode_thread(job: dict) -> None:
+    """Profiles ask for one decode thread (cProfile sees only the calling thread); ds[i] and the
+    torch datasets take no concurrency argument, so the pool's default is lowered."""
+    if job.get("concurrency") == 1:
+        from robodata.reader import decode_pool
+
+        decode_pool.default_concurrency = lambda: 1
+
+
+def robodata_takes_resolution() -> bool:
+    """Whether this robodata's training readers take ``resolution=`` (training renditions)."""
+    if ROBODATA_SIZE_PATH == "resize":
+        return False
+    import inspect
+
+    from robodata.torch import LeRobotCompatDataset
+    from robodata.torch.batch_reader import BatchReader
+
+    return all(
+        "resolution" in inspect.signature(f).parameters for f in (BatchReader.__init__, LeRobotCompatDataset.__init__)
+    )
+
+
+class RobodataCompatSystem:
+    """robodata for a LeRobot user: ``LeRobotCompatDataset`` in a plain ``DataLoader(shuffle=True)``."""
+
+    def __init__(self, job: dict) -> None:
+        self.job = job  # a profile of the first batch opens the system again from it
+        import robodata
+
+        self.uri = job["root"]
+        self.version = robodata.open(
+            self.uri, version=job.get("version"), storage_options=job.get("storage_options")
+        ).version
+        self.storage_options = job.get("storage_options")
+        self.dtype = job.get("dtype") or "uint8"
+        _one_decode_thread(job)
+        self.size = _size(job)
+        self.label = f"robodata LeRobotCompatDataset ({self.dtype})"
+        self.versions = _versions("pylance", "av", "torch", "numpy")
+        self._ds = None
+
+    def _dataset(self):
+        from robodata.torch import LeRobotCompatDataset
+
+        if self._ds is None:
+            sized = {}
+            if self.size is not None:
+                sized = (
+                    {"resolution": self.size}
+                    if robodata_takes_resolution()
+                    else {"image_transforms": ResizeFrame(self.size)}
+                )
+            self._ds = LeRobotCompatDataset(
+                self.uri,
+                version=self.version,
+                storage_options=self.storage_options,
+                return_uint8=self.dtype == "uint8",
+                **sized,
+            )
+        return self._ds
+
+    def batch(self, indices: list[int]):
+        """What one DataLoader worker does per batch with PyTorch's default collate."""
+        from torch.utils.data import default_collate
+
+        return default_collate(self._dataset().__getitems__(indices))
+
+    def loader(self, measurement: dict):
+        import torch
+        from torch.utils.data import DataLoader
+
+        ds = self._dataset()
+        torch.manual_seed(measurement["seed"])
+        from robodata.torch import worker_context
+
+        workers = measurement["workers"]
+        # Spawned, as lerobot-train's are: this process has read through Lance (the version above),
+        # and a worker forked after that stops with ForkedWorkerError (docs/training.md).
+        loader = DataLoader(
+            ds,
+            batch_size=measurement["batch_size"],
+            shuffle=True,
+            num_workers=workers,
+            multiprocessing_context=worker_context() if workers else None,
+        )
+        return loader, lambda batch: [int(i) for i in batch["index"]], lambda: None
+
+
+class ResizeFrame:
+    """Resize one C x H x W (or T x C x H x W) frame tensor: bilinear with antialiasing, the kernel
+    torchvision's ``v2.Resize`` runs on tensors (the peers' transform; robodata's venv has no
+    torchvision). uint8 stays uint8."""
+
+    def __init__(self, size) -> None:
+        self.size = tuple(int(v) for v in size)
+
+    def __call__(self, frame):
+        import torch
+
+        lead = frame.shape[:-3]
+        flat = frame.reshape(-1, *frame.shape[-3:])
+        if flat.dtype == torch.uint8:
+            out = torch.nn.functional.interpolate(flat, size=self.size, mode="bilinear", antialias=True)
+        else:
+            out = torch.nn.functional.interpolate(flat.float(), size=self.size, mode="bilinear", antialias=True)
+        return out.reshape(*lead, *out.shape[-3:])
+
+
+class ResizeBatch:
+    """``make_dataloader``'s ``transform``: every image column of a numpy batch ([N, H, W, 3] or
+    [N, T, H, W, 3] uint8) resized to ``size`` with ``ResizeFrame``'s kernel."""
+
+    def __init__(self, size) -> None:
+        self.frame = ResizeFrame(size)
+
+    def __call__(self, batch: dict) -> dict:
+        return {k: resize_hwc(v, self.frame.size) if _is_image(k, v) else v for k, v in batch.items()}
+
+
+def _is_image(key: str, value) -> bool:
+    return "images" in key and not key.endswith("_is_pad") and getattr(value, "ndim", 0) >= 4
+
+
+def resize_hwc(frames, size):
+    """[..., H, W, 3] uint8 numpy frames resized to ``size`` (H, W), same layout and dtype."""
+    import numpy as np
+    import torch
+
+    array = np.asarray(frames)
+    tensor = torch.from_numpy(np.ascontiguousarray(array)).movedim(-1, -3)
+    out = ResizeFrame(size)(tensor).movedim(-3, -1).contiguous()
+    return out.numpy()
+
+
+def _size(job: dict):
+    size = job.get("size")
+    return None if not size else (int(size[0]), int(size[1]))
 
 
 class LeRobotSystem:
     """``lerobot.datasets.lerobot_dataset.LeRobotDataset`` with ``return_uint8=True``."""
 
     def __init__(self, job: dict) -> None:
+        self.job = job  # a profile of the first batch opens the system again from it
         from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
         self.cls = LeRobotDataset
         self.root = job["root"]
         self.backend = job.get("backend") or "torchcodec"
+        self.transforms = _peer_resize(job)
         self.ds = self._open(None)
         self.label = f"LeRobot {_version('lerobot')} ({self.backend})"
         self.versions = _versions("lerobot", "torch", "torchcodec", "av", "numpy")
@@ -107,6 +326,7 @@ class LeRobotSystem:
             video_backend=self.backend,
             return_uint8=True,
             delta_timestamps=delta_timestamps,
+            image_transforms=self.transforms,
         )
 
     def sample(self, index: int):
@@ -139,16 +359,20 @@ class LanceDBSystem(LeRobotSystem):
     """``lerobot_lancedb.LanceDBDataset`` (torchcodec) on ``lerobot-lance-convert``'s output."""
 
     def __init__(self, job: dict) -> None:
+        self.job = job  # a profile of the first batch opens the system again from it
         from lerobot_lancedb import LanceDBDataset
 
         self.cls = LanceDBDataset
         self.root = job["root"]
+        self.transforms = _peer_resize(job)
         self.ds = self._open(None)
         self.label = f"LanceDBDataset (lerobot-lancedb {_version('lerobot-lancedb')})"
         self.versions = _versions("lerobot-lancedb", "lancedb", "pylance", "lerobot", "torch", "torchcodec")
 
     def _open(self, delta_timestamps):
-        return self.cls(root=self.root, return_uint8=True, delta_timestamps=delta_timestamps)
+        return self.cls(
+            root=self.root, return_uint8=True, delta_timestamps=delta_timestamps, image_transforms=self.transforms
+        )
 
     def batch(self, indices: list[int]):
         return self.ds.__getitems__(indices)
@@ -168,6 +392,16 @@ class LanceDBSystem(LeRobotSystem):
             multiprocessing_context=lance_mp_context() if workers else None,
         )
         return loader, lambda batch: [int(i) for i in batch["index"]], lambda: None
+
+
+def _peer_resize(job: dict):
+    """The peers' documented resize: ``image_transforms=torchvision.transforms.v2.Resize(size)``."""
+    size = _size(job)
+    if size is None:
+        return None
+    from torchvision.transforms import v2
+
+    return v2.Resize(size)
 
 
 def _camera_name(key: str) -> str:
@@ -192,7 +426,13 @@ def open_system(job: dict):
     system = job.get("system")
     if system not in SYSTEMS:
         raise ValueError(f"job names system {system!r}; expected one of {SYSTEMS}")
-    return {"robodata": RobodataSystem, "lerobot": LeRobotSystem, "lancedb": LanceDBSystem}[system](job)
+    classes = {
+        "robodata": RobodataSystem,
+        "robodata-compat": RobodataCompatSystem,
+        "lerobot": LeRobotSystem,
+        "lancedb": LanceDBSystem,
+    }
+    return classes[system](job)
 
 
 # --- measurements --------------------------------------------------------------------------------
@@ -232,6 +472,8 @@ def measure(system, measurement: dict, warmup: list[int]) -> dict:
         frames = system.frames(measurement["indices"])
         np.savez(measurement["out"], **frames)
         result["cameras"] = {camera: list(array.shape) for camera, array in frames.items()}
+    elif kind == "bound":
+        result.update(system.bound(measurement))
     elif kind == "profile":
         result.update(_profile(system, measurement))
     else:
@@ -272,6 +514,12 @@ def _profile(system, measurement: dict) -> dict:
         call, inputs = system.sample, measurement["indices"]
     elif of == "batch":
         call, inputs = system.batch, measurement["batches"]
+    elif of == "open":  # the training process's part of the first batch: open the dataset, read a batch
+
+        def call(batch):
+            return open_system(system.job).batch(batch)
+
+        inputs = measurement["batches"]
     else:
         call, inputs = system.window_reader(measurement), measurement["indices"]
     call(inputs[0])  # warm: open files and decoders outside the profile
@@ -310,8 +558,17 @@ def run_job(job: dict) -> dict:
     """Open the job's system once and run its measurements in order."""
     if job.get("protocol", PROTOCOL) != PROTOCOL:
         raise ValueError(f"job speaks protocol {job.get('protocol')}, this runner {PROTOCOL}")
-    system = open_system(job)
-    measurements = [measure(system, m, job.get("warmup", [0])) for m in job.get("measurements", [])]
+    systems = {}  # one opened system per size: a measurement's own ``size`` overrides the job's
+
+    def system_for(measurement: dict):
+        size = measurement.get("size", job.get("size"))
+        key = tuple(size) if size else None
+        if key not in systems:
+            systems[key] = open_system({**job, "size": size})
+        return systems[key]
+
+    system = system_for({})
+    measurements = [measure(system_for(m), m, job.get("warmup", [0])) for m in job.get("measurements", [])]
     return {
         "protocol": PROTOCOL,
         "system": job["system"],

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -22,29 +23,48 @@ from robodata.torch.sampler import RowSampler
 
 @dataclass(frozen=True)
 class System:
-    """One reader in the comparison: its key in results, runner system and decoder backend."""
+    """One reader in the comparison: its key in results, runner system, decoder backend, label,
+    the scenarios it runs and (robodata-compat) the dtype of its frames."""
 
     key: str
     runner: str
     backend: str | None
     label: str
+    scenarios: tuple[str, ...] = ("A", "B", "C", "D")
+    dtype: str | None = None
 
 
 SYSTEMS = (
-    System("robodata", "robodata", None, "robodata"),
+    System("robodata", "robodata", None, "robodata make_dataloader"),
+    System("robodata-compat", "robodata-compat", None, "robodata LeRobotCompatDataset uint8", ("D",), "uint8"),
+    System("robodata-compat-float", "robodata-compat", None, "robodata LeRobotCompatDataset float", ("D",), "float32"),
     System("lerobot-torchcodec", "lerobot", "torchcodec", "LeRobot 0.6.1 (torchcodec)"),
     System("lerobot-pyav", "lerobot", "pyav", "LeRobot 0.6.1 (pyav)"),
     System("lancedb", "lancedb", None, "LanceDBDataset (lerobot-lancedb 0.3.1)"),
+    System("bound", "robodata", None, "decode bound (in-process, every core)", ("bound",)),
 )
+OURS = ("robodata", "robodata-compat", "robodata-compat-float")
 PEER_GROUPS = {"lerobot": ("lerobot-torchcodec", "lerobot-pyav"), "lancedb": ("lancedb",)}
-# robodata / peer samples/s the issue aims for: (against LeRobot, against LanceDB).
-AIMS = {"A": (3.0, 2.0), "B": (4.0, 3.0), "C": (5.0, 3.0), "D": (3.0, 3.0)}
+POLICY_SIZE = (224, 224)  # the policy's input (pi0-style, many ACT / diffusion configs)
 SCENARIOS = {
     "A": "one sample, every camera (`ds[i]`)",
     "B": "random batches of {batch_size}, every camera (batched path)",
     "C": "{window_frames}-frame windows x every camera (delta_timestamps)",
     "D": "DataLoader, {loader_workers} workers, batch {batch_size}, every camera (steady samples/s)",
 }
+
+
+def scenario_key(name: str, size: tuple[int, int] | None) -> str:
+    """``D`` at native resolution, ``D@224`` at 224 x 224 (``D@224x160`` when not square)."""
+    if size is None:
+        return name
+    return f"{name}@{size[0]}" if size[0] == size[1] else f"{name}@{size[0]}x{size[1]}"
+
+
+def split_key(key: str) -> tuple[str, str | None]:
+    """``D@224`` -> (``D``, ``224``)."""
+    name, _, size = key.partition("@")
+    return name, size or None
 
 
 @dataclass(frozen=True)
@@ -59,8 +79,10 @@ class PeerConfig:
     window_frames: int = 8
     loader_batches: int = 16
     loader_workers: int = 2
-    quality_rows: int = 12
+    quality_rows: int = 48  # rows whose frames PSNR is measured on (every camera), the same for every system
     seed: int = 0
+    sizes: tuple = (None, POLICY_SIZE)  # native resolution, then the policy's input size
+    pyav: bool = False  # also LeRobot's pyav backend (always slower than torchcodec here)
 
     @classmethod
     def small(cls) -> PeerConfig:
@@ -74,6 +96,9 @@ class PeerConfig:
             loader_workers=0,
             quality_rows=3,
         )
+
+    def systems(self) -> tuple[System, ...]:
+        return tuple(s for s in SYSTEMS if self.pyav or s.key != "lerobot-pyav")
 
 
 def plan_round(rng: np.random.Generator, rows: int, config: PeerConfig, round_index: int) -> dict:
@@ -98,35 +123,54 @@ def _ints(values) -> list[int]:
     return [int(v) for v in values]
 
 
-def scenario_jobs(system: System, plan: dict, paired: np.ndarray, config: PeerConfig, window: dict) -> list[list[dict]]:
-    """The measurements of one round for ``system``: A, B, C (one process) and D (another).
+def scenario_jobs(
+    system: System,
+    plan: dict,
+    paired: np.ndarray,
+    config: PeerConfig,
+    window: dict,
+    size: tuple[int, int] | None = None,
+) -> list[list[dict]]:
+    """The measurements of one round for ``system`` at ``size`` (None: native): A, B, C (one
+    process) and D (another); the bound system's D batches decoded in-process (first list).
 
     ``window`` gives C's geometry: ``row_offsets`` (robodata rows of k consecutive camera frames)
     and ``fps`` (the peers' frame rate, for delta_timestamps k / fps)."""
-    own = system.key == "robodata"
+    own = system.runner in ("robodata", "robodata-compat")
     index = (lambda rows: _ints(rows)) if own else (lambda rows: _ints(paired[np.asarray(rows)]))
-    reads: list[dict] = [
-        {"name": "A", "kind": "sample", "indices": index(plan["A"])},
-        {"name": "B", "kind": "batch", "batches": [index(b) for b in plan["B"]]},
-        {"name": "C", "kind": "window", "indices": index(plan["C"]), "frames": config.window_frames, **window},
-    ]
+    name = lambda letter: scenario_key(letter, size)  # noqa: E731 - one-line naming rule
+    if system.key == "bound":
+        return [[{"name": name("D"), "kind": "bound", "batches": [index(b) for b in plan["D"]]}], []]
+    reads: list[dict] = []
+    if "A" in system.scenarios:
+        reads.append({"name": name("A"), "kind": "sample", "indices": index(plan["A"])})
+    if "B" in system.scenarios:
+        reads.append({"name": name("B"), "kind": "batch", "batches": [index(b) for b in plan["B"]]})
+    if "C" in system.scenarios:
+        reads.append(
+            {"name": name("C"), "kind": "window", "indices": index(plan["C"]), "frames": config.window_frames, **window}
+        )
     loader = {
-        "name": "D",
+        "name": name("D"),
         "kind": "loader",
         "batches": [index(b) for b in plan["D"]],
         "batch_size": config.batch_size,
         "workers": config.loader_workers,
         "seed": plan["seed"],
     }
-    return [reads, [loader]]
+    return [reads, [loader] if "D" in system.scenarios else []]
 
 
-def job_for(system: System, root: str, measurements: list[dict], warmup: list[int]) -> dict:
+def job_for(
+    system: System, root: str, measurements: list[dict], warmup: list[int], size: tuple[int, int] | None = None
+) -> dict:
     """The JSON job a runner process reads."""
     return {
         "system": system.runner,
         "root": root,
         "backend": system.backend,
+        "dtype": system.dtype,
+        "size": list(size) if size else None,
         "warmup": warmup,
         "measurements": measurements,
     }
@@ -143,6 +187,10 @@ def round_figures(measurement: dict) -> dict:
     """samples/s of one measurement in one round (total samples / total seconds), the median
     call in ms and, for a loader, the seconds to its first batch."""
     seconds, samples = measurement["seconds"], measurement["samples"]
+    if measurement["kind"] == "bound" and measurement.get("cpu_seconds"):
+        # The bound is CPU work spread over every core: samples / (CPU seconds / cores). On a
+        # shared machine wall time would measure the neighbours' load instead.
+        seconds = [c / measurement["threads"] for c in measurement["cpu_seconds"]]
     figures = {
         "per_s": sum(samples) / sum(seconds) if seconds and sum(seconds) > 0 else float("nan"),
         "median_ms": 1000 * statistics.median(seconds) if seconds else float("nan"),
@@ -161,7 +209,7 @@ def summarize(rounds: list[dict[str, list[dict]]]) -> dict[str, dict[str, dict]]
     for results in rounds:
         for system, measurements in results.items():
             for m in measurements:
-                if m["kind"] in ("sample", "batch", "window", "loader"):
+                if m["kind"] in ("sample", "batch", "window", "loader", "bound"):
                     per.setdefault(m["name"], {}).setdefault(system, []).append(round_figures(m))
     summary: dict[str, dict[str, dict]] = {}
     for scenario, systems in per.items():
@@ -179,54 +227,136 @@ def best_of(figures: dict[str, dict], group: str) -> tuple[str, dict] | None:
     return max(present, key=lambda kv: kv[1]["per_s"]) if present else None
 
 
+def _order(key: str) -> tuple:
+    name, size = split_key(key)
+    return (size is not None, size or "", name)
+
+
 def ratio_rows(summary: dict[str, dict[str, dict]], config: PeerConfig | None = None) -> list[dict]:
-    """One row per scenario: every system's samples/s and robodata's ratio to each peer group."""
+    """One row per scenario (native first, then at the policy's size): every system's samples/s,
+    each robodata path's ratio to each peer group (``versus[ours][group]``) and, for D, the decode
+    bound and each system's share of it and the seconds to the first batch."""
     sizes = vars(config or PeerConfig())
     rows = []
-    for scenario in sorted(summary):
+    for scenario in sorted(summary, key=_order):
         figures = summary[scenario]
-        if "robodata" not in figures:
-            continue
-        ours = figures["robodata"]["per_s"]
-        row = {
+        name, size = split_key(scenario)
+        description = SCENARIOS.get(name, name).format(**sizes) + (
+            f", at {size}x{size}" if size and "x" not in size else ""
+        )
+        bound = figures.get("bound", {}).get("per_s")
+        row: dict[str, Any] = {
             "scenario": scenario,
-            "description": SCENARIOS.get(scenario, scenario).format(**sizes),
+            "description": description,
             "per_s": {k: v["per_s"] for k, v in figures.items()},
-            "ratios": {k: ours / v["per_s"] for k, v in figures.items() if k != "robodata" and v["per_s"] > 0},
+            "rounds": {k: v["rounds"] for k, v in figures.items()},
+            "versus": {},
         }
-        if scenario == "D":
-            row["first_batch_s"] = {k: v["first_batch_s"] for k, v in figures.items()}
-        for group in PEER_GROUPS:
-            best = best_of(figures, group)
-            if best is not None and best[1]["per_s"] > 0:
-                row[f"vs_{group}"] = {"ratio": ours / best[1]["per_s"], "against": best[0]}
+        for ours in OURS:
+            if ours not in figures:
+                continue
+            mine = figures[ours]["per_s"]
+            row["versus"][ours] = {}
+            for group in PEER_GROUPS:
+                best = best_of(figures, group)
+                if best is not None and best[1]["per_s"] > 0:
+                    row["versus"][ours][group] = {"ratio": mine / best[1]["per_s"], "against": best[0]}
+        if "robodata" in row["versus"]:
+            for group, versus in row["versus"]["robodata"].items():
+                row[f"vs_{group}"] = versus
+            row["ratios"] = {
+                k: figures["robodata"]["per_s"] / v["per_s"]
+                for k, v in figures.items()
+                if k not in (*OURS, "bound") and v["per_s"] > 0
+            }
+        if bound:
+            row["bound"] = bound
+            row["of_bound"] = {k: v["per_s"] / bound for k, v in figures.items() if k != "bound"}
+        if name == "D":
+            row["first_batch_s"] = {k: v["first_batch_s"] for k, v in figures.items() if "first_batch_s" in v}
         rows.append(row)
     return rows
+
+
+# (scenario, robodata path, peer group, target, what): the issue's aims (#20, section 2).
+AIMS = (
+    ("A", "robodata", "lancedb", 2.0),
+    ("C", "robodata", "lancedb", 2.5),
+    ("D", "robodata", "lerobot", 3.0),
+    ("D", "robodata", "lancedb", 2.0),
+    ("D", "robodata-compat", "lerobot", 3.0),
+    ("D", "robodata-compat", "lancedb", 2.0),
+    ("D@224", "robodata", "lancedb", 4.0),
+    ("D@224", "robodata-compat", "lancedb", 4.0),
+)
+COMPAT_WITHIN = 0.9  # the LeRobot user's path: within 10% of make_dataloader
+PATH_NAMES = {
+    "robodata": "robodata make_dataloader",
+    "robodata-compat": "robodata LeRobotCompatDataset (uint8)",
+    "robodata-compat-float": "robodata LeRobotCompatDataset (float)",
+}
+
+
+def aim_target(scenario: str, ours: str, group: str) -> float | None:
+    """The aimed ratio of ``ours`` against ``group`` in ``scenario``, or None (no aim)."""
+    return next((t for s, o, g, t in AIMS if (s, o, g) == (scenario, ours, group)), None)
 
 
 def peer_aims(
     summary: dict[str, dict[str, dict]], storage: dict | None = None, config: PeerConfig | None = None
 ) -> list[dict]:
-    """The issue's aims: A-D ratios against LeRobot (its faster backend) and LanceDB, then bytes
-    per frame (no more than LeRobot's) and PSNR of the top camera (at least LeRobot's)."""
+    """The issue's aims: A and C against LanceDB; D at native size on both robodata paths against
+    LeRobot (its faster backend) and LanceDB, the LeRobot user's path within 10% of
+    make_dataloader; D at the policy's size against LanceDB; time to the first batch no more than
+    LeRobot's; bytes per frame no more than LeRobot's and PSNR of the top camera at least its."""
+    rows = {row["scenario"]: row for row in ratio_rows(summary, config)}
     aims = []
-    for row in ratio_rows(summary, config):
-        targets = AIMS.get(row["scenario"])
-        if targets is None:
+    for scenario, ours, group, target in AIMS:
+        versus = rows.get(scenario, {}).get("versus", {}).get(ours, {}).get(group)
+        if versus is None:
             continue
-        for group, target in zip(PEER_GROUPS, targets, strict=True):
-            versus = row.get(f"vs_{group}")
-            if versus is not None:
-                name = "LeRobot" if group == "lerobot" else "LanceDBDataset"
-                aims.append(
-                    _aim(
-                        f"{row['scenario']}-{group}",
-                        f"{row['scenario']} {row['description']}: robodata / {name}",
-                        target,
-                        versus["ratio"],
-                        against=versus["against"],
-                    )
+        name = "LeRobot" if group == "lerobot" else "LanceDBDataset"
+        aims.append(
+            _aim(
+                f"{scenario}-{ours}-{group}",
+                f"{scenario} {rows[scenario]['description']}: "
+                f"{PATH_NAMES[ours] if scenario.startswith('D') else 'robodata'} / {name}",
+                target,
+                versus["ratio"],
+                against=versus["against"],
+                scenario=scenario,
+                ours=ours,
+            )
+        )
+    d = summary.get("D", {})
+    if "robodata" in d and "robodata-compat" in d and d["robodata"]["per_s"] > 0:
+        aims.append(
+            _aim(
+                "D-compat-robodata",
+                "D: LeRobotCompatDataset (uint8) / make_dataloader (within 10%)",
+                COMPAT_WITHIN,
+                d["robodata-compat"]["per_s"] / d["robodata"]["per_s"],
+                against="robodata",
+                scenario="D",
+                ours="robodata-compat",
+            )
+        )
+    lerobot = d.get("lerobot-torchcodec", {}).get("first_batch_s")
+    for ours in ("robodata", "robodata-compat"):
+        mine = d.get(ours, {}).get("first_batch_s")
+        if lerobot and mine is not None:
+            aims.append(
+                _aim(
+                    f"first-batch-{ours}",
+                    f"D time to the first batch (s): {PATH_NAMES[ours]} at most LeRobot's",
+                    lerobot,
+                    mine,
+                    at_least=False,
+                    against="lerobot-torchcodec",
+                    scenario="first-batch",
+                    ours=ours,
                 )
+            )
     if storage:
         ours, theirs = storage.get("robodata", {}), storage.get("lerobot-torchcodec", {})
         if ours.get("bytes_per_frame") and theirs.get("bytes_per_frame"):

@@ -8,6 +8,8 @@ from typing import Any
 
 from robodata.codec.codecs import codec_named
 
+LEGACY_CRF = 23  # what a dataset whose codec record lacks "crf" was encoded at
+
 
 @dataclass(frozen=True)
 class EncoderSettings:
@@ -15,13 +17,14 @@ class EncoderSettings:
     an entry of ``robodata.codec.codecs.CODECS`` (what gops.lance stores in each row's ``codec``).
 
     >>> EncoderSettings(gop_size=16).crf
-    23
+    20
     """
 
-    # G=4, CRF 23: the highest DataLoader throughput within LeRobot's bytes per frame and at
-    # least its PSNR in the G x CRF sweep on gym-aloha footage (docs/benchmark.md).
-    gop_size: int = 4
-    crf: int = 23
+    # G=8, CRF 20: the fastest decode (CPU-time bound) within the bytes per frame of LeRobot
+    # 0.6.1's own writer and at least its PSNR against the source, in the G x CRF x fastdecode
+    # sweep on gym-aloha footage (docs/benchmark.md); G=4 CRF 23 was 1.3 dB below LeRobot's PSNR.
+    gop_size: int = 8
+    crf: int = 20
     preset: str = "veryfast"
     codec: str = "h264"
     # fastdecode (CAVLC, no deblocking) doubles decode speed on the read path for ~25% more
@@ -57,7 +60,8 @@ class EncoderSettings:
         """
         return cls(
             gop_size=gop_size,
-            crf=int(description.get("crf", cls.crf)),
+            # Datasets that predate the crf record were written at 23, the default until G=8 CRF 20.
+            crf=int(description.get("crf", LEGACY_CRF)),
             preset=str(description.get("preset", cls.preset)),
             codec=str(description.get("name", cls.codec)),
             fast_decode=bool(description.get("fast_decode", cls.fast_decode)),

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 import robodata
-from robodata.codec import plain_decode_gop
+from robodata.codec import EncoderSettings, plain_decode_gop
 from robodata.format.schema import ref_columns
 from robodata.format.tables import gops_uri, open_table
 from robodata.ingest import read_upload
@@ -64,14 +64,14 @@ def test_video_is_stored_once_however_many_rows_point_at_it(ingested):
     for camera in robodata.open(ingested).cameras:
         refs = rows[ref_columns(camera)[0]].to_numpy()
         _, shares = np.unique(refs, return_counts=True)
-        assert shares.min() >= 2  # 100 Hz rows over 30 fps frames in GOPs of 4
+        assert shares.min() >= 2  # 100 Hz rows over 30 fps frames in GOPs of 8
         assert set(refs.tolist()) <= set(gops["ref_id"].to_pylist())
 
 
 def test_schema_metadata_describes_the_dataset(ingested):
     meta = robodata.open(ingested).metadata
     assert meta.control_hz == 100
-    assert meta.gop_size == 4
+    assert meta.gop_size == EncoderSettings().gop_size == 8
     assert len(meta.joint_names) == 14 and meta.joint_names[0] == "left_waist"
     assert {c: (i.width, i.height, round(i.fps)) for c, i in meta.cameras.items()} == {
         "top": (640, 480, 30),
@@ -79,7 +79,7 @@ def test_schema_metadata_describes_the_dataset(ingested):
         "wrist_right": (320, 240, 30),
     }
     assert meta.camera_fps == {c: i.fps for c, i in meta.cameras.items()}
-    assert meta.codec["name"] == "h264" and meta.codec["crf"] == 23
+    assert meta.codec["name"] == "h264" and meta.codec["crf"] == EncoderSettings().crf == 20
     assert meta.format_version == "2"  # 2: GOP checksums
 
 
@@ -148,7 +148,7 @@ def test_a_real_camera_video_ingests(tmp_path):
     episode = read_upload(str(upload))
     assert (episode.cameras[0].width, episode.cameras[0].height) == (176, 144)
     result = robodata.ingest_episode(str(upload), str(tmp_path / "ds"))
-    assert result.rows == n and result.gops == 30  # 120 frames in GOPs of 4
+    assert result.rows == n and result.gops == 15  # 120 frames in GOPs of 8
     ds = robodata.open(str(tmp_path / "ds"))
     gops = open_table(gops_uri(str(tmp_path / "ds")))
     first_gop = plain_decode_gop(gops.read_blobs("gop", indices=[0])[0][1])
