@@ -7,6 +7,7 @@ import argparse
 import pytest
 
 from robodata.cli import COMMANDS, main
+from robodata.codec.settings import EncoderSettings
 
 
 def subcommand_parsers() -> dict[str, argparse.ArgumentParser]:
@@ -33,9 +34,10 @@ def test_option_help_shows_defaults_and_skips_flags(capsys):
     with pytest.raises(SystemExit):
         main(["ingest", "--help"])
     text = " ".join(capsys.readouterr().out.split())
+    new_gop = EncoderSettings().gop_size
     assert (
-        "--gop-size GOP_SIZE frames per closed GOP, the most a random read decodes (default: the dataset's; new: 4)"
-        in text
+        "--gop-size GOP_SIZE frames per closed GOP, the most a random read decodes "
+        f"(default: the dataset's; new: {new_gop})" in text
     )
     assert "(default: the dataset's; new: veryfast)" in text
     assert "(default: None)" not in text

@@ -14,10 +14,13 @@ pre-commit run --all-files --show-diff-on-failure
 stage "type checker (mypy, [tool.mypy] in pyproject.toml)"
 mypy
 QUICK="not slow and not s3 and not dagster"
+# pytest-xdist: one worker per core (ROBODATA_TEST_WORKERS to change it, 0 for one process);
+# a test file runs whole on one worker, so a module's servers and fixtures start once.
+PARALLEL=(-n "${ROBODATA_TEST_WORKERS:-auto}" --dist loadfile)
 stage "quick tests: -m '$QUICK'"
-python -m pytest -q -m "$QUICK" "$@"
+python -m pytest -q "${PARALLEL[@]}" -m "$QUICK" "$@"
 stage "the rest: S3, Dagster and slow tests"
-python -m pytest -q -m "not ($QUICK)" "$@"
+python -m pytest -q "${PARALLEL[@]}" -m "not ($QUICK)" "$@"
 
 stage "Dagster from the command line"
 # Dagster from the command line, as a user would run it: validate the definitions, write one

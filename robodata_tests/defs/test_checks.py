@@ -62,8 +62,9 @@ def test_a_gop_lost_before_commit_fails_the_audit_and_commits_nothing(store):
         "episode 1 was not committed (the dataset's version is unchanged); its checks failed: "
         "staged_gops_decode: 1 problem(s) with the staged GOPs: 1 staged GOPs are not in gops.lance"
     )
-    # GOP 2 holds camera frames 8..11 (267..367 ms); the 100 Hz rows nearest them are 26..38.
-    assert "(per camera {'top': 13}; first at frame_index 26)" in reason.description
+    # At G=8, GOP 2 holds camera frames 16..23 (533..767 ms at 30 fps); the 100 Hz rows nearest
+    # them are 52..78.
+    assert "(per camera {'top': 27}; first at frame_index 52)" in reason.description
     shown = {k: v.value for k, v in reason.metadata.items()}
     assert shown["check row_count_matches_upload"] == "passed: episode 1 has all 97 rows"
     assert shown["check references_resolve"].startswith("FAILED: episode 1: rows point at GOPs that are missing")
@@ -80,6 +81,7 @@ def test_a_corrupt_gop_fails_the_checks_and_a_reingest_repairs_it(store):
     version = current_versions(store.root).frames
     ds = robodata.open(store.root)
     ref = int(ds.gops.refs([40], "observation_images_wrist_right")[0])
+    gop = ds.lance_dataset.take([40], columns=["observation_images_wrist_right_gop_index"]).column(0)[0].as_py()
     flip_gop_bytes(store.root, ds.gops.read([ref])[ref])
 
     # The checks alone (with raw_episodes, which writes nothing, to give the run its partition).
@@ -97,8 +99,8 @@ def test_a_corrupt_gop_fails_the_checks_and_a_reingest_repairs_it(store):
     found = evaluations(only_checks)
     assert sorted(found) == CHECK_NAMES
     assert sorted(n for n, e in found.items() if not e.passed) == ["gops_match_checksums", "sampled_frames_decode"]
-    assert "GOP 3 of episode 0, camera 'wrist_right'" in found["sampled_frames_decode"].description
-    assert "episode 0: GOP 3 of episode 0, camera 'wrist_right'" in found["gops_match_checksums"].description
+    assert f"GOP {gop} of episode 0, camera 'wrist_right'" in found["sampled_frames_decode"].description
+    assert f"episode 0: GOP {gop} of episode 0, camera 'wrist_right'" in found["gops_match_checksums"].description
     # Re-ingesting (forced: the dataset holds this upload already) rewrites the episode's stored
     # GOPs with the freshly encoded bytes; the audit then finds every GOP sound and the checks pass.
     force = {"ops": {"gop_blobs": {"config": {"force": True}}}}
