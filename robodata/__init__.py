@@ -16,7 +16,9 @@ from robodata.edits import add_annotations, collect_garbage, delete_episodes
 from robodata.errors import (
     BadUploadError,
     BenchmarksUnavailableError,
+    CommitConflictError,
     CorruptGopError,
+    CorruptRowsError,
     DatasetLocationError,
     EpisodeAuditError,
     EpisodeIndexTakenError,
@@ -34,7 +36,9 @@ from robodata.reader import open_dataset as open  # noqa: A001 - mirrors lance.d
 __all__ = [
     "BadUploadError",
     "BenchmarksUnavailableError",
+    "CommitConflictError",
     "CorruptGopError",
+    "CorruptRowsError",
     "DatasetLocationError",
     "EncoderSettings",
     "EpisodeAuditError",

@@ -6,8 +6,9 @@ import lance
 import numpy as np
 import pyarrow as pa
 
+from robodata.format.commits import retry_commit
 from robodata.format.ids import episode_filter
-from robodata.format.tables import open_frames
+from robodata.format.tables import frames_uri, open_frames
 
 KEYS = ["episode_index", "frame_index"]
 _PROTECTED = {"episode_index", "frame_index", "timestamp_ns"}
@@ -93,21 +94,28 @@ def add_annotations(uri: str, labels: pa.Table, *, storage_options: dict | None 
     protected = _PROTECTED.intersection(label_names) | {c for c in label_names if c.endswith(reference_suffixes)}
     if protected:
         raise ValueError(f"cannot overwrite dataset columns {sorted(protected)} with annotations")
-    frames = open_frames(uri, storage_options=storage_options)
-    labels, unmatched = _split_unmatched(frames, labels.combine_chunks())
-    unmatched_episodes = sorted(set(unmatched["episode_index"].to_pylist()))
-    if labels.num_rows == 0:
-        raise ValueError(
-            f"{uri}: none of the {unmatched.num_rows} label rows matches a row of the dataset "
-            f"(episodes {_shorten(unmatched_episodes)}); nothing written"
-        )
-    new = [c for c in label_names if c not in frames.schema.names]
-    existing = [c for c in label_names if c in frames.schema.names]
-    if new:
-        frames.add_columns(_lookup_udf(labels, new), read_columns=KEYS)
-    if existing:
-        frames.merge_insert(KEYS).when_matched_update_all().execute(labels.select(KEYS + existing))
-    return AnnotationResult(frames.version, labels.num_rows, unmatched.num_rows, unmatched_episodes)
+    labels = labels.combine_chunks()
+
+    def annotate_once() -> AnnotationResult:
+        # Planned on the newest version each time: a compaction or an ingest that committed
+        # first changed the fragments this write would add column files to.
+        frames = open_frames(uri, storage_options=storage_options)
+        matched, unmatched = _split_unmatched(frames, labels)
+        unmatched_episodes = sorted(set(unmatched["episode_index"].to_pylist()))
+        if matched.num_rows == 0:
+            raise ValueError(
+                f"{uri}: none of the {unmatched.num_rows} label rows matches a row of the dataset "
+                f"(episodes {_shorten(unmatched_episodes)}); nothing written"
+            )
+        new = [c for c in label_names if c not in frames.schema.names]
+        existing = [c for c in label_names if c in frames.schema.names]
+        if new:
+            frames.add_columns(_lookup_udf(matched, new), read_columns=KEYS)
+        if existing:
+            frames.merge_insert(KEYS).when_matched_update_all().execute(matched.select(KEYS + existing))
+        return AnnotationResult(frames.version, matched.num_rows, unmatched.num_rows, unmatched_episodes)
+
+    return retry_commit(f"adding labels {label_names}", frames_uri(uri), annotate_once)
 
 
 def _split_unmatched(frames, labels: pa.Table) -> tuple[pa.Table, pa.Table]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from robodata.errors import EpisodeNotFoundError
+from robodata.format.commits import retry_commit
 from robodata.format.ids import episode_filter
-from robodata.format.tables import open_frames
+from robodata.format.tables import frames_uri, open_frames
 
 
 def delete_episodes(uri: str, episodes: list[int] | int, *, storage_options: dict | None = None) -> int:
@@ -44,14 +45,18 @@ def delete_episodes(uri: str, episodes: list[int] | int, *, storage_options: dic
     robodata.errors.EpisodeNotFoundError: data/demo: no episode 7 in the dataset (version 4); nothing deleted
     """
     selected = episode_filter(episodes)  # validates every index first
-    frames = open_frames(uri, storage_options=storage_options)
     wanted = sorted({int(e) for e in ([episodes] if isinstance(episodes, int) else episodes)})
-    held = set(frames.to_table(columns=["episode_index"], filter=selected)["episode_index"].to_pylist())
-    missing = [e for e in wanted if e not in held]
-    if missing:
-        raise EpisodeNotFoundError(
-            f"{uri}: no episode {', '.join(map(str, missing))} in the dataset (version {frames.version}); "
-            "nothing deleted"
-        )
-    frames.delete(selected)
-    return frames.version
+
+    def delete_once() -> int:
+        frames = open_frames(uri, storage_options=storage_options)
+        held = set(frames.to_table(columns=["episode_index"], filter=selected)["episode_index"].to_pylist())
+        missing = [e for e in wanted if e not in held]
+        if missing:
+            raise EpisodeNotFoundError(
+                f"{uri}: no episode {', '.join(map(str, missing))} in the dataset (version {frames.version}); "
+                "nothing deleted"
+            )
+        frames.delete(selected)
+        return frames.version
+
+    return retry_commit(f"deleting episodes {wanted}", frames_uri(uri), delete_once)

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+from robodata.errors import CommitConflictError
 from robodata.format.ids import ref_id_filters
 from robodata.format.schema import read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_table
@@ -61,7 +62,7 @@ def collect_garbage(
 
     Raises
     ------
-    RuntimeError
+    robodata.CommitConflictError
         Concurrent ingests preempted it five times in a row; nothing unsafe was deleted.
 
     Examples
@@ -77,8 +78,9 @@ def collect_garbage(
             return _collect_once(uri, dry_run, storage_options, min_age)
         except _Preempted:
             continue  # an ingest touched GOPs meanwhile: decide again on the new versions
-    raise RuntimeError(
-        f"{gops_uri(uri)}: garbage collection was preempted by concurrent ingests {_ATTEMPTS} times; run it again"
+    raise CommitConflictError(
+        f"{gops_uri(uri)}: garbage collection was preempted by concurrent ingests {_ATTEMPTS} times; "
+        "nothing unsafe was deleted, run it again"
     )
 
 

@@ -17,17 +17,16 @@ every fragment and manifest is more requests. Upkeep is safe beside running inge
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from robodata.edits.garbage import GarbageReport, collect_garbage
+from robodata.format.commits import retry_commit
 from robodata.format.tables import frames_uri, gops_uri, open_table
 
 # The columns reads filter on: frames by episode (integrity checks, re-ingest, episode reads),
 # gops by ref_id (integrity, GC) and by episode (re-ingest reuses stored GOPs).
 SCALAR_INDEXES = {"frames.lance": ["episode_index"], "gops.lance": ["ref_id", "episode_index"]}
-COMPACTION_ATTEMPTS = 5
 
 
 @dataclass
@@ -97,20 +96,18 @@ def _compact(table_uri: str, storage_options: dict | None) -> TableUpkeep:
     import lance.optimize as optimize
 
     before = len(open_table(table_uri, storage_options).get_fragments())
-    for attempt in range(1, COMPACTION_ATTEMPTS + 1):
+
+    def compact_once() -> None:
+        # Planned on the newest version each time: a writer that committed in between changed it.
         table = open_table(table_uri, storage_options)
         options = optimize.CompactionOptions(materialize_deletions_threshold=0.0)
         plan = optimize.Compaction.plan(table, options)
         if plan.num_tasks() == 0:
-            break
+            return
         rewrites = [task.execute(table) for task in plan.tasks]
-        try:
-            _commit_compaction(table, rewrites)
-            break
-        except (OSError, ValueError, RuntimeError) as exc:
-            if "onflict" not in str(exc) or attempt == COMPACTION_ATTEMPTS:
-                raise
-            time.sleep(0.2 * attempt)  # a writer committed in between: plan against its version
+        _commit_compaction(table, rewrites)
+
+    retry_commit("compacting", table_uri, compact_once)
     after = len(open_table(table_uri, storage_options).get_fragments())
     return TableUpkeep(fragments_before=before, fragments_after=after, versions_removed=0, bytes_removed=0)
 
@@ -136,14 +133,18 @@ def _remove_old_versions(
 
 def _index(table_uri: str, columns: list[str], storage_options) -> list[str]:
     """Create missing BTREE indexes on ``columns``; fold rows appended since into existing ones."""
-    table = open_table(table_uri, storage_options)
-    existing = {tuple(index.field_names) for index in table.describe_indices()}
-    done = []
-    if any((column,) in existing for column in columns):
-        table.optimize.optimize_indices()
-        done += [f"{column} (updated)" for column in columns if (column,) in existing]
-    for column in columns:
-        if (column,) not in existing:
-            table.create_scalar_index(column, "BTREE")
-            done.append(f"{column} (created)")
-    return done
+
+    def index_once() -> list[str]:
+        table = open_table(table_uri, storage_options)
+        existing = {tuple(index.field_names) for index in table.describe_indices()}
+        done = []
+        if any((column,) in existing for column in columns):
+            table.optimize.optimize_indices()
+            done += [f"{column} (updated)" for column in columns if (column,) in existing]
+        for column in columns:
+            if (column,) not in existing:
+                table.create_scalar_index(column, "BTREE")
+                done.append(f"{column} (created)")
+        return done
+
+    return retry_commit(f"indexing {columns}", table_uri, index_once)

@@ -13,6 +13,7 @@ import lance
 import numpy as np
 import pyarrow as pa
 
+from robodata.format.commits import retry_commit
 from robodata.format.provenance import label_columns
 from robodata.format.schema import camera_of, image_column, read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
@@ -664,7 +665,8 @@ class RoboDataset:
         if existing is not None and existing != self.version:
             raise ValueError(f"tag {name!r} already names version {existing}, not {self.version}")
         if existing is None:
-            self._frames.tags.create(name, self.version)
+            action = f"tagging version {self.version} as {name!r}"
+            retry_commit(action, self._frames.uri, lambda: self._frames.tags.create(name, self.version))
         return self.version
 
     def checkout(self, version: int | str) -> RoboDataset:

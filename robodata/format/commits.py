@@ -1,0 +1,101 @@
+"""One retry for every writer's commit: annotate, delete, tag, compaction and ingest all plan
+their write on the newest version and call ``retry_commit``; a commit that a concurrent writer
+overtook (Lance's "Retryable commit conflict ... Please retry", "Commit conflict for version",
+"Too many concurrent writers") is planned again on the newer version, a bounded number of times
+with jittered exponential backoff, and only then reported as one ``CommitConflictError`` line
+naming the table, the write and what it lost to; never Lance's raw text or its source paths.
+
+The callable passed in must open the table again (or re-plan on ``latest``) on every attempt:
+a retry on the version that lost would lose again.
+
+>>> retry_commit("annotating", "data/demo/frames.lance", lambda: write_labels())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from robodata.errors import CommitConflictError, RoboDataError
+
+T = TypeVar("T")
+
+ATTEMPTS = 8  # 7 retries: 16 concurrent compactions and annotations all land in tests
+BASE_DELAY_S = 0.05
+MAX_DELAY_S = 2.0  # the longest single wait; all waits together stay under about 6 s
+
+# What Lance puts in a commit that lost to a concurrent one (lance-core's CommitConflict,
+# RetryableCommitConflict, IncompatibleTransaction, TooMuchWriteContention).
+_CONFLICT_MARKERS = (
+    "commit conflict",
+    "please retry",
+    "too many concurrent",
+    "was preempted",
+    "incompatibletransaction",
+    "incompatible transaction",
+)
+# The other writer's kind of commit, when Lance names it ("This Rewrite transaction was
+# preempted by concurrent transaction Update at version 12").
+_OTHER = re.compile(r"concurrent transaction (\w+)(?: at version (\d+))?")
+
+
+def is_commit_conflict(exc: BaseException) -> bool:
+    """Whether ``exc`` is Lance saying a concurrent commit won (retrying may succeed).
+
+    >>> is_commit_conflict(OSError("Retryable commit conflict for version 7: ... Please retry"))
+    True
+    >>> is_commit_conflict(ValueError("Not found: ds/frames.lance"))
+    False
+    """
+    if isinstance(exc, RoboDataError):
+        return False
+    text = str(exc).lower()
+    return any(marker in text for marker in _CONFLICT_MARKERS)
+
+
+def conflict_summary(exc: BaseException) -> str:
+    """A few words on what a commit lost to, without Lance's paths.
+
+    >>> conflict_summary(OSError("Retryable commit conflict for version 7: This Rewrite transaction "
+    ...     "was preempted by concurrent transaction Update at version 7. Please retry, /home/x/lance/src/a.rs:1:2"))
+    'a concurrent Update commit (version 7)'
+    """
+    found = _OTHER.search(str(exc))
+    if found is None:
+        return "a concurrent commit"
+    version = f" (version {found.group(2)})" if found.group(2) else ""
+    return f"a concurrent {found.group(1)} commit{version}"
+
+
+def retry_commit(
+    action: str,
+    uri: str,
+    attempt: Callable[[], T],
+    *,
+    attempts: int = ATTEMPTS,
+    base_delay_s: float = BASE_DELAY_S,
+    max_delay_s: float = MAX_DELAY_S,
+) -> T:
+    """Run ``attempt`` (which plans and commits one write to the table at ``uri``) until it
+    commits; a commit conflict makes it wait (jittered, doubling up to ``max_delay_s``) and run
+    again, at most ``attempts`` times in all. Any other error propagates at once.
+
+    >>> retry_commit("deleting episode 3", "s3://lab/ds/frames.lance", delete_once)  # doctest: +SKIP
+    """
+    for number in range(1, attempts + 1):
+        try:
+            return attempt()
+        except Exception as exc:  # Lance raises OSError, ValueError or RuntimeError for a conflict
+            if not is_commit_conflict(exc):
+                raise
+            if number == attempts:
+                raise CommitConflictError(
+                    f"{uri}: {action} lost to {conflict_summary(exc)} {attempts} times in a row, "
+                    "each time planned again on the newer version; nothing of it was committed, run it again"
+                ) from None
+            delay = min(max_delay_s, base_delay_s * 2 ** (number - 1))
+            time.sleep(delay * random.uniform(0.5, 1.5))  # noqa: S311 - jitter, not secrets
+    raise AssertionError("unreachable")  # pragma: no cover
