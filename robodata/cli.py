@@ -225,7 +225,8 @@ def _gc(args: argparse.Namespace) -> int:
     removable = report.unreferenced - report.too_recent
     print(
         f"{report.unreferenced} unreferenced GOP rows; {verb} {removable}, kept {report.too_recent} younger "
-        f"than {args.min_age_minutes:g} min (gops.lance version {report.gops_version})"
+        f"than {args.min_age_minutes:g} min (gops.lance version {report.gops_version}); "
+        f"{'would remove' if args.dry_run else 'removed'} {report.leases_removed} lease files of crashed ingests"
     )
     return 0
 

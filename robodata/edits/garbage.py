@@ -12,7 +12,7 @@ from robodata.errors import CommitConflictError
 from robodata.format.ids import ref_id_filters
 from robodata.format.schema import read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_table
-from robodata.integrity.gop_leases import read_records
+from robodata.integrity.gop_leases import read_records, remove_records
 
 _ATTEMPTS = 5
 
@@ -23,6 +23,7 @@ class GarbageReport:
     deleted: int
     gops_version: int
     too_recent: int = 0  # unreferenced, but an ingest may still commit rows pointing at them: kept
+    leases_removed: int = 0  # lease files older than min_age (left by crashed ingests), removed
 
 
 def collect_garbage(
@@ -129,7 +130,13 @@ def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta |
             if "concurrent" not in str(exc).lower() and "conflict" not in str(exc).lower():
                 raise
             raise _Preempted() from exc
-    return GarbageReport(len(orphans) + too_recent, 0 if dry_run else len(orphans), gops.version, too_recent)
+    # Leases gc already ignores (older than min_age) were left by crashed ingests: remove them,
+    # after the delete, so a lease is never gone while the GOPs it protects are still counted on.
+    abandoned = records.abandoned(min_age) if min_age is not None else []
+    leases_removed = len(abandoned) if dry_run else remove_records(abandoned, uri, storage_options)
+    return GarbageReport(
+        len(orphans) + too_recent, 0 if dry_run else len(orphans), gops.version, too_recent, leases_removed
+    )
 
 
 def _ref_ids_stored_before(gops, min_age: timedelta) -> set[int]:

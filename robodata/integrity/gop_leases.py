@@ -17,7 +17,7 @@ import json
 import posixpath
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from robodata.errors import StorageError, StorageUnreachableError
@@ -90,6 +90,7 @@ class Records:
 
     staged: set[int]
     leases: list[tuple[timedelta, set[int]]]
+    lease_paths: list[str] = field(default_factory=list)  # in the order of ``leases``
 
     def protected(self, max_lease_age: timedelta | None = None) -> set[int]:
         """Staged GOPs and GOPs of leases younger than ``max_lease_age`` (all leases if None)."""
@@ -98,6 +99,11 @@ class Records:
             if max_lease_age is None or age < max_lease_age:
                 refs |= ids
         return refs
+
+    def abandoned(self, max_lease_age: timedelta) -> list[str]:
+        """Lease files at least ``max_lease_age`` old: left by an ingest that crashed or lost the
+        store (an ingest that finishes removes its own), so garbage collection removes them."""
+        return [path for (age, _), path in zip(self.leases, self.lease_paths, strict=True) if age >= max_lease_age]
 
 
 def read_records(dataset_uri: str, storage_options: dict | None = None) -> Records:
@@ -121,9 +127,24 @@ def read_records(dataset_uri: str, storage_options: dict | None = None) -> Recor
         if posixpath.basename(path).startswith(LEASE_PREFIX):
             age = timedelta(seconds=max(0.0, time.time() - float(body.get("taken_at", 0))))
             records.leases.append((age, set(body["ref_ids"])))
+            records.lease_paths.append(path)  # as the store's file system names it
         else:
             records.staged.update(r for camera in body.get("cameras", {}).values() for r in camera["ref_ids"])
     return records
+
+
+def remove_records(paths: list[str], dataset_uri: str, storage_options: dict | None = None) -> int:
+    """Remove the records at ``paths`` (as ``Records.lease_paths`` lists them); returns how many
+    were removed (one already gone counts as removed by someone else, not here)."""
+    fs = fsspec_filesystem(join_uri(dataset_uri, STAGING_DIR), storage_options)
+    removed = 0
+    for path in paths:
+        try:
+            fs.rm_file(path)
+            removed += 1
+        except FileNotFoundError:
+            continue
+    return removed
 
 
 def staged_ref_ids(dataset_uri: str, *, storage_options: dict | None = None) -> set[int]:
