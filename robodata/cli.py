@@ -226,7 +226,8 @@ def _gc(args: argparse.Namespace) -> int:
     print(
         f"{report.unreferenced} unreferenced GOP rows; {verb} {removable}, kept {report.too_recent} younger "
         f"than {args.min_age_minutes:g} min (gops.lance version {report.gops_version}); "
-        f"{'would remove' if args.dry_run else 'removed'} {report.leases_removed} lease files of crashed ingests"
+        f"{'would remove' if args.dry_run else 'removed'} {report.leases_removed} lease files of crashed ingests, "
+        f"{report.duplicate_gops} duplicate GOP rows and {report.data_files_removed} data files no version lists"
     )
     return 0
 

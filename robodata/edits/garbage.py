@@ -6,13 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import numpy as np
-
 from robodata.errors import CommitConflictError
 from robodata.format.ids import ref_id_filters
-from robodata.format.schema import read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.integrity.gop_leases import read_records, remove_records
+from robodata.integrity.leftovers import (
+    duplicate_gop_rows,
+    referenced_ref_ids,
+    row_ids_filter,
+    unreferenced_data_files,
+)
 
 _ATTEMPTS = 5
 
@@ -24,6 +27,8 @@ class GarbageReport:
     gops_version: int
     too_recent: int = 0  # unreferenced, but an ingest may still commit rows pointing at them: kept
     leases_removed: int = 0  # lease files older than min_age (left by crashed ingests), removed
+    duplicate_gops: int = 0  # extra copies of GOPs stored twice, removed (counted, with dry_run)
+    data_files_removed: int = 0  # data files no version lists, older than min_age (with dry_run: found)
 
 
 def collect_garbage(
@@ -100,15 +105,7 @@ def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta |
         return GarbageReport(0, 0, 0)
     records = read_records(uri, storage_options)
     referenced = set(records.staged)  # staged by gop_blobs, waiting for aligned_frames
-    frames = open_table(frames_uri(uri), storage_options)
-    if frames is not None:
-        for info in frames.versions():
-            version = frames.checkout_version(info["version"])
-            cameras = read_metadata(version.schema).cameras
-            columns = [ref_columns(c)[0] for c in cameras]
-            table = version.to_table(columns=columns)
-            for column in columns:
-                referenced.update(np.unique(table[column].to_numpy()).tolist())
+    referenced |= referenced_ref_ids(uri, storage_options)
     stored = gops.to_table(columns=["ref_id"])["ref_id"].to_numpy()
     orphans = sorted(set(stored.tolist()) - referenced)
     # Kept although unreferenced: leased by an ingest that may still commit rows pointing at them
@@ -120,10 +117,13 @@ def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta |
         in_flight |= {r for r in orphans if r not in settled}
     too_recent = sum(r in in_flight for r in orphans)
     orphans = [r for r in orphans if r not in in_flight]
-    if orphans and not dry_run:
+    # Extra copies of a GOP stored twice (identical bytes under one ref_id): every copy but the
+    # first goes, by row id, in the same delete.
+    duplicates, _ = duplicate_gop_rows(gops)
+    if (orphans or duplicates) and not dry_run:
         # One delete planned on ``gops``'s version, without Lance's retries (which would plan it
         # again on a newer version, where these ids may be in use again).
-        predicate = " OR ".join(ref_id_filters(orphans))
+        predicate = " OR ".join([*ref_id_filters(orphans), *([row_ids_filter(duplicates)] if duplicates else [])])
         try:
             gops.delete(predicate, conflict_retries=0)
         except OSError as exc:
@@ -132,10 +132,24 @@ def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta |
             raise _Preempted() from exc
     # Leases gc already ignores (older than min_age) were left by crashed ingests: remove them,
     # after the delete, so a lease is never gone while the GOPs it protects are still counted on.
-    abandoned = records.abandoned(min_age) if min_age is not None else []
+    abandoned = records.abandoned(min_age)
     leases_removed = len(abandoned) if dry_run else remove_records(abandoned, uri, storage_options)
+    # Data files no version lists (a writer that never committed: a crash, a full disk), once
+    # older than min_age: a running writer's files are unlisted until its commit.
+    files = []
+    if min_age is not None:
+        for table_uri in (frames_uri(uri), gops_uri(uri)):
+            files += unreferenced_data_files(table_uri, storage_options, min_age)
+    if files and not dry_run:
+        remove_records(files, uri, storage_options)
     return GarbageReport(
-        len(orphans) + too_recent, 0 if dry_run else len(orphans), gops.version, too_recent, leases_removed
+        len(orphans) + too_recent,
+        0 if dry_run else len(orphans),
+        gops.version,
+        too_recent,
+        leases_removed,
+        len(duplicates),
+        len(files),
     )
 
 

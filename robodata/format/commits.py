@@ -1,7 +1,8 @@
 """One retry for every writer's commit: annotate, delete, tag, compaction and ingest all plan
 their write on the newest version and call ``retry_commit``; a commit that a concurrent writer
 overtook (Lance's "Retryable commit conflict ... Please retry", "Commit conflict for version",
-"Too many concurrent writers") is planned again on the newer version, a bounded number of times
+"Too many concurrent writers"), or whose version a concurrent cleanup removed mid-write, is
+planned again on the newer version, a bounded number of times
 with jittered exponential backoff, and only then reported as one ``CommitConflictError`` line
 naming the table, the write and what it lost to; never Lance's raw text or its source paths.
 
@@ -56,6 +57,19 @@ def is_commit_conflict(exc: BaseException) -> bool:
     return any(marker in text for marker in _CONFLICT_MARKERS)
 
 
+def is_vanished_version(exc: BaseException) -> bool:
+    """Whether ``exc`` is a data file missing under a table's ``data/``: what a write planned on
+    a version sees when a concurrent cleanup (``compact --older-than 0``) removed that version's
+    files mid-write. Planning again on the newest version is the fix; if the file is missing
+    from the newest version too, the last attempt raises the error as it is (damage, not a race).
+
+    >>> is_vanished_version(OSError("Not found: ds/frames.lance/data/0110.lance, /home/x/local.rs:273:40"))
+    True
+    """
+    text = str(exc)
+    return not isinstance(exc, RoboDataError) and "Not found" in text and "/data/" in text
+
+
 def conflict_summary(exc: BaseException) -> str:
     """A few words on what a commit lost to, without Lance's paths.
 
@@ -89,7 +103,8 @@ def retry_commit(
         try:
             return attempt()
         except Exception as exc:  # Lance raises OSError, ValueError or RuntimeError for a conflict
-            if not is_commit_conflict(exc):
+            vanished = is_vanished_version(exc)
+            if not is_commit_conflict(exc) and not (vanished and number < attempts):
                 raise
             if number == attempts:
                 raise CommitConflictError(

@@ -14,7 +14,9 @@ edits (garbage collection) read them, so they live in this room, below both.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
+import socket
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -55,7 +57,15 @@ def hold_gops(
     >>> lease = hold_gops("data/demo", 0, [123, 456])  # doctest: +SKIP
     """
     uri = join_uri(dataset_uri, STAGING_DIR, f"{LEASE_PREFIX}{int(episode_index)}-{uuid.uuid4().hex}.json")
-    body = {"episode_index": int(episode_index), "ref_ids": sorted(ref_ids), "taken_at": time.time()}
+    body = {
+        "episode_index": int(episode_index),
+        "ref_ids": sorted(ref_ids),
+        "taken_at": time.time(),
+        # Who holds it: garbage collection on the same host can tell a live ingest (its lease
+        # holds whatever gc's min_age) from a dead one (its lease is abandoned at once).
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+    }
     try:
         write_record(uri, json.dumps(body), storage_options)
     except Exception as exc:  # s3fs/botocore raise their own types for a missing bucket or a dead store
@@ -91,19 +101,43 @@ class Records:
     staged: set[int]
     leases: list[tuple[timedelta, set[int]]]
     lease_paths: list[str] = field(default_factory=list)  # in the order of ``leases``
+    # per lease: True held by a process alive on this host, False by one that died here,
+    # None unknown (another host, or a lease written before leases named their holder)
+    lease_alive: list[bool | None] = field(default_factory=list)
 
     def protected(self, max_lease_age: timedelta | None = None) -> set[int]:
-        """Staged GOPs and GOPs of leases younger than ``max_lease_age`` (all leases if None)."""
+        """Staged GOPs and GOPs of leases still held: by a live process on this host, or younger
+        than ``max_lease_age`` (every lease not known dead if None)."""
         refs = set(self.staged)
-        for age, ids in self.leases:
-            if max_lease_age is None or age < max_lease_age:
+        for (age, ids), alive in zip(self.leases, self._alive(), strict=True):
+            if alive or (alive is None and (max_lease_age is None or age < max_lease_age)):
                 refs |= ids
         return refs
 
-    def abandoned(self, max_lease_age: timedelta) -> list[str]:
-        """Lease files at least ``max_lease_age`` old: left by an ingest that crashed or lost the
-        store (an ingest that finishes removes its own), so garbage collection removes them."""
-        return [path for (age, _), path in zip(self.leases, self.lease_paths, strict=True) if age >= max_lease_age]
+    def abandoned(self, max_lease_age: timedelta | None) -> list[str]:
+        """Lease files of ingests that died on this host, or (holder unknown) at least
+        ``max_lease_age`` old: an ingest that finishes removes its own, so gc removes these."""
+        return [
+            path
+            for (age, _), path, alive in zip(self.leases, self.lease_paths, self._alive(), strict=True)
+            if alive is False or (alive is None and max_lease_age is not None and age >= max_lease_age)
+        ]
+
+    def _alive(self) -> list[bool | None]:
+        return self.lease_alive or [None] * len(self.leases)
+
+
+def _holder_alive(body: dict) -> bool | None:
+    """Whether the process that wrote a lease still runs (None: not on this host, or unknown)."""
+    if body.get("host") != socket.gethostname() or not isinstance(body.get("pid"), int):
+        return None
+    try:
+        os.kill(body["pid"], 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, another user's
+    return True
 
 
 def read_records(dataset_uri: str, storage_options: dict | None = None) -> Records:
@@ -128,14 +162,16 @@ def read_records(dataset_uri: str, storage_options: dict | None = None) -> Recor
             age = timedelta(seconds=max(0.0, time.time() - float(body.get("taken_at", 0))))
             records.leases.append((age, set(body["ref_ids"])))
             records.lease_paths.append(path)  # as the store's file system names it
+            records.lease_alive.append(_holder_alive(body))
         else:
             records.staged.update(r for camera in body.get("cameras", {}).values() for r in camera["ref_ids"])
     return records
 
 
 def remove_records(paths: list[str], dataset_uri: str, storage_options: dict | None = None) -> int:
-    """Remove the records at ``paths`` (as ``Records.lease_paths`` lists them); returns how many
-    were removed (one already gone counts as removed by someone else, not here)."""
+    """Remove the files at ``paths`` under the dataset root (as ``Records.lease_paths`` or an
+    fsspec listing names them); returns how many were removed (one already gone counts as
+    removed by someone else, not here)."""
     fs = fsspec_filesystem(join_uri(dataset_uri, STAGING_DIR), storage_options)
     removed = 0
     for path in paths:

@@ -10,11 +10,13 @@ what the Dagster episode checks run for one episode.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from robodata.format.ids import episode_filter
 from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.integrity.episode_checks import RowRefs, references_result
 from robodata.integrity.gop_checks import GopCheck, check_gop_rows, gop_rows
+from robodata.integrity.leftovers import find_leftovers
 from robodata.storage.failures import storage_step
 
 
@@ -29,6 +31,9 @@ class VerifyReport:
     gops: GopCheck
     decode: bool
     problems: list[str] = field(default_factory=list)
+    # Leftovers no reader sees (orphaned GOPs, stale leases, unlisted data files): reported, and
+    # removed by ``robodata gc``; they do not make the dataset unsound.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -46,6 +51,7 @@ class VerifyReport:
         lines += [f"  - {problem}" for problem in shown]
         if len(self.problems) > len(shown):
             lines.append(f"  ... and {len(self.problems) - len(shown)} more")
+        lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
 
@@ -56,11 +62,13 @@ def verify_dataset(
     decode: bool = False,
     storage_options: dict | None = None,
     episode_index: int | None = None,
+    leftovers_min_age: timedelta = timedelta(hours=1),
 ) -> VerifyReport:
     """Check every GOP stored in gops.lance (its checksum; with ``decode`` also every frame, the
     frame count and size) and that every row of frames.lance at ``version`` points at a stored
     GOP of its own episode and camera holding its frame. ``episode_index`` narrows both to one
-    episode.
+    episode. On the whole dataset's newest version it also looks for leftovers at least ``leftovers_min_age`` old
+    (``robodata.integrity.leftovers``): GOPs stored twice are a problem, the others notes.
 
     >>> verify_dataset("s3://lab/ds", version="run-42").summary()  # doctest: +SKIP
     """
@@ -82,6 +90,13 @@ def verify_dataset(
     references = references_result(refs, label)
     if not references.passed:
         problems.append(references.description)
+    notes: list[str] = []
+    if episode_index is None and version is None:
+        with storage_step("looking for leftovers", uri, storage_options):
+            found = find_leftovers(uri, storage_options, min_age=leftovers_min_age)
+        lines = found.describe()
+        problems += lines[:1] if found.duplicate_ref_ids else []
+        notes += lines[1:] if found.duplicate_ref_ids else lines
     return VerifyReport(
         uri=uri,
         version=frames.version,
@@ -90,4 +105,5 @@ def verify_dataset(
         gops=check,
         decode=decode,
         problems=problems,
+        notes=notes,
     )
