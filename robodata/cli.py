@@ -409,10 +409,17 @@ def _add_checksums_args(p: argparse.ArgumentParser) -> None:
 def _add_checksums(args: argparse.Namespace) -> int:
     """Upgrade a dataset written before GOP checksums (format 1): checksum every stored GOP."""
     from robodata.integrity import add_gop_checksums
+    from robodata.integrity.frames_checksums import record_frames_checksums
     from robodata.storage import storage_options_from_env
 
     added = add_gop_checksums(args.dataset, storage_options_from_env() or None)
     print(f"added checksums to {added} GOP rows" if added else "every GOP row already has a checksum")
+    files = record_frames_checksums(args.dataset, storage_options_from_env() or None)
+    print(
+        f"recorded checksums of {files} frames.lance data files"
+        if files
+        else "every frames.lance data file has a checksum"
+    )
     return 0
 
 

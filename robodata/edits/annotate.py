@@ -9,6 +9,7 @@ import pyarrow as pa
 from robodata.format.commits import retry_commit
 from robodata.format.ids import episode_filter
 from robodata.format.tables import frames_uri, open_frames
+from robodata.integrity.frames_checksums import record_frames_checksums
 
 KEYS = ["episode_index", "frame_index"]
 _PROTECTED = {"episode_index", "frame_index", "timestamp_ns"}
@@ -115,7 +116,9 @@ def add_annotations(uri: str, labels: pa.Table, *, storage_options: dict | None 
             frames.merge_insert(KEYS).when_matched_update_all().execute(matched.select(KEYS + existing))
         return AnnotationResult(frames.version, matched.num_rows, unmatched.num_rows, unmatched_episodes)
 
-    return retry_commit(f"adding labels {label_names}", frames_uri(uri), annotate_once)
+    result = retry_commit(f"adding labels {label_names}", frames_uri(uri), annotate_once)
+    record_frames_checksums(uri, storage_options)  # the label column files just added
+    return result
 
 
 def _split_unmatched(frames, labels: pa.Table) -> tuple[pa.Table, pa.Table]:

@@ -23,6 +23,7 @@ from datetime import timedelta
 from robodata.edits.garbage import GarbageReport, collect_garbage
 from robodata.format.commits import retry_commit
 from robodata.format.tables import frames_uri, gops_uri, open_table
+from robodata.integrity.frames_checksums import record_frames_checksums
 
 # The columns reads filter on: frames by episode (integrity checks, re-ingest, episode reads),
 # gops by ref_id (integrity, GC) and by episode (re-ingest reuses stored GOPs).
@@ -80,6 +81,7 @@ def upkeep_dataset(
     if frames is None or gops is None:
         raise FileNotFoundError(f"no robodata dataset at {uri} (frames.lance or gops.lance does not exist)")
     frames_report = _compact(frames_uri(uri), storage_options)
+    record_frames_checksums(uri, storage_options)  # the rewritten fragments' new files
     frames_report.indexes = _index(frames_uri(uri), SCALAR_INDEXES["frames.lance"], storage_options)
     _remove_old_versions(frames_uri(uri), frames_report, older_than, retain_versions, storage_options)
     # GC after the frames cleanup: versions gone no longer protect their GOPs (tagged ones do).

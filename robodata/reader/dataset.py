@@ -17,6 +17,7 @@ from robodata.format.commits import retry_commit
 from robodata.format.provenance import label_columns
 from robodata.format.schema import camera_of, image_column, read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
+from robodata.integrity.frames_checksums import verify_frames_on_read
 from robodata.integrity.gop_checksums import verify_gop_bytes
 from robodata.reader.decode_pool import GopTask, run_tasks
 from robodata.reader.gop_index import GopIndex
@@ -177,6 +178,10 @@ class RoboDataset:
         self._frames = frames
         self._storage_options = storage_options
         self.metadata = read_metadata(frames.schema, uri)
+        # Row data is vouched for like GOPs: every data file against its recorded checksum,
+        # before any row is served (robodata.integrity.frames_checksums).
+        with storage_step("checking frames.lance's checksums", frames_uri(uri), storage_options):
+            verify_frames_on_read(uri, frames, storage_options)
         self.cameras = sorted(self.metadata.cameras)
         self._buffers: dict[tuple[str, int], np.ndarray] = {}
         self._row_files: SharedArrays | None = None
