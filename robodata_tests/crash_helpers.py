@@ -101,7 +101,7 @@ def killed(proc: subprocess.Popen, timeout: float = 120) -> tuple[bool, list[str
     return False, steps
 
 
-def finish(proc: subprocess.Popen, timeout: float = 120) -> str:
+def finish(proc: subprocess.Popen, timeout: float = 300) -> str:
     """Wait for ``proc``; its output (a failure fails the test)."""
     output, _ = proc.communicate(timeout=timeout)
     assert proc.returncode == 0, output
