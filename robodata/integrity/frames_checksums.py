@@ -15,14 +15,24 @@ one LIST reads them all. Writers record the files their commit added right after
 ``robodata add-checksums``. Datasets written before have none; they still open (reads say nothing,
 ``verify`` notes the unrecorded files) until ``robodata add-checksums`` records them.
 
->>> record_frames_checksums("data/demo")  # doctest: +SKIP
-3
->>> check_frames_files("data/demo", frames)  # raises CorruptRowsError on damage  # doctest: +SKIP
+What is checked where: ``robodata verify`` (``check_frames_files``) reads every data file of the
+version and compares its bytes. Opening a dataset (``verify_frames_on_read``) reads no row data:
+one LIST of the checksums and one LIST of ``frames.lance/data/`` compare each recorded file's
+size with the stored file's (a truncated, extended or missing file is refused); a byte changed
+in place is found by ``verify`` only. So opening a large remote dataset in every training worker
+costs two listings, not a read of the whole table.
+
+Each call builds one file system and uses it for all its requests: a new s3fs instance per
+request builds a new botocore client on fsspec's single event-loop thread (loading its JSON
+models there), which serialised every s3fs call of the process behind client construction and
+left unclosed clients behind; two racing writers recording checksums stalled on it.
+
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import xxhash
 
@@ -42,11 +52,12 @@ def file_checksum(data: bytes) -> int:
     return xxhash.xxh3_64_intdigest(data)
 
 
-def recorded_checksums(root: str, storage_options: dict | None = None) -> dict[str, tuple[int, int]]:
+def recorded_checksums(root: str, storage_options: dict | None = None, fs: Any = None) -> dict[str, tuple[int, int]]:
     """data file name -> (size, xxh3) for every recorded frames.lance data file."""
     folder = checksums_dir(root)
+    fs = fs if fs is not None else fsspec_filesystem(folder, storage_options)
     try:
-        names = [p.rsplit("/", 1)[-1] for p in fsspec_filesystem(folder, storage_options).ls(folder, detail=False)]
+        names = [p.rsplit("/", 1)[-1] for p in fs.ls(folder, detail=False)]
     except FileNotFoundError:
         return {}
     recorded = {}
@@ -71,9 +82,18 @@ def _data_files(frames) -> list[DataFile]:
     ]
 
 
-def _read(root: str, name: str, storage_options: dict | None) -> bytes:
-    path = join_uri(frames_uri(root), "data", name)
-    return fsspec_filesystem(path, storage_options).cat_file(path)
+def _read(root: str, name: str, fs: Any) -> bytes:
+    return fs.cat_file(join_uri(frames_uri(root), "data", name))
+
+
+def _stored_sizes(root: str, fs: Any) -> dict[str, int]:
+    """data file name -> size of every file in frames.lance/data/ (one LIST)."""
+    folder = join_uri(frames_uri(root), "data")
+    try:
+        entries = fs.ls(folder, detail=True)
+    except FileNotFoundError:
+        return {}
+    return {str(e["name"]).rsplit("/", 1)[-1]: int(e["size"]) for e in entries}
 
 
 def record_frames_checksums(root: str, storage_options: dict | None = None) -> int:
@@ -82,14 +102,14 @@ def record_frames_checksums(root: str, storage_options: dict | None = None) -> i
     frames = open_table(frames_uri(root), storage_options)
     if frames is None:
         return 0
-    recorded = recorded_checksums(root, storage_options)
     folder = checksums_dir(root)
     fs = fsspec_filesystem(folder, storage_options)
+    recorded = recorded_checksums(root, storage_options, fs)
     missing = [f for f in _data_files(frames) if f.name.removesuffix(".lance") not in recorded]
     if missing and not folder.startswith(("s3://", "gs://", "az://")):
         fs.makedirs(folder, exist_ok=True)
     for file in missing:
-        data = _read(root, file.name, storage_options)
+        data = _read(root, file.name, fs)
         stem = file.name.removesuffix(".lance")
         fs.pipe_file(join_uri(folder, f"{stem}.{len(data)}.{file_checksum(data):016x}"), b"")
     return len(missing)
@@ -107,15 +127,20 @@ class FramesCheck:
 def check_frames_files(root: str, frames, storage_options: dict | None = None) -> FramesCheck:
     """Compare every data file of ``frames`` (an opened version of frames.lance) with its
     recorded checksum; files without one are listed as unrecorded, not failed."""
-    recorded = recorded_checksums(root, storage_options)
+    fs = fsspec_filesystem(frames_uri(root), storage_options)
+    recorded = recorded_checksums(root, storage_options, fs)
     result = FramesCheck()
     for file in _data_files(frames):
         expected = recorded.get(file.name.removesuffix(".lance"))
         if expected is None:
             result.unrecorded.append(file.name)
             continue
-        data = _read(root, file.name, storage_options)
         result.checked += 1
+        try:
+            data = _read(root, file.name, fs)
+        except FileNotFoundError:
+            result.problems.append(_damaged(root, file, "the file is missing"))
+            continue
         size, digest = expected
         if len(data) != size:
             problem = f"{len(data)} bytes, recorded {size}"
@@ -123,17 +148,43 @@ def check_frames_files(root: str, frames, storage_options: dict | None = None) -
             problem = f"xxh3_64 of its bytes is {file_checksum(data):016x}, recorded {digest:016x}"
         else:
             continue
-        result.problems.append(
-            f"{frames_uri(root)}: fragment {file.fragment} ({file.rows} rows; data file data/{file.name}) "
-            f"is corrupt: {problem}"
-        )
+        result.problems.append(_damaged(root, file, problem))
+    return result
+
+
+def _damaged(root: str, file: DataFile, problem: str) -> str:
+    return f"{frames_uri(root)}: fragment {file.fragment} ({file.rows} rows; data file data/{file.name}) is corrupt: {problem}"
+
+
+def check_frames_sizes(root: str, frames, storage_options: dict | None = None) -> FramesCheck:
+    """The cheap check a read makes: every recorded data file of ``frames`` exists with its
+    recorded size (two LISTs, no row data read). A byte changed in place passes; ``verify``
+    (``check_frames_files``) finds it."""
+    fs = fsspec_filesystem(frames_uri(root), storage_options)
+    recorded = recorded_checksums(root, storage_options, fs)
+    result = FramesCheck()
+    if not recorded:  # written before row checksums: nothing to compare
+        result.unrecorded = [f.name for f in _data_files(frames)]
+        return result
+    sizes = _stored_sizes(root, fs)
+    for file in _data_files(frames):
+        expected = recorded.get(file.name.removesuffix(".lance"))
+        if expected is None:
+            result.unrecorded.append(file.name)
+            continue
+        result.checked += 1
+        size = sizes.get(file.name)
+        if size is None:
+            result.problems.append(_damaged(root, file, "the file is missing"))
+        elif size != expected[0]:
+            result.problems.append(_damaged(root, file, f"{size} bytes, recorded {expected[0]}"))
     return result
 
 
 def verify_frames_on_read(root: str, frames, storage_options: dict | None = None) -> None:
-    """Raise CorruptRowsError naming the first damaged data file of ``frames`` (a version about
-    to serve rows)."""
-    check = check_frames_files(root, frames, storage_options)
+    """Raise CorruptRowsError naming the first data file of ``frames`` (a version about to serve
+    rows) whose size differs from its recorded size, or that is missing (``check_frames_sizes``)."""
+    check = check_frames_sizes(root, frames, storage_options)
     if check.problems:
         more = f" (and {len(check.problems) - 1} more damaged files)" if len(check.problems) > 1 else ""
         raise CorruptRowsError(
