@@ -5,6 +5,9 @@ Every ``>>>`` example in ``robodata/`` is collected by ``pytest_collect_file`` b
 ``data/demo`` (a private copy of a small dataset: the three sample episodes, 591 rows) and
 ``uploads/episode_00000{0,1,2}`` (their upload folders). The examples see ``robodata``, ``np``,
 ``pa`` and ``ds`` (``data/demo`` opened). An example that writes changes only its own copy.
+An example that names ``exports/`` or ``recordings/`` also gets ``exports/demo_lerobot`` (the
+LeRobot export of ``data/demo``) and ``recordings/episode_{0,1}.hdf5`` (two short ALOHA HDF5
+recordings), made once per session the first time an example asks for them.
 
 A module whose imports (followed through robodata's own modules) reach Dagster or PyTorch gets
 the ``dagster`` or ``torch`` marker, like the tests that use them; it is not even imported when
@@ -120,6 +123,26 @@ def _doctest_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def _doctest_sources(_doctest_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The import examples' sources: a LeRobot export of the sample dataset, two ALOHA files."""
+    import h5py
+    import numpy as np
+
+    from robodata.interop.lerobot_export import export_lerobot
+
+    root = tmp_path_factory.mktemp("doctest-sources")
+    export_lerobot(str(_doctest_data / "data" / "demo"), root / "exports" / "demo_lerobot", progress=False)
+    (root / "recordings").mkdir()
+    for number in range(2):  # ALOHA's layout: qpos and action per step, RGB frames per camera
+        rng = np.random.default_rng(number)
+        with h5py.File(root / "recordings" / f"episode_{number}.hdf5", "w") as f:
+            f["observations/qpos"] = rng.standard_normal((20, 14))
+            f["action"] = rng.standard_normal((20, 14))
+            f["observations/images/top"] = rng.integers(0, 255, (20, 48, 64, 3), dtype=np.uint8)
+    return root
+
+
 @pytest.fixture(autouse=True)
 def _doctest_workspace(request: pytest.FixtureRequest) -> None:
     """For a docstring example: a private copy of the sample data as the working directory."""
@@ -134,8 +157,15 @@ def _doctest_workspace(request: pytest.FixtureRequest) -> None:
     workspace = request.getfixturevalue("tmp_path")
     for name in ("data", "uploads"):
         shutil.copytree(source / name, workspace / name)
+    if any(f"{name}/" in (request.node.dtest.docstring or "") for name in ("exports", "recordings")):
+        sources = request.getfixturevalue("_doctest_sources")
+        for name in ("exports", "recordings"):
+            shutil.copytree(sources / name, workspace / name)
     monkeypatch = request.getfixturevalue("monkeypatch")
-    monkeypatch.delenv("ROBODATA_UPLOADS", raising=False)
+    for name in ("ROBODATA_UPLOADS", "ROBODATA_ROOT", "ROBODATA_PARTITIONING"):
+        monkeypatch.delenv(name, raising=False)
+    # an example that points DAGSTER_HOME somewhere (prepare_dagster_home) changes it for itself
+    monkeypatch.setenv("DAGSTER_HOME", str(workspace / "dagster_home"))
     monkeypatch.chdir(workspace)
     namespace = request.getfixturevalue("doctest_namespace")
     namespace.update(robodata=robodata, np=np, pa=pa, ds=robodata.open("data/demo"))

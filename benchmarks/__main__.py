@@ -30,6 +30,11 @@ SCENARIOS: dict[str, Scenario] = {
     "loader": Scenario(
         "benchmarks.loader", "training DataLoader samples/s (0/1/2 workers, batch 32/128) and memory over a long run"
     ),
+    "levers": Scenario(
+        "benchmarks.loader_levers",
+        "training-loader levers: worker vs in-process decode, YUV 4:2:0 hand-over, 224x224 renditions, "
+        "batch transfer cost, time to first batch",
+    ),
     "upkeep": Scenario(
         "benchmarks.upkeep_scale",
         "open, ds[i], a 64-row batch and an episode filter before and after upkeep, local and s3://",

@@ -9,7 +9,7 @@ import numpy as np
 from benchmarks.profiling import profile_call
 from benchmarks.scenarios import ROW_COLUMNS, Pair, window_offsets
 from robodata.format.schema import ref_columns
-from robodata.reader import open_dataset
+from robodata.reader import FrameBatch, open_dataset
 
 SCENARIO_AIMS = {"A": 2.0, "B": 3.0, "C": 4.0}  # robodata / baseline samples/s
 JPEG_AIM_AT_G8 = 0.5  # video bytes / JPEG bytes at matched PSNR
@@ -142,9 +142,9 @@ def _scenario_calls(key: str, pair: Pair, single, row: int, batch: np.ndarray, w
     few = batch[:4]  # single-sample scenarios: a few rows one at a time, so one GOP position does not decide
     if key == "A1":
         camera = pair.main_camera
-        column, video = ds.image_columns[ds.cameras.index(camera)], single.video_key(camera)
+        video = single.video_key(camera)
         return (
-            lambda: [ds.take_blobs_decoded([i], column) for i in few],
+            lambda: [ds.get_frames([i], cameras=camera) for i in few],
             lambda: [single.get_item(int(paired[i]), [video]) for i in few],
             few,
             False,
@@ -160,7 +160,7 @@ def _scenario_calls(key: str, pair: Pair, single, row: int, batch: np.ndarray, w
         return lambda: _rows_and_frames(ds, batch), lambda: [single[int(paired[i])] for i in batch], batch, True
     if key == "C":
         offsets, deltas = window_offsets(pair, window_frames)
-        window = np.clip(row + np.asarray(offsets), 0, len(ds) - 1)  # take_windows' rows, in one thread
+        window = np.clip(row + np.asarray(offsets), 0, len(ds) - 1)  # get_windows' rows, in one thread
         return (
             lambda: _rows_and_frames(ds, window),
             lambda: single.get_item(int(paired[row]), delta_indices=deltas),
@@ -186,9 +186,9 @@ def _decoded_per_wanted(ds, rows, shared: bool) -> float:
     return decoded / wanted
 
 
-def _rows_and_frames(ds, rows) -> None:
+def _rows_and_frames(ds, rows) -> FrameBatch:
     ds.lance_dataset.take(np.sort(np.asarray(rows)).tolist(), columns=ROW_COLUMNS)
-    ds.take_blobs_decoded(rows, ds.image_columns, concurrency=1)
+    return ds.get_frames(rows, concurrency=1)
 
 
 def _explain_bound(aim: dict, row: dict, batch: np.ndarray, repeat: int) -> dict:
@@ -198,7 +198,7 @@ def _explain_bound(aim: dict, row: dict, batch: np.ndarray, repeat: int) -> dict
     batch = batch % len(ds)
     profile = profile_call(
         f"robodata batched G={row['gop_size']} (1 thread)",
-        lambda: ds.take_blobs_decoded(batch, row["read_column"], concurrency=1),
+        lambda: ds.get_frames(batch, cameras=row["read_column"], concurrency=1),
         repeat,
     )
     cores = os.cpu_count() or 1

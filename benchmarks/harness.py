@@ -217,7 +217,7 @@ def _prepare_dataset(cfg: BenchmarkConfig, work: Path, dataset_uri, version, sto
 def _measure_scenarios(pair: Pair, cfg: BenchmarkConfig, rng: np.random.Generator, baseline_root: Path):
     """Scenarios A, B, C (and A3 against the real LeRobotDataset where lerobot is importable)."""
     # Load both sides' indexes and thread pools before anything is timed.
-    pair.ds.take_windows(indices=[0], offsets=[0, 1], columns=pair.ds.image_columns)
+    pair.ds.get_windows([0], [0, 1])
     pair.reader.get_item(0, delta_indices=[0, 1])
     n = len(pair.ds)
     scenarios = scenario_a(pair, rng.integers(0, n, cfg.single_samples))

@@ -6,6 +6,7 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from robodata.codec import EncoderSettings
 from robodata.format.tables import gops_uri, open_table
@@ -21,7 +22,7 @@ def timed_ingest(
     >>> timed_ingest([Path("uploads/episode_000000")], "data/g8", 8)[0]["realtime_multiple"]  # doctest: +SKIP
     3.1
     """
-    timings = []
+    timings: list[dict[str, Any]] = []
     for upload in uploads:
         start = time.perf_counter()
         result = ingest_episode(str(upload), dataset_uri, settings=EncoderSettings(gop_size=gop_size))

@@ -56,6 +56,8 @@ def decode_video_frames_pyav(
     loaded_ts: list[float] = []
     with av.open(video_path) as container:
         stream = container.streams.video[0]
+        if stream.time_base is None:
+            raise ValueError(f"{video_path}: its video stream has no time base")
         # LeRobot's one-frame margin: seek strictly before first_ts, backward to a keyframe.
         container.seek(round(first_ts / stream.time_base) - 1, backward=True, any_frame=False, stream=stream)
         for frame in container.decode(stream):

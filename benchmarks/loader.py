@@ -98,6 +98,8 @@ def _time_batches(batches: Iterable[dict], samples: int, size_of: Callable[[dict
         if seen >= samples:
             break
     end = time.perf_counter()
+    if first is None:
+        raise RuntimeError("the loader yielded no batch")
     steady = (seen - first_seen) / (end - first) if end > first else float("nan")
     return {"first_batch_s": first - start, "samples": seen, "samples_per_s": steady}
 
@@ -158,8 +160,8 @@ def baseline_throughput(root: str, *, num_workers: int, batch_size: int, samples
     from torch.utils.data import DataLoader
 
     dataset = LeRobotLayoutTorchDataset(root)
-    loader = DataLoader(
-        dataset,
+    loader: DataLoader = DataLoader(
+        dataset,  # type: ignore[arg-type]  # any __getitem__/__len__ object; the stub asks for a Dataset
         batch_size=batch_size,
         shuffle=True,
         generator=torch.Generator().manual_seed(1),

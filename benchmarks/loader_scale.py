@@ -96,7 +96,11 @@ def worker_memory(uri: str, *, batches: int = 40, batch_size: int = 32, num_work
     iterator = iter(loader)
     for _ in range(batches):
         next(iterator)
-    workers = [w.pid for w in loader._iterator._workers]  # DataLoader's worker processes
+    from torch.utils.data.dataloader import _MultiProcessingDataLoaderIter
+
+    workers_iterator = loader._iterator  # persistent workers: the DataLoader keeps its iterator
+    assert isinstance(workers_iterator, _MultiProcessingDataLoaderIter)  # num_workers > 0
+    workers = [w.pid for w in workers_iterator._workers if w.pid is not None]  # DataLoader's worker processes (started)
     figures = {
         "rows": loader.reader.num_rows,
         "batches": batches,

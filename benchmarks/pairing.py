@@ -39,7 +39,7 @@ def baseline_rows(ds: RoboDataset, reader: LeRobotLayoutReader) -> np.ndarray:
         rows = np.flatnonzero(episodes == episode)
         ep = reader.episodes[position[int(episode)]]
         start, end = ep["dataset_from_index"], ep["dataset_to_index"]
-        if frame_column is not None:
+        if frame_column is not None and camera is not None:
             frame_times = reader.data[frame_column].slice(start, end - start).to_numpy()
             fps = ds.metadata.cameras[camera].fps
             paired[rows] = start + nearest_frames(row_times[rows], frame_times, fps, str(reader.root))

@@ -7,7 +7,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
+import matplotlib.pyplot as plt  # the backend must be chosen first
 
 
 def storage_vs_gop(sweep: list[dict], path: Path, baseline_vs_jpeg: float | None = None) -> Path:

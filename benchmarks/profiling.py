@@ -57,7 +57,8 @@ def profile_call(label: str, call: Callable[[], object], repeat: int = 3, top: i
         call()
     profiler.disable()
     elapsed = (time.perf_counter() - start) / repeat
-    stats = pstats.Stats(profiler).stats  # (file, line, function) -> (cc, nc, tottime, cumtime, callers)
+    # (file, line, function) -> (cc, nc, tottime, cumtime, callers); typeshed leaves the table out
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     own = {f"{file}:{function}": entry[2] for (file, _, function), entry in stats.items()}
     return profile_from_own_times(label, elapsed, own, top)
 

@@ -11,6 +11,7 @@ import statistics
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -54,7 +55,7 @@ def measure_readpath(
     column: str | None = None,
     seed: int = 0,
     progress: bool = False,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """Read-path figures for one image column (default: the largest camera) of ``ds``.
 
     >>> measure_readpath(robodata.open("demo/dataset"))["batched_vs_bound"]  # doctest: +SKIP
@@ -68,11 +69,11 @@ def measure_readpath(
 
     singles, items = [], []
     batches = max(3, samples // batch_size)
-    ds.take_blobs_decoded(rng.integers(0, n, 4), column)  # load the indexes once
+    ds.get_frames(rng.integers(0, n, 4), cameras=column)  # load the indexes once
     steps = tqdm(total=2 * samples + batches, desc="read path", disable=not progress, unit="read")
     for i in rng.integers(0, n, samples):
         start = time.perf_counter()
-        ds.take_blobs_decoded([int(i)], column)
+        ds.get_frames([int(i)], cameras=column)
         singles.append(time.perf_counter() - start)
         steps.update()
     for i in rng.integers(0, n, samples):
@@ -84,7 +85,7 @@ def measure_readpath(
     for _ in range(batches):
         indices = rng.integers(0, n, batch_size)
         start = time.perf_counter()
-        ds.take_blobs_decoded(indices, column, zero_copy=True)
+        ds.get_frames(indices, cameras=column, zero_copy=True)
         batched.append(batch_size / (time.perf_counter() - start))
         steps.update()
     steps.close()

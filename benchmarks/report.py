@@ -172,7 +172,7 @@ def render_report(results: dict) -> str:
         f"(median of {ing['episodes']} episodes).",
         SECTIONS[5],
         "A real `torch.utils.data.DataLoader` (spawned workers) over robodata's map-style adapter, whose "
-        "`__getitems__` reads each batch with one `take_blobs_decoded`, against the same DataLoader over the "
+        "`__getitems__` reads each batch with one `get_frames`, against the same DataLoader over the "
         "LeRobot-layout baseline reader fed one sample at a time; all cameras, random order. Steady samples/s "
         "after the first batch (worker start-up is in 'first batch s'). `robodata bench loader` runs a longer "
         "grid and the resident-memory run.",
@@ -233,11 +233,11 @@ def _method(results: dict) -> str:
             f"- The `lerobot` package: {b['lerobot_package']}. Where it is importable the harness also measures "
             '`LeRobotDataset(root, video_backend="pyav")[idx]` (scenario A3-lerobot); it is not installed here because '
             "it pulls in a large dependency set.",
-            "- A1 reads one camera frame (robodata `take_blobs_decoded(column, [i])`; baseline a one-camera sample). "
-            "A3 is `ds[i]` against `LeRobotDataset[idx]`. B reads random batches with `take_blobs_decoded(..., "
+            "- A1 reads one camera frame (robodata `get_frames([i], cameras=camera)`; baseline a one-camera sample). "
+            "A3 is `ds[i]` against `LeRobotDataset[idx]`. B reads random batches with `get_frames(..., "
             "concurrency=cpu_count)` plus the rows' state and action, against the baseline reading the same rows one "
             "by one (its DataLoader path). C reads 8 consecutive camera frames of every camera per sample: "
-            "`take_windows` against LeRobot's delta_timestamps path.",
+            "`get_windows` against LeRobot's delta_timestamps path.",
             "- The baseline is a camera-rate export (one LeRobot frame per camera frame, as LeRobot records). Each "
             "robodata row is paired with the baseline sample of the same episode showing the same camera frame (by the "
             "frame times the export records), so both sides decode the same picture.",

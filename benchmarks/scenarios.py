@@ -35,7 +35,8 @@ class Pair:
 
 def interleaved(trials: list, robodata_call, baseline_call, tick) -> tuple[list[float], list[float]]:
     """Seconds per trial for each side, alternating which side runs first."""
-    ours, theirs = [], []
+    ours: list[float] = []
+    theirs: list[float] = []
     for n, trial in enumerate(trials):
         order = ((ours, robodata_call), (theirs, baseline_call))
         for times, call in order if n % 2 == 0 else order[::-1]:
@@ -66,10 +67,10 @@ def scenario_a(pair: Pair, rows: np.ndarray) -> list[dict]:
     """A: one random sample at a time, one camera (frame only) and all cameras (``ds[i]`` against
     ``LeRobotDataset[idx]``)."""
     ds, reader, camera = pair.ds, pair.reader, pair.main_camera
-    column, key = ds.image_columns[ds.cameras.index(camera)], reader.video_key(camera)
+    key = reader.video_key(camera)
     ours, theirs = interleaved(
         list(rows),
-        lambda i: ds.take_blobs_decoded([int(i)], column),
+        lambda i: ds.get_frames([int(i)], cameras=camera),
         lambda i: reader.get_item(int(pair.paired[i]), [key]),
         pair.tick,
     )
@@ -80,14 +81,14 @@ def scenario_a(pair: Pair, rows: np.ndarray) -> list[dict]:
 
 
 def scenario_b(pair: Pair, batch_sizes: list[int], repeats: int, rng: np.random.Generator) -> list[dict]:
-    """B: random batches through ``take_blobs_decoded`` with concurrency (plus the rows' state and
+    """B: random batches through ``get_frames`` with concurrency (plus the rows' state and
     action) against the baseline's DataLoader path, which reads the same rows one by one."""
     ds, reader = pair.ds, pair.reader
     workers = os.cpu_count() or 1
 
     def ours(batch):
         ds.lance_dataset.take(np.sort(batch).tolist(), columns=ROW_COLUMNS)
-        ds.take_blobs_decoded(batch, ds.image_columns, concurrency=workers, zero_copy=True)
+        ds.get_frames(batch, concurrency=workers, zero_copy=True)
 
     def theirs(batch):
         for i in batch:
@@ -113,13 +114,13 @@ def scenario_b(pair: Pair, batch_sizes: list[int], repeats: int, rng: np.random.
 
 
 def scenario_c(pair: Pair, rows: np.ndarray, frames: int) -> dict:
-    """C: ``frames`` consecutive camera frames x every camera per sample: ``take_windows`` against
+    """C: ``frames`` consecutive camera frames x every camera per sample: ``get_windows`` against
     LeRobot's delta_timestamps path (``_get_query_indices`` + one decode per camera)."""
     ds, reader = pair.ds, pair.reader
     row_offsets, delta_indices = window_offsets(pair, frames)
     ours, theirs = interleaved(
         list(rows),
-        lambda i: ds.take_windows(indices=[int(i)], offsets=row_offsets, columns=ds.image_columns),
+        lambda i: ds.get_windows([int(i)], row_offsets),
         lambda i: reader.get_item(int(pair.paired[i]), delta_indices=delta_indices),
         pair.tick,
     )

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from benchmarks.lerobot_baseline import LeRobotLayoutReader
 from robodata.codec.quality import jpeg_roundtrip, psnr
 from robodata.format.ids import episode_filter
+from robodata.format.renditions import full_resolution_only
 from robodata.format.schema import ref_columns
 from robodata.format.tables import gops_uri, open_table
 from robodata.ingest.upload import read_upload
@@ -33,7 +34,8 @@ def video_bytes(ds: RoboDataset) -> int:
 def _gops_of(ds: RoboDataset, columns: list[str]):
     episodes = ds.episodes()["episode_index"].to_pylist()
     gops = open_table(gops_uri(ds.uri), ds.storage_options)  # same dataset, same options
-    return gops.to_table(columns=columns, filter=episode_filter(episodes))
+    # Full-resolution GOPs only: training renditions beside them are not the dataset's video.
+    return gops.to_table(columns=columns, filter=full_resolution_only(gops, episode_filter(episodes)))
 
 
 def quality_sample(
@@ -49,13 +51,13 @@ def quality_sample(
     columns = [c for cam in ds.cameras for c in ref_columns(cam)[1:]] + ["episode_index"]
     refs = ds.to_table(columns=columns).take(rows.tolist()).to_pydict()
     gop_size = ds.metadata.gop_size
-    decoded = ds.take_blobs_decoded(rows, ds.image_columns)
+    decoded = ds.get_frames(rows)
     sample: dict[str, dict[str, list[np.ndarray]]] = {}
-    for camera, column in zip(ds.cameras, ds.image_columns, strict=True):
+    for camera in ds.cameras:
         _, gop_column, in_gop_column = ref_columns(camera)
         # GOPs are G frames long except an episode's last, so this is the camera frame number.
         numbers = [g * gop_size + k for g, k in zip(refs[gop_column], refs[in_gop_column], strict=True)]
-        sample[camera] = {"robodata": list(decoded[column])}
+        sample[camera] = {"robodata": list(decoded.data[camera])}
         if uploads is not None:
             sample[camera]["source"] = _source_frames(uploads, camera, refs["episode_index"], numbers)
         if reader is not None and paired is not None:

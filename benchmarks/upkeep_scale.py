@@ -98,10 +98,7 @@ def _report(where: str, state: str, uri: str, episodes: int, options, upkeep_s: 
     open_s = time.perf_counter() - start
     ds[int(rng.integers(rows))]  # loads the GOP index once
     single = [_timed(lambda: ds[int(rng.integers(rows))]) for _ in range(10)]
-    batch = [
-        _timed(lambda: ds.take_blobs_decoded(rng.choice(rows, 64, replace=False).tolist(), ds.image_columns))
-        for _ in range(3)
-    ]
+    batch = [_timed(lambda: ds.get_frames(rng.choice(rows, 64, replace=False).tolist())) for _ in range(3)]
     filtered = [_timed(lambda: ds.to_table(filter=episode_filter(int(rng.integers(episodes))))) for _ in range(5)]
     frames = ds.lance_dataset
     print(

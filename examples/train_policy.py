@@ -30,11 +30,10 @@ from torch.utils.data import DataLoader
 import robodata
 from robodata.torch import LeRobotCompatDataset, collate_batch, worker_context
 
-CAMERA = "observation.images.wrist_left"
-
 
 class ConvPolicy(nn.Module):
-    """Image + state -> action: three strided convolutions and a small head."""
+    """Image + state -> action: three strided convolutions and a small head (the image is the
+    dataset's first camera)."""
 
     def __init__(self, state_dim: int, action_dim: int) -> None:
         super().__init__()
@@ -52,6 +51,11 @@ class ConvPolicy(nn.Module):
 
     def forward(self, image: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
         return self.head(torch.cat([self.conv(image), state], dim=1))
+
+
+def unwrapped_state(state: dict) -> dict:
+    """A model state dict without DDP's ``module.`` prefixes: loads on any world size."""
+    return {key.removeprefix("module."): value for key, value in state.items()}
 
 
 def log(rank: int, **fields) -> None:
@@ -101,19 +105,21 @@ def main(argv: list[str] | None = None) -> int:
         multiprocessing_context=worker_context() if args.workers else None,  # spawn: Lance is not fork-safe
         persistent_workers=args.workers > 0,
     )
+    if not dataset.meta.camera_keys:
+        raise SystemExit(f"{args.dataset}: the policy needs a camera; this dataset has none")
+    camera = dataset.meta.camera_keys[0]  # the cameras are read from the dataset, in recorded order
     stats = dataset.meta.stats
     norm = {
         k: (
             torch.as_tensor(stats[k]["mean"], dtype=torch.float32),
             torch.as_tensor(stats[k]["std"], dtype=torch.float32).clamp_min(1e-6),
         )
-        for k in ("observation.state", "action", CAMERA)
+        for k in ("observation.state", "action", camera)
     }
     state_dim = dataset.meta.features["observation.state"]["shape"][0]
     action_dim = dataset.meta.features["action"]["shape"][0]
-    model = ConvPolicy(state_dim, action_dim)
-    if distributed:
-        model = nn.parallel.DistributedDataParallel(model)
+    policy = ConvPolicy(state_dim, action_dim)
+    model = nn.parallel.DistributedDataParallel(policy) if distributed else policy
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
 
     step, epoch, batches_in_epoch = 0, 0, 0
@@ -124,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{args.checkpoint} was trained on version {checkpoint['dataset_version']}, "
                 f"tag {args.tag!r} names version {version}"
             )
-        model.load_state_dict(checkpoint["model"])
+        policy.load_state_dict(unwrapped_state(checkpoint["model"]))  # saved on any world size
         optimizer.load_state_dict(checkpoint["optimizer"])
         sampler.load_state_dict(checkpoint["sampler"])  # any world size: continues at the next sample
         step, epoch = checkpoint["step"], checkpoint["sampler"]["epoch"]
@@ -133,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         rank,
         event="start",
         dataset=args.dataset,
+        camera=camera,
         tag=args.tag,
         version=version,
         world_size=world,
@@ -144,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     def save() -> None:
         if args.checkpoint and rank == 0:
             state = {
-                "model": model.state_dict(),
+                "model": policy.state_dict(),  # no DDP prefixes
                 "optimizer": optimizer.state_dict(),
                 "step": step,
                 "sampler": sampler.state_dict(batches_consumed=batches_in_epoch),
@@ -159,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     while step < args.steps and (args.stop_after is None or run_steps < args.stop_after):
         batches_in_epoch = 0
         for batch in loader:
-            image = (batch[CAMERA] - norm[CAMERA][0]) / norm[CAMERA][1]
+            image = (batch[camera] - norm[camera][0]) / norm[camera][1]
             state = (batch["observation.state"] - norm["observation.state"][0]) / norm["observation.state"][1]
             target = (batch["action"] - norm["action"][0]) / norm["action"][1]
             per_sample = F.mse_loss(model(image, state), target, reduction="none").mean(dim=1)

@@ -24,14 +24,18 @@ from robodata.errors import (
     EpisodeIndexTakenError,
     EpisodeNotFoundError,
     IncompatibleEpisodeError,
+    InvalidArgumentError,
+    MissingExtraError,
+    NotFoundError,
     RemovedCodecError,
+    RoboDataDeprecationWarning,
     RoboDataError,
     StorageError,
     StorageUnreachableError,
 )
 from robodata.ingest import IngestResult, ingest_episode, write_episode
 from robodata.reader import FrameBatch, RoboDataset, WindowBatch
-from robodata.reader import open_dataset as open  # noqa: A001 - mirrors lance.dataset / robodata.open
+from robodata.reader import open_dataset as open  # mirrors lance.dataset / robodata.open
 
 __all__ = [
     "BadUploadError",
@@ -46,8 +50,12 @@ __all__ = [
     "EpisodeNotFoundError",
     "FrameBatch",
     "IncompatibleEpisodeError",
+    "InvalidArgumentError",
+    "MissingExtraError",
+    "NotFoundError",
     "RemovedCodecError",
     "IngestResult",
+    "RoboDataDeprecationWarning",
     "RoboDataError",
     "RoboDataset",  # for type hints: datasets come from robodata.open
     "StorageError",

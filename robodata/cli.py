@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
 from collections.abc import Callable
 
 from tqdm import tqdm
 
-from robodata.errors import RoboDataError
+from robodata.errors import InvalidArgumentError, RoboDataError
+from robodata.storage.deadlines import exit_now_if_abandoned
 
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
 
@@ -66,13 +68,19 @@ def _encoding_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _encoder_settings(args: argparse.Namespace, dataset_uri: str, storage_options: dict):
+def _encoder_settings(args: argparse.Namespace, dataset_uri: str, storage_options: dict | None):
     """The EncoderSettings for writing into ``dataset_uri``: its own, with what the
     ``_encoding_args`` options ask for (None when they ask for nothing: the writer reads them)."""
+    from robodata.codec import EncoderSettings
     from robodata.ingest import requested_settings
 
-    if all(getattr(args, name) is None for name in ("gop_size", "crf", "preset", "codec")):
+    asked = {name: getattr(args, name) for name in ("gop_size", "crf", "preset", "codec")}
+    if all(value is None for value in asked.values()):
         return None
+    try:  # the settings' own range checks (codec/ raises ValueError: it imports nothing of robodata)
+        EncoderSettings(**{name: value for name, value in asked.items() if value is not None})
+    except ValueError as exc:
+        raise InvalidArgumentError(str(exc)) from None
     return requested_settings(
         dataset_uri, storage_options, gop_size=args.gop_size, crf=args.crf, preset=args.preset, codec=args.codec
     )
@@ -87,7 +95,7 @@ def _print_import(result) -> None:
 
 
 def _sample_data_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("out", help="folder to write one upload folder per episode into")
+    p.add_argument("out", help="folder or s3:// prefix to write one upload folder per episode into")
     p.add_argument("--episodes", type=int, default=4, help="how many episodes to write")
     p.add_argument("--seed", type=int, default=0, help="random seed: the same seed writes the same episodes")
     p.add_argument("--seconds", type=float, default=4.0, help="length of each episode")
@@ -97,15 +105,15 @@ def _sample_data_args(p: argparse.ArgumentParser) -> None:
 @command("sample-data", _sample_data_args)
 def _sample_data(args: argparse.Namespace) -> int:
     """Write synthetic episodes in the upload format: three cameras, 14-DoF state and action."""
-    from pathlib import Path
-
     import numpy as np
 
-    from robodata.sample_data import write_sample_episode
+    from robodata.sample_data import write_sample_episode_to
+    from robodata.storage import env_storage_options
 
+    options = env_storage_options()
     for i in tqdm(range(args.episodes), desc="sample episodes", unit="episode"):
         index = args.start_index + i
-        write_sample_episode(Path(args.out), index, np.random.default_rng([args.seed, index]), args.seconds)
+        write_sample_episode_to(args.out, index, np.random.default_rng([args.seed, index]), args.seconds, options)
     print(f"wrote {args.episodes} episodes to {args.out}")
     return 0
 
@@ -160,6 +168,27 @@ def _info(args: argparse.Namespace) -> int:
 
     summary = dataset_summary(args.dataset, version=_version(args.version), storage_options=env_storage_options())
     print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _add_rendition_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
+    p.add_argument("size", help="WIDTHxHEIGHT of the rendition, e.g. 224x224 or 320x240 (even sizes)")
+    p.add_argument("--camera", action="append", help="a camera to add it to (repeat; default: every camera)")
+
+
+@command("add-rendition", _add_rendition_args)
+def _add_rendition(args: argparse.Namespace) -> int:
+    """Add a training rendition (smaller copies of the camera GOPs) to every episode; readers then
+    read frames of that size with resolution=(H, W) without decoding the full frames."""
+    from robodata.ingest.renditions import add_rendition
+    from robodata.storage import env_storage_options
+
+    result = add_rendition(args.dataset, args.size, args.camera, env_storage_options())
+    print(
+        f"rendition {result.rendition} of {', '.join(result.cameras)}: {result.gops_written} GOPs "
+        f"({result.bytes_written} bytes) over {result.episodes} episodes; dataset version {result.frames_version}"
+    )
     return 0
 
 
@@ -361,10 +390,27 @@ def _register_uploads_args(p: argparse.ArgumentParser) -> None:
 def _register_uploads(args: argparse.Namespace) -> int:
     """Add a Dagster partition (in $DAGSTER_HOME's instance) for every complete upload (every upload
     batch with ROBODATA_PARTITIONING=batch); no run is started."""
-    from robodata.instance_commands import register_uploads_from_cli
+    from robodata.dagster_home import register_uploads_from_cli
 
     for key in register_uploads_from_cli(args.dataset, args.uploads):
         print(key)
+    return 0
+
+
+def _repartition_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("to", choices=["episode", "batch"], help="the partitioning to carry the instance over to")
+    _register_uploads_args(p)
+
+
+@command("repartition", _repartition_args)
+def _repartition(args: argparse.Namespace) -> int:
+    """Carry $DAGSTER_HOME's instance over to per-episode or batch partitions (then set
+    ROBODATA_PARTITIONING and restart the code location): what is ingested is recorded as such."""
+    from robodata.dagster_home import migrate_partitioning_from_cli
+
+    done = migrate_partitioning_from_cli(args.to, args.dataset, args.uploads)
+    print(f"{len(done['stored'])} partition(s) already ingested, {len(done['new'])} to ingest")
+    print(f"now set ROBODATA_PARTITIONING={args.to} and restart the code location")
     return 0
 
 
@@ -376,7 +422,7 @@ def _register_imports_args(p: argparse.ArgumentParser) -> None:
 @command("register-imports", _register_imports_args)
 def _register_imports(args: argparse.Namespace) -> int:
     """Add an imported_episodes partition (in $DAGSTER_HOME's instance) per source episode."""
-    from robodata.instance_commands import register_import_partitions_from_cli
+    from robodata.dagster_home import register_import_partitions_from_cli
 
     for key in register_import_partitions_from_cli(args.source, args.format):
         print(key)
@@ -453,7 +499,7 @@ def _view(args: argparse.Namespace) -> int:
     try:
         server = PageServer(page, args.port)
     except OSError as exc:
-        raise ValueError(f"cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
+        raise InvalidArgumentError(f"cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
     with server:
         print(f"serving episode {args.episode} at {server.url} (Ctrl-C stops)", flush=True)
         try:
@@ -543,8 +589,8 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
 @command("bench", _bench_args)
 def _bench(args: argparse.Namespace) -> int:
     """Benchmarks, from a source checkout. Scenarios: report (the default: `robodata bench OUT
-    --peers VENV`, robodata against LeRobot 0.6.1 and LanceDBDataset), readpath, loader, upkeep,
-    sensor, landing, batches; `robodata bench SCENARIO --help` shows a scenario's options."""
+    --peers VENV`, robodata against LeRobot 0.6.1 and LanceDBDataset), readpath, loader, levers,
+    upkeep, sensor, landing, batches; `robodata bench SCENARIO --help` shows a scenario's options."""
     from robodata.source_checkout import require_benchmarks
 
     require_benchmarks()
@@ -560,19 +606,31 @@ def _version(value: str | None) -> int | str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one ``robodata`` command. robodata's own errors (RoboDataError: a bad upload, a storage
+    failure, a missing episode) are one line on stderr and exit code 2; anything else is a bug and
+    keeps its traceback. ``--debug`` shows the traceback for robodata's errors too."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="robodata", description=__doc__)
+    parser.add_argument("--debug", action="store_true", help="show the traceback of robodata's own errors too")
     sub = parser.add_subparsers(dest="command", required=True)
+    # Only the command being run configures its options: a command whose options need an extra
+    # (Dagster, a benchmark) never stops the others from running without it.
+    chosen = next((arg for arg in argv if not arg.startswith("-")), None)
     for name, (configure, run) in COMMANDS.items():
         p = sub.add_parser(name, help=(run.__doc__ or "").strip() or None)
-        configure(p)
+        if name == chosen:
+            configure(p)
+            p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         p.set_defaults(run=run)
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (RoboDataError, ValueError, OSError, KeyError) as exc:
-        # robodata's own errors (bad uploads, storage failures) and a user's mistakes (a missing
-        # file, a bad value) are one line on stderr and exit code 2, never a traceback.
+    except RoboDataError as exc:
+        if args.debug:
+            traceback.print_exc()
         print(f"robodata {args.command}: {one_line_error(exc)}", file=sys.stderr)
+        if argv is None:  # the robodata command itself (not a caller of main): see exit_now_if_abandoned
+            exit_now_if_abandoned(2)
         return 2
 
 
@@ -580,7 +638,7 @@ def one_line_error(exc: BaseException) -> str:
     """``exc``'s message on one line, credentials redacted (a store's multi-line XML answer
     included). Open progress bars are closed first, so the message starts its own line.
 
-    >>> one_line_error(FileNotFoundError("uploads/ep/states.parquet: is missing"))  # doctest: +SKIP
+    >>> one_line_error(FileNotFoundError("uploads/ep/states.parquet: is missing"))
     'uploads/ep/states.parquet: is missing'
     """
     from robodata.storage import redact

@@ -1,34 +1,17 @@
-"""The Dagster entry point (workspace.yaml, ``dagster dev``, ``dagster asset materialize -m``).
+"""The Dagster entry point (workspace.yaml, ``dagster dev``, ``dagster ... -m robodata.definitions``).
 
-Each ``robodata/defs/<domain>.py`` exposes its own ``defs``; add a domain with one import here.
+Dagster's own defs-folder loading is the one path: every module under ``robodata/defs/`` (a
+folder per domain) is found and its ``defs`` merged, exactly as ``dg`` loads the ``[tool.dg]``
+project. The tree is built from the imported package, not from pyproject.toml, so a wheel
+install loads the same definitions as a checkout.
 """
+
+from pathlib import Path
 
 import dagster as dg
 
-from robodata.defs import (
-    annotations,
-    batches,
-    benchmark,
-    checks,
-    episodes,
-    interop,
-    jobs,
-    maintenance,
-    resources,
-    sensors,
-    snapshots,
-)
+import robodata.defs
 
-defs = dg.Definitions.merge(
-    resources.defs,
-    episodes.defs,
-    batches.defs,
-    checks.defs,
-    jobs.defs,
-    sensors.defs,
-    annotations.defs,
-    snapshots.defs,
-    benchmark.defs,
-    interop.defs,
-    maintenance.defs,
-)
+defs = dg.ComponentTree.from_module(
+    defs_module=robodata.defs, project_root=Path(robodata.defs.__file__).parents[2]
+).build_defs()

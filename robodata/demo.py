@@ -22,13 +22,16 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 def run_demo(workdir: str, episodes: int = 4, seconds: float = 4.0) -> dict:
     """Write ``episodes`` sample uploads under ``workdir`` and build the dataset with Dagster.
 
-    >>> run_demo("demo", episodes=2, seconds=1.0)["episodes"]  # doctest: +SKIP
-    2
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stdout(io.StringIO()):  # it prints the summary and where to look
+    ...     summary = run_demo("demo", episodes=1, seconds=0.5)
+    >>> summary["episodes"], summary["rows"], sorted(summary["cameras"])
+    (1, 47, ['top', 'wrist_left', 'wrist_right'])
     """
     import dagster as dg
 
-    from robodata.defs.episodes import register_uploads
-    from robodata.defs.instance import prepare_dagster_home
+    from robodata.dagster_home import prepare_dagster_home
+    from robodata.defs.ingest.episodes import register_uploads
     from robodata.defs.resources import DatasetStore
 
     root = Path(workdir).resolve()
@@ -55,15 +58,22 @@ def materialize_all(instance, store, partitions: list[str], labels_path: str, ru
     """Materialize every asset in-process: each episode partition (checks included), then
     annotations, the training snapshot and the benchmark report (skipped, saying so, where the
     benchmarks are absent: they ship with the source checkout). Returns the report's path, if any."""
-    import dagster as dg
     from tqdm import tqdm
 
-    from robodata.defs import annotations, benchmark, checks, episodes, snapshots
+    from robodata.dagster_home import run_named_job
+    from robodata.defs.ingest import checks, episodes
+    from robodata.defs.ingest.jobs import ingest_episode_job
+    from robodata.defs.labels import annotations
+    from robodata.defs.reports import benchmark
+    from robodata.defs.training import snapshots
 
     resources = {"store": store}
-    episode_assets = [episodes.raw_episodes, episodes.gop_blobs, episodes.aligned_frames, *checks.episode_checks]
+    episode_assets = [episodes.raw_episodes, episodes.gop_blobs, episodes.aligned_frames]
     for key in tqdm(partitions, desc="dagster: ingest episodes", unit="episode"):
-        dg.materialize(episode_assets, partition_key=key, instance=instance, resources=resources, run_config=QUIET)
+        run_named_job(
+            "ingest_episode", episode_assets, asset_checks=checks.episode_checks, job=ingest_episode_job,
+            instance=instance, resources=resources, partition_key=key, run_config=QUIET,
+        )  # fmt: skip
     config = {
         "annotations": {"config": {"labels_path": labels_path}},
         "training_snapshot": {"config": {"run_name": run_name}},
@@ -74,11 +84,17 @@ def materialize_all(instance, store, partitions: list[str], labels_path: str, ru
         assets.append(benchmark.benchmark_report)
     else:
         print("benchmark report skipped: the benchmarks ship with robodata's source checkout, not the package")
-    result = dg.materialize(assets, instance=instance, resources=resources, run_config={**QUIET, "ops": config})
+    result = run_named_job(
+        "demo_labels_snapshot_report" if with_report else "demo_labels_snapshot",
+        assets,
+        instance=instance,
+        resources=resources,
+        run_config={**QUIET, "ops": config},
+    )
     if not with_report:
         return {}
     bench = result.asset_materializations_for_node("benchmark_report")[0]
-    return {"benchmark_report": bench.metadata["report_path"].value}
+    return {"benchmark_report": str(bench.metadata["report_path"].value)}
 
 
 def _write_success_labels(path: Path, episodes: int) -> str:
@@ -104,7 +120,7 @@ def report(dataset: str, out: Path) -> dict:
         "jpeg_q90_psnr_db": round(float(np.mean([psnr(f, j) for f, (_, j) in zip(frames, jpeg, strict=True)])), 2),
     }
     png = out / "frame.png"
-    Image.fromarray(ds[len(ds) // 2][column]).save(png)
+    Image.fromarray(np.asarray(ds[len(ds) // 2][column])).save(png)
     summary["frame_png"] = str(png)
     print(json.dumps(summary, indent=2))
     return summary
@@ -112,12 +128,15 @@ def report(dataset: str, out: Path) -> dict:
 
 def _video_bytes_per_frame(ds, column: str) -> float:
     from robodata.format.ids import camera_filter
+    from robodata.format.renditions import full_resolution_only
     from robodata.format.schema import camera_of
     from robodata.format.tables import gops_uri, open_table
 
     camera = camera_of(column, ds.cameras)
     gops = open_table(gops_uri(ds.uri))
-    table = gops.to_table(columns=["n_frames", "packet_sizes"], filter=camera_filter(camera))
+    table = gops.to_table(
+        columns=["n_frames", "packet_sizes"], filter=full_resolution_only(gops, camera_filter(camera))
+    )
     frames = sum(table["n_frames"].to_pylist())
     total = sum(sum(p) for p in table["packet_sizes"].to_pylist())
     return total / max(frames, 1)

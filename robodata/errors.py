@@ -7,6 +7,11 @@ class RoboDataError(Exception):
     """Base class of robodata's own errors."""
 
 
+class RoboDataDeprecationWarning(DeprecationWarning):
+    """A robodata name that still works but will be removed in the next release; the message
+    names its replacement. Its own class, so a test suite can turn exactly these into errors."""
+
+
 class BadUploadError(RoboDataError, ValueError):
     """An upload that cannot be ingested; nothing was written."""
 
@@ -33,7 +38,7 @@ class CorruptGopError(RoboDataError, ValueError):
     """Stored GOP bytes whose checksum differs from the one written with them: the message names
     the dataset, its version, the episode, the camera and the GOP.
 
-    >>> CorruptGopError.of("data/demo", 5, 2, "top", 7, 123, "checksum differs").gop_index  # doctest: +SKIP
+    >>> CorruptGopError.of("data/demo", 5, 2, "top", 7, 123, "checksum differs").gop_index
     7
     """
 
@@ -123,3 +128,34 @@ class CommitConflictError(RoboDataError, RuntimeError):
 class CorruptRowsError(RoboDataError, ValueError):
     """A frames.lance data file whose bytes differ from the checksum written with it (or that Lance
     cannot decode): the message names the table, the fragment, the file and the rows it holds."""
+
+
+class NotFoundError(RoboDataError, FileNotFoundError):
+    """A dataset, a version or tag, or a file the caller named does not exist; the message names it."""
+
+
+class InvalidArgumentError(RoboDataError, ValueError):
+    """A value robodata refuses before doing anything (an episode index or id, a setting such as
+    DAGSTER_HOME); the message names the value and what is allowed."""
+
+
+class MissingExtraError(RoboDataError, ImportError):
+    """A feature that needs an optional dependency which is not installed; the message names the
+    ``pip install 'robodata[EXTRA]'`` command that adds it."""
+
+
+def import_extra(module: str, extra: str, feature: str):
+    """``module`` imported, or MissingExtraError naming the extra that installs it: the core
+    package reads and writes datasets without Dagster, torch, matplotlib or h5py.
+
+    >>> import_extra("json", "plots", "plots").__name__
+    'json'
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module.split(".")[0]:
+            raise  # the package is there but broken: that traceback is the useful one
+        raise MissingExtraError(f"{feature} needs {exc.name}: pip install 'robodata[{extra}]'") from exc

@@ -5,7 +5,8 @@ it will be created`` on every first write), through the middle of progress bars.
 ``LANCE_LOG`` once, when ``lance`` loads, so this module is imported before anything that
 imports lance; an explicit ``LANCE_LOG`` (e.g. ``LANCE_LOG=warn`` or ``debug``) is kept.
 
->>> import robodata  # doctest: +SKIP
+>>> import robodata  # before anything imports lance
+>>> import lance
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ instruction and human / policy / intervention segments."""
 from __future__ import annotations
 
 import json
+import tempfile
 from fractions import Fraction
 from pathlib import Path
 
@@ -15,6 +16,8 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from robodata.interop.aloha_layout import ALOHA_JOINTS  # sample episodes use ALOHA's joints
+from robodata.storage import is_remote, join_uri
+from robodata.storage.put_folder import put_folder
 
 CAMERAS = {"top": (640, 480), "wrist_left": (320, 240), "wrist_right": (320, 240)}
 TASKS = [
@@ -31,13 +34,30 @@ def write_sample_uploads(
 ) -> list[Path]:
     """Write ``episodes`` upload folders under ``out`` and return their paths.
 
-    >>> write_sample_uploads("uploads", episodes=2)  # doctest: +SKIP
+    >>> [p.name for p in write_sample_uploads("more", episodes=2, seconds=0.5)]
+    ['episode_000000', 'episode_000001']
     """
     out = Path(out)
     return [
         write_sample_episode(out, start_index + i, np.random.default_rng([seed, start_index + i]), seconds)
         for i in range(episodes)
     ]
+
+
+def write_sample_episode_to(
+    out: str, episode_index: int, rng: np.random.Generator, seconds: float, storage_options: dict | None = None
+) -> str:
+    """``write_sample_episode`` into a folder or an s3:// prefix. Videos are encoded into a local
+    folder (FFmpeg writes files), then the upload is copied, ``episode.json`` last.
+
+    >>> write_sample_episode_to("memory://lab/uploads", 0, np.random.default_rng(0), 0.5)  # or s3://
+    'memory://lab/uploads/episode_000000'
+    """
+    if not is_remote(out):
+        return str(write_sample_episode(Path(out), episode_index, rng, seconds))
+    with tempfile.TemporaryDirectory(prefix="robodata-sample-") as scratch:
+        folder = write_sample_episode(Path(scratch), episode_index, rng, seconds)
+        return put_folder(folder, join_uri(out, folder.name), storage_options, last=("episode.json",))
 
 
 def write_sample_episode(out: Path, episode_index: int, rng: np.random.Generator, seconds: float) -> Path:
@@ -69,7 +89,9 @@ def _scene(rng: np.random.Generator, width: int, height: int, n_frames: int):
     pan = n_frames * 2 + 8
     coarse = rng.integers(0, 256, ((height + pan) // 16 + 2, (width + pan) // 16 + 2, 3), dtype=np.uint8)
     texture = np.asarray(
-        Image.fromarray(coarse).resize(((width + pan) // 16 * 16 + 32, (height + pan) // 16 * 16 + 32), Image.BICUBIC)
+        Image.fromarray(coarse).resize(
+            ((width + pan) // 16 * 16 + 32, (height + pan) // 16 * 16 + 32), Image.Resampling.BICUBIC
+        )
     )
     colour = rng.integers(60, 255, 3)
     yy, xx = np.mgrid[0:height, 0:width]

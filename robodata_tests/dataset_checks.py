@@ -17,9 +17,9 @@ def assert_one_copy(ds, expected_rows: dict[int, int]) -> None:
     assert found == expected_rows
     for episode, n in expected_rows.items():
         assert sorted(frames[episodes == episode].tolist()) == list(range(n))
-    decoded = ds.take_blobs_decoded(np.arange(len(ds)), ds.image_columns)
-    for column, array in decoded.items():
-        assert array.shape[0] == len(ds), column
+    decoded = ds.get_frames(np.arange(len(ds)))
+    for camera, array in decoded.data.items():
+        assert array.shape[0] == len(ds), camera
 
 
 def gop_rows(root: str, storage_options: dict | None = None) -> dict[int, int]:

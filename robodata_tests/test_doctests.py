@@ -95,3 +95,14 @@ def test_every_public_error_is_exported():
         if isinstance(value, type) and issubclass(value, Exception) and not name.startswith("_")
     }
     assert errors <= set(robodata.__all__), sorted(errors - set(robodata.__all__))
+
+
+def test_no_example_in_the_package_is_skipped():
+    # an example that cannot run (a real remote bucket) is prose or a plain code block instead
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted((ROOT / "robodata").rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if "doctest:" in line and "+SKIP" in line
+    ]
+    assert found == [], f"{len(found)} skipped examples: {found}"

@@ -4,3 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
 .venv/bin/robodata demo --workdir demo
+echo
+echo "Next, the Dagster UI on this demo's instance (from the repository root):"
+echo "  source .venv/bin/activate"
+echo "  DAGSTER_HOME=\$PWD/demo/dagster_home dg dev"

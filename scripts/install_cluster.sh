@@ -4,6 +4,6 @@
 # scripts/debian-packages.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-.venv/bin/python -m pip install -q -r deploy/requirements-cluster.txt
-# --no-deps: these pin dagster==1.13.27; robodata pins 1.13.28 (see deploy/requirements-cluster.txt).
-.venv/bin/python -m pip install -q --no-deps dagster-postgres==0.29.27 dagster-celery==0.29.27
+# dagster-postgres and dagster-celery come with robodata's [dagster] extra; constraints.txt pins
+# them with the dagster release they are built for.
+.venv/bin/python -m pip install -q -c constraints.txt -r deploy/requirements-cluster.txt

@@ -25,8 +25,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     import dagster as dg
 
-    from robodata.defs import checks, episodes
-    from robodata.defs.batches import BATCH_ASSETS, register_upload_batches
+    from robodata.defs.batches.batches import BATCH_ASSETS, register_upload_batches
+    from robodata.defs.ingest import checks, episodes
     from robodata.defs.resources import DatasetStore
     from robodata.format.versions import current_versions
     from robodata.sample_data import write_sample_uploads

@@ -34,8 +34,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     import robodata
-    from robodata.defs.episodes import register_uploads
-    from robodata.defs.instance import prepare_dagster_home
+    from robodata.dagster_home import prepare_dagster_home
+    from robodata.defs.ingest.episodes import register_uploads
     from robodata.defs.resources import DatasetStore
     from robodata.sample_data import write_sample_episode
 

@@ -4,7 +4,7 @@ step), for ``robodata bench landing`` to compare against the in-process job."""
 import dagster as dg
 
 import robodata.definitions
-from robodata.defs.jobs import INGEST_SELECTION
+from robodata.defs.ingest.jobs import INGEST_SELECTION
 
 ingest_episode_multiprocess = dg.define_asset_job(
     "ingest_episode_multiprocess", selection=INGEST_SELECTION, executor_def=dg.multiprocess_executor

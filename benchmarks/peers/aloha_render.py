@@ -54,7 +54,7 @@ def render_episode(out: Path, episode_index: int, steps: int, seed: int) -> Path
             t = step / FPS
             action = start + amplitude * np.sin(2 * np.pi * t / period + phase)
             action[[6, 13]] = 0.5 + 0.5 * np.cos(2 * np.pi * t / period[[6, 13]])  # grippers open and close
-            observation = env._env.step(action).observation  # noqa: SLF001 - the raw one has every camera
+            observation = env._env.step(action).observation  # the raw one has every camera
             for name, key in CAMERAS.items():
                 writers[name].write(observation["images"][key])
             states.append(np.asarray(observation["qpos"], dtype=np.float32))

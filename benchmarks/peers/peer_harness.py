@@ -15,6 +15,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -126,7 +127,7 @@ def run_peer_benchmark(
     for r in range(cfg.rounds):
         plan = plan_round(rng, len(ds), cfg, r)
         order = SYSTEMS[r % len(SYSTEMS) :] + SYSTEMS[: r % len(SYSTEMS)]  # who goes first rotates
-        results: dict[str, list[dict]] = {s.key: [] for s in SYSTEMS}
+        measured: dict[str, list[dict]] = {s.key: [] for s in SYSTEMS}
         for phase in (0, 1):  # A, B, C for every system, then D for every system
             for system in order:
                 say(f"round {r + 1}/{cfg.rounds}: {system.key} {'A, B, C' if phase == 0 else 'D'} ...")
@@ -142,7 +143,7 @@ def run_peer_benchmark(
                     **(own if system.key == "robodata" else {}),
                 )
                 labels[system.key], versions[system.key] = answer["label"], answer["versions"]
-                results[system.key] += answer["measurements"]
+                measured[system.key] += answer["measurements"]
                 if phase == 1:
                     loader = answer["measurements"][0]
                     loader_checks.append(
@@ -152,7 +153,7 @@ def run_peer_benchmark(
                             "same_rows": loader_rows_match(jobs[1][0]["batches"], loader["delivered"]),
                         }
                     )
-        rounds.append(results)
+        rounds.append(measured)
 
     say("storage and picture quality ...")
     quality_rows = np.sort(rng.choice(len(ds), min(cfg.quality_rows, len(ds)), replace=False))
@@ -167,7 +168,7 @@ def run_peer_benchmark(
     aims = peer_aims(summary, storage, cfg)
     say("profiles of missed aims ...")
     profiles = explain_peer_misses(aims, roots, python, paired, rng, len(ds), cfg, window, log, nice, own)
-    results = {
+    results: dict[str, Any] = {
         "command": command or f"robodata bench {out} --peers {peers_venv}",
         "machine": _machine(load_before),
         "config": asdict(cfg),
@@ -351,7 +352,7 @@ def explain_peer_misses(
     profiles: dict[str, dict] = {}
     cache: dict[tuple[str, str], dict] = {}
     kinds = {"A": "sample", "B": "batch", "C": "window", "D": "batch"}
-    inputs = {
+    inputs: dict[str, Any] = {
         "sample": rng.integers(0, rows, 6),
         "batch": [rng.integers(0, rows, cfg.batch_size)],
         "window": rng.integers(0, rows, 4),
@@ -366,7 +367,7 @@ def explain_peer_misses(
                 continue
             own = key == "robodata"
             index = (lambda v: [int(i) for i in v]) if own else (lambda v: [int(i) for i in paired[np.asarray(v)]])
-            measurement = {
+            measurement: dict[str, Any] = {
                 "name": f"profile-{kind}",
                 "kind": "profile",
                 "of": kind,

@@ -128,7 +128,7 @@ def render_peer_report(results: dict) -> str:
         "## D: the training DataLoader",
         f"`torch.utils.data.DataLoader`, {results['config']['loader_workers']} spawned workers, batches of "
         f"{results['config']['batch_size']}, every camera: robodata's `make_dataloader` (its `__getitems__` reads "
-        "a batch with one `take_blobs_decoded`, GOPs prefetched), LeRobotDataset (one `__getitem__` per sample, "
+        "a batch with one `get_frames`, GOPs prefetched), LeRobotDataset (one `__getitem__` per sample, "
         "default collate), LanceDBDataset (`__getitems__`, `lance_mp_context()`). Same batches on every system "
         f"(robodata's loader delivered the planned rows: {all(c['same_rows'] for c in same)}). Steady = samples "
         "after the first batch / time after it.",
@@ -184,10 +184,10 @@ def _method(results: dict) -> str:
         [
             f"- {cfg['rounds']} rounds. Per round and system one process reads A ({cfg['single_samples']} samples, "
             f"one `ds[i]` each), B ({cfg['batches']} random batches of {cfg['batch_size']}: robodata "
-            "`take_blobs_decoded(concurrency=cpu_count)` plus the rows' state and action, LanceDBDataset "
+            "`get_frames(concurrency=cpu_count)` plus the rows' state and action, LanceDBDataset "
             "`__getitems__`, LeRobotDataset one `ds[i]` per row as its DataLoader does) and C "
             f"({cfg['windows']} windows of {cfg['window_frames']} consecutive camera frames x every camera: robodata "
-            "`take_windows`, the peers `delta_timestamps` of k / fps); another process runs D. Each process warms up "
+            "`get_windows`, the peers `delta_timestamps` of k / fps); another process runs D. Each process warms up "
             "on one sample before timing.",
             "- Peers run in their own venv (`scripts/peers.sh`: Python 3.12, lerobot[dataset]==0.6.1, "
             "lerobot-lancedb==0.3.1, torchcodec on Debian's FFmpeg 5) through `benchmarks/peers/peer_runner.py`, "

@@ -13,10 +13,10 @@ file imports only the standard library at the top, so it runs in either environm
 Kinds of measurement (each times every call; ``indices`` are the system's own sample indices):
 
 - ``sample``: ``ds[i]`` one at a time (every camera).
-- ``batch``: ``batches`` through the system's batched path (robodata ``take_blobs_decoded`` plus
+- ``batch``: ``batches`` through the system's batched path (robodata ``get_frames`` plus
   the rows' state and action; LanceDB ``__getitems__``; LeRobot has none: one ``ds[i]`` per row).
 - ``window``: ``frames`` consecutive camera frames x every camera at each of ``indices``
-  (LeRobot and LanceDB ``delta_timestamps`` of k / ``fps``; robodata ``take_windows`` at
+  (LeRobot and LanceDB ``delta_timestamps`` of k / ``fps``; robodata ``get_windows`` at
   ``row_offsets``).
 - ``loader``: a ``torch.utils.data.DataLoader`` with ``workers`` spawned workers over ``batches``
   (robodata: its own ``make_dataloader`` with ``seed``, whose batches the caller computed the
@@ -48,7 +48,7 @@ class RobodataSystem:
         self.uri = job["root"]
         self.ds = robodata.open(self.uri, version=job.get("version"), storage_options=job.get("storage_options"))
         # Profiles ask for one decode thread (cProfile sees only the calling thread); ds[i] and
-        # take_windows take no concurrency argument, so the pool's default is lowered too.
+        # get_windows take no concurrency argument, so the pool's default is lowered too.
         self.concurrency = job.get("concurrency") or os.cpu_count() or 1
         if self.concurrency == 1:
             from robodata.reader import decode_pool
@@ -63,15 +63,14 @@ class RobodataSystem:
     def batch(self, indices: list[int]):
         ds = self.ds
         ds.lance_dataset.take(sorted(indices), columns=["episode_index", "frame_index", "observation_state", "action"])
-        return ds.take_blobs_decoded(columns=ds.image_columns, indices=indices, concurrency=self.concurrency)
+        return ds.get_frames(indices, concurrency=self.concurrency)
 
     def window_reader(self, measurement: dict):
         ds, offsets = self.ds, measurement["row_offsets"]
-        return lambda index: ds.take_windows(indices=[index], offsets=offsets, columns=ds.image_columns)
+        return lambda index: ds.get_windows([index], offsets)
 
     def frames(self, indices: list[int]) -> dict:
-        decoded = self.ds.take_blobs_decoded(columns=self.ds.image_columns, indices=indices)
-        return {_camera_name(k): v for k, v in decoded.items()}
+        return dict(self.ds.get_frames(indices).data)
 
     def loader(self, measurement: dict):
         from robodata.torch.torch_dataset import make_dataloader
@@ -283,7 +282,8 @@ def _profile(system, measurement: dict) -> dict:
         call(value)
     profiler.disable()
     elapsed = time.perf_counter() - start
-    stats = pstats.Stats(profiler).stats  # (file, line, function) -> (cc, nc, own, cumulative, callers)
+    # (file, line, function) -> (cc, nc, own, cumulative, callers); typeshed leaves the table out
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     own: dict[str, float] = {}
     for (file, _, function), entry in stats.items():
         name = f"{file}:{function}"

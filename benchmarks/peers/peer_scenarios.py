@@ -98,14 +98,14 @@ def _ints(values) -> list[int]:
     return [int(v) for v in values]
 
 
-def scenario_jobs(system: System, plan: dict, paired: np.ndarray, config: PeerConfig, window: dict) -> list[dict]:
+def scenario_jobs(system: System, plan: dict, paired: np.ndarray, config: PeerConfig, window: dict) -> list[list[dict]]:
     """The measurements of one round for ``system``: A, B, C (one process) and D (another).
 
     ``window`` gives C's geometry: ``row_offsets`` (robodata rows of k consecutive camera frames)
     and ``fps`` (the peers' frame rate, for delta_timestamps k / fps)."""
     own = system.key == "robodata"
     index = (lambda rows: _ints(rows)) if own else (lambda rows: _ints(paired[np.asarray(rows)]))
-    reads = [
+    reads: list[dict] = [
         {"name": "A", "kind": "sample", "indices": index(plan["A"])},
         {"name": "B", "kind": "batch", "batches": [index(b) for b in plan["B"]]},
         {"name": "C", "kind": "window", "indices": index(plan["C"]), "frames": config.window_frames, **window},

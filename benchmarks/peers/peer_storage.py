@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ def peer_storage(
             "videos.lance (the MP4s as blobs, with their byte index)",
         ),
     }
-    figures = {
+    figures: dict[str, Any] = {
         key: {"video_bytes": size, "camera_frames": count, "bytes_per_frame": size / count, "what": what}
         for key, (size, count, what) in sizes.items()
     }

@@ -27,12 +27,12 @@ class Codec:
     # Recorded in frames.lance's codec metadata next to the settings.
     stream_properties: dict[str, object] = field(default_factory=dict)
 
-    def open_encoder(self, width: int, height: int, fps: float, settings: EncoderSettings) -> av.CodecContext:
+    def open_encoder(self, width: int, height: int, fps: float, settings: EncoderSettings) -> av.VideoCodecContext:
         """An opened encoder writing closed GOPs of ``settings.gop_size`` frames, display order
         equal to decode order (no B-frames), each GOP with its own parameter sets."""
         if self.pix_fmt == "yuv420p" and (width % 2 or height % 2):
             raise ValueError(f"{self.name} {self.pix_fmt} needs even frame sizes, got {width}x{height}")
-        ctx = av.CodecContext.create(self.encoder, "w")
+        ctx = av.Codec(self.encoder, "w").create("video")
         ctx.width, ctx.height, ctx.pix_fmt = width, height, self.pix_fmt
         rate = Fraction(fps).limit_denominator(1001)
         ctx.framerate, ctx.time_base = rate, 1 / rate

@@ -16,17 +16,18 @@ import av
 import numpy as np
 
 from robodata.codec.codecs import codec_named
+from robodata.codec.resize import frame_array
 
 _local = threading.local()
 
 
-def _decoder(codec: str) -> av.CodecContext:
+def _decoder(codec: str) -> av.VideoCodecContext:
     decoders = getattr(_local, "decoders", None)
     if decoders is None:
         decoders = _local.decoders = {}
     ctx = decoders.get(codec)
     if ctx is None:
-        ctx = av.CodecContext.create(codec, "r")
+        ctx = av.Codec(codec, "r").create("video")
         ctx.thread_count = 1
         ctx.thread_type = "NONE"
         decoders[codec] = ctx
@@ -35,16 +36,26 @@ def _decoder(codec: str) -> av.CodecContext:
 
 def decode_gop_frames(
     data: bytes | memoryview,
-    packet_sizes: Sequence[int],
+    packet_sizes: Sequence[int] | np.ndarray,
     wanted: Sequence[int],
     out: Sequence[np.ndarray] | None = None,
     codec: str = "h264",
+    size: tuple[int, int] | None = None,
+    pixel_format: str = "rgb24",
 ) -> list[np.ndarray]:
     """Decode GOP frames ``wanted`` (indices in the GOP) to RGB, decoding no further than needed.
 
     ``out``, when given, holds one H x W x 3 uint8 array per wanted frame to write into.
+    ``size`` (height, width) scales each frame on its way to RGB (``robodata.codec.resize``);
+    ``pixel_format="yuv420p"`` hands frames over as planar YUV 4:2:0 (H*3/2 x W), unconverted.
 
-    >>> rgb = decode_gop_frames(gop_bytes, packet_sizes, [3])[0]  # doctest: +SKIP
+    >>> from robodata.codec import EncoderSettings
+    >>> from robodata.codec.gop_encoder import encode_gops
+    >>> frames = [np.full((48, 64, 3), 40 * i, np.uint8) for i in range(4)]
+    >>> [gop] = encode_gops(iter(frames), 64, 48, 30, EncoderSettings(gop_size=4))
+    >>> rgb = decode_gop_frames(gop.data, gop.packet_sizes, [3])[0]
+    >>> rgb.shape, abs(float(rgb.mean()) - 120) < 3  # frame 3 (all 120), within the codec's loss
+    ((48, 64, 3), True)
     """
     if not wanted:
         return []
@@ -62,12 +73,13 @@ def decode_gop_frames(
     decoded = 0
     try:
         for k in range(last + 1):
-            for frame in ctx.decode(av.Packet(view[starts[k] : starts[k + 1]])):
-                _store(frame, decoded, slots, results, out)
+            # PyAV takes any buffer (no copy); its stub names only bytes
+            for frame in ctx.decode(av.Packet(view[starts[k] : starts[k + 1]])):  # type: ignore[arg-type]
+                _store(frame, decoded, slots, results, out, size, pixel_format)
                 decoded += 1
         if decoded <= last:  # the decoder held frames back: drain it
             for frame in ctx.decode(None):
-                _store(frame, decoded, slots, results, out)
+                _store(frame, decoded, slots, results, out, size, pixel_format)
                 decoded += 1
             ctx.flush_buffers()
     except av.error.FFmpegError:
@@ -78,9 +90,9 @@ def decode_gop_frames(
     return results  # type: ignore[return-value]
 
 
-def _store(frame, index, slots, results, out) -> None:
+def _store(frame, index, slots, results, out, size=None, pixel_format="rgb24") -> None:
     for position in slots.get(index, ()):
-        rgb = frame.to_ndarray(format="rgb24")
+        rgb = frame_array(frame, size, pixel_format)
         if out is not None:
             out[position][...] = rgb
             rgb = out[position]
@@ -96,7 +108,7 @@ def plain_decode_gop(data: bytes, codec: str = "h264") -> list[np.ndarray]:
 
 
 def _fresh_decode(decoder: str, packets: list[av.Packet]) -> list[av.VideoFrame]:
-    ctx = av.CodecContext.create(decoder, "r")
+    ctx = av.Codec(decoder, "r").create("video")
     frames = []
     for packet in packets:
         frames.extend(ctx.decode(packet))

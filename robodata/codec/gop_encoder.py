@@ -32,8 +32,11 @@ class EncodedGop:
 class GopEncoder:
     """Feed RGB frames one at a time; completed GOPs come back as they close.
 
-    >>> enc = GopEncoder(640, 480, fps=30)  # doctest: +SKIP
-    >>> gops = [g for f in frames for g in enc.add(f)] + enc.finish()  # doctest: +SKIP
+    >>> frames = [np.full((48, 64, 3), 40 * i, np.uint8) for i in range(6)]
+    >>> enc = GopEncoder(64, 48, fps=30, settings=EncoderSettings(gop_size=4))
+    >>> gops = [g for f in frames for g in enc.add(f)] + enc.finish()
+    >>> [g.n_frames for g in gops]  # the last GOP is short
+    [4, 2]
     """
 
     def __init__(self, width: int, height: int, fps: float, settings: EncoderSettings | None = None) -> None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from robodata.codec.codecs import codec_named
 
 
 @dataclass(frozen=True)
 class EncoderSettings:
-    """How camera streams are cut and compressed. ``gop_size`` is G in DESIGN.md; ``codec`` names
+    """How camera streams are cut and compressed. ``gop_size`` is G, frames per closed GOP; ``codec`` names
     an entry of ``robodata.codec.codecs.CODECS`` (what gops.lance stores in each row's ``codec``).
 
     >>> EncoderSettings(gop_size=16).crf
@@ -46,7 +48,7 @@ class EncoderSettings:
         return body
 
     @classmethod
-    def described(cls, gop_size: int, description: dict[str, object]) -> EncoderSettings:
+    def described(cls, gop_size: int, description: Mapping[str, Any]) -> EncoderSettings:
         """The settings a dataset was written with, from its ``gop_size`` and ``describe()`` record
         (keys it lacks, from older datasets, take the defaults).
 
@@ -55,7 +57,7 @@ class EncoderSettings:
         """
         return cls(
             gop_size=gop_size,
-            crf=int(description.get("crf", cls.crf)),  # type: ignore[arg-type]
+            crf=int(description.get("crf", cls.crf)),
             preset=str(description.get("preset", cls.preset)),
             codec=str(description.get("name", cls.codec)),
             fast_decode=bool(description.get("fast_decode", cls.fast_decode)),

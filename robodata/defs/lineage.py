@@ -1,7 +1,8 @@
 """What every materialization records: where the dataset is, the Lance versions of both tables
 after the write, what was written, the tag if one was made; Dagster's standard keys
-(``dagster/uri``, ``dagster/row_count``, ``dagster/column_schema``) for the table the asset
-writes; and the data version naming that table's Lance version."""
+(``dagster/uri``, ``dagster/row_count``, ``dagster/column_schema``) for what the asset stands for
+(its table, or its own output: a report, a tag); and a data version naming that output
+(``gops.lance@N``, ``frames.lance@N``, a report's or a tag's own name)."""
 
 import dagster as dg
 import pyarrow as pa
@@ -36,13 +37,18 @@ def lineage_result(
     frames_version: int | None = None,
     gops_version: int | None = None,
     table: str | None = FRAMES_TABLE,
+    row_count: int | None = None,
+    output: tuple[str, str] | None = None,
     tag: str | None = None,
     extra: dict | None = None,
 ) -> dg.MaterializeResult:
     """A MaterializeResult with the lineage metadata; versions not given are read from the store.
 
     ``table`` is the table the asset stands for (its data version and standard metadata name
-    it); None for an asset that writes no table, which then keeps Dagster's own data version.
+    it); ``row_count`` the rows of this materialization (a partition's: one episode's or one
+    batch's rows), else the table's at that version. ``output`` (uri, data version) is for an
+    asset that stands for something of its own (a report, a tag) rather than a table; with
+    neither, the asset keeps Dagster's own data version.
     """
     if frames_version is None or gops_version is None:
         current = current_versions(store.root, storage_options=store.storage_options())
@@ -57,23 +63,32 @@ def lineage_result(
     }
     if tag is not None:
         metadata["tag"] = tag
-    version = None
-    if table is not None:
+    own_version = None
+    if output is not None:
+        uri, own_version = output
+        metadata["dagster/uri"] = store.safe_uri(uri)
+        if row_count is not None:
+            metadata["dagster/row_count"] = row_count
+    elif table is not None:
         version = {FRAMES_TABLE: frames_version, GOPS_TABLE: gops_version}[table]
-        metadata.update(table_metadata(store, table, version))
+        metadata.update(table_metadata(store, table, version, row_count))
+        own_version = data_version(table, version).value
     metadata.update(extra or {})
     return dg.MaterializeResult(
-        metadata=metadata, data_version=data_version(table, version) if table is not None else None
+        metadata=metadata, data_version=dg.DataVersion(own_version) if own_version is not None else None
     )
 
 
-def table_metadata(store: DatasetStore, table: str, version: int | None) -> dict:
-    """Dagster's standard keys for ``table`` at ``version``: where it is, its rows and (for
-    frames.lance, the table users read) its columns."""
+def table_metadata(store: DatasetStore, table: str, version: int | None, row_count: int | None = None) -> dict:
+    """Dagster's standard keys for ``table`` at ``version``: where it is, the rows of the
+    materialization (``row_count``, else the table's) and (for frames.lance, the table users
+    read) its columns."""
     uri = join_uri(store.root, table)
     metadata: dict = {"dagster/uri": store.safe_uri(uri)}
     lance_table = open_table(uri, store.storage_options(), version) if version else None
-    metadata["dagster/row_count"] = lance_table.count_rows() if lance_table is not None else 0
+    if row_count is None:
+        row_count = lance_table.count_rows() if lance_table is not None else 0
+    metadata["dagster/row_count"] = row_count
     if lance_table is not None and table == FRAMES_TABLE:
         metadata["dagster/column_schema"] = column_schema(lance_table.schema)
     return metadata
@@ -100,15 +115,31 @@ def column_schema(schema: pa.Schema) -> dg.TableSchema:
     )
 
 
+# The metadata key a failure is classified under, and its values: the sensor gives up at once on a
+# run that failed on bad input (the same upload fails the same way every time).
+FAILURE_KIND = "failure_kind"
+BAD_INPUT = "bad input"
+RETRYABLE = "storage (retried)"
+
+
 def failure(store: DatasetStore, exc: Exception) -> dg.Failure:
-    """A Dagster failure whose message names the file and the problem, credentials redacted;
-    an episode audit's failure also lists each check's outcome as metadata. Only a storage
-    failure may be retried (by the asset's RetryPolicy): a bad upload, an incompatible episode
-    or a failed audit fails the same way every time."""
+    """A Dagster failure whose message is one line naming the file and the problem, credentials
+    redacted; an episode audit's failure also lists each check's outcome as metadata. Only a
+    storage failure (or an unexpected error) may be retried, by the asset's RetryPolicy: a bad
+    upload, an incompatible episode or a failed audit (robodata's other errors) fails the same
+    way every time, so it fails once, classified ``bad input``."""
     audit = getattr(exc, "results", None) or {}
     metadata = {
         f"check {name}": ("passed: " if outcome.passed else "FAILED: ") + store.redact(outcome.description)
         for name, outcome in audit.items()
     }
     retryable = isinstance(exc, StorageError) or not isinstance(exc, RoboDataError)
-    return dg.Failure(description=store.redact(str(exc)), metadata=metadata, allow_retries=retryable)
+    metadata[FAILURE_KIND] = RETRYABLE if retryable else BAD_INPUT
+    reason = " ".join(store.redact(str(exc)).split()) or type(exc).__name__
+    return dg.Failure(description=reason, metadata=metadata, allow_retries=retryable)
+
+
+def refused(reason: str) -> dg.Failure:
+    """A failure no retry can fix that is not about an upload (the instance is set up for the
+    other partitioning): one line, classified like bad input so the sensor does not repeat it."""
+    return dg.Failure(description=reason, metadata={FAILURE_KIND: BAD_INPUT}, allow_retries=False)

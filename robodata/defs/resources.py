@@ -17,6 +17,10 @@ UPLOADS_ENV = "ROBODATA_UPLOADS"
 PARTITIONING_ENV = "ROBODATA_PARTITIONING"
 PER_EPISODE = "episode"  # one partition (and run) per upload folder <uploads>/<episode_id>/
 PER_BATCH = "batch"  # one partition (and run) per upload batch folder <uploads>/<batch>/<episode_id>/
+# The dynamic partitions each partitioning keeps in the instance.
+PARTITIONS_OF = {PER_EPISODE: "episodes", PER_BATCH: "upload_batches"}
+MIGRATE_COMMAND = "robodata repartition"
+SENSOR_INTERVAL_ENV = "ROBODATA_SENSOR_INTERVAL_S"
 
 
 def default_root() -> str:
@@ -32,6 +36,20 @@ def default_uploads_root(root: str) -> str:
     if is_remote(root):
         return posixpath.join(posixpath.dirname(root.rstrip("/")), "uploads")
     return str(Path(root).parent / "uploads")
+
+
+def sensor_interval_s() -> int:
+    """Seconds between two ticks of the upload sensor, from ``$ROBODATA_SENSOR_INTERVAL_S``
+    (default 30). Read when the code location loads; a shorter interval picks uploads up sooner
+    and lists the uploads root more often (the cluster tests use 5).
+
+    >>> sensor_interval_s()  # with ROBODATA_SENSOR_INTERVAL_S unset
+    30
+    """
+    value = os.environ.get(SENSOR_INTERVAL_ENV, "").strip() or "30"
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{SENSOR_INTERVAL_ENV}={value!r}: give a whole number of seconds, at least 1")
+    return int(value)
 
 
 def partitioning() -> str:
@@ -50,6 +68,28 @@ def partitioning() -> str:
             f"or '{PER_BATCH}' (one partition per upload batch folder)"
         )
     return value
+
+
+def partitioning_refusal(instance: dg.DagsterInstance, mode: str | None = None) -> str:
+    """Why the instance cannot run in partitioning ``mode`` (default: this location's), or ``""``.
+
+    Both partitionings use the same asset keys, so a switch would leave the other one's
+    partitions, and their history, orphaned: it is refused until ``robodata
+    repartition`` has carried the instance over.
+
+    >>> partitioning_refusal(dg.DagsterInstance.ephemeral())
+    ''
+    """
+    mode = mode or partitioning()
+    other = PER_BATCH if mode == PER_EPISODE else PER_EPISODE
+    held = instance.get_dynamic_partitions(PARTITIONS_OF[other])
+    if not held:
+        return ""
+    return (
+        f"{PARTITIONING_ENV}={mode}, but this Dagster instance holds {len(held)} '{PARTITIONS_OF[other]}' "
+        f"partitions of {PARTITIONING_ENV}={other}: run `{MIGRATE_COMMAND} {mode}` first (it carries what "
+        f"is ingested over to '{PARTITIONS_OF[mode]}' partitions), or set {PARTITIONING_ENV}={other} again"
+    )
 
 
 class DatasetStore(dg.ConfigurableResource):
@@ -118,8 +158,9 @@ def store_from_env() -> DatasetStore:
     (``dg.EnvVar``), so the UI shows where the data lives by name; an unset one shows the path
     used. Credentials stay in the AWS_* variables and are never a field.
 
-    >>> store_from_env().root  # with ROBODATA_ROOT unset, run from /home/me/robodata  # doctest: +SKIP
-    '/home/me/robodata/demo/dataset'
+    >>> from pathlib import Path
+    >>> store_from_env().root == str(Path.cwd() / "demo" / "dataset")  # ROBODATA_ROOT unset
+    True
     """
     root = default_root()
     uploads = dg.EnvVar(UPLOADS_ENV) if os.environ.get(UPLOADS_ENV) else default_uploads_root(root)

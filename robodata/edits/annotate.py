@@ -19,9 +19,10 @@ class AnnotationResult(int):
     """The dataset version ``add_annotations`` wrote (it is that int), and the label rows it
     could not apply because the dataset has no such (episode_index, frame_index) row.
 
-    >>> result = robodata.add_annotations("data/demo", labels)  # doctest: +SKIP
-    >>> int(result), result.unmatched_rows, result.unmatched_episodes  # doctest: +SKIP
-    (7, 3, [42])
+    >>> labels = pa.table({"episode_index": [0, 0, 42], "frame_index": [5, 6, 0], "success": [True, True, False]})
+    >>> result = robodata.add_annotations("data/demo", labels)
+    >>> int(result), result.labelled_rows, result.unmatched_rows, result.unmatched_episodes
+    (4, 2, 1, [42])
     """
 
     labelled_rows: int

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from robodata.errors import CommitConflictError
 from robodata.format.ids import ref_id_filters
+from robodata.format.renditions import without_renditions_of_kept_gops
 from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.integrity.gop_leases import read_records, remove_records
 from robodata.integrity.leftovers import (
@@ -117,6 +118,7 @@ def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta |
         in_flight |= {r for r in orphans if r not in settled}
     too_recent = sum(r in in_flight for r in orphans)
     orphans = [r for r in orphans if r not in in_flight]
+    orphans = without_renditions_of_kept_gops(gops, orphans, storage_options)  # training renditions follow their source
     # Extra copies of a GOP stored twice (identical bytes under one ref_id): every copy but the
     # first goes, by row id, in the same delete.
     duplicates, _ = duplicate_gop_rows(gops)

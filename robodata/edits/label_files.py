@@ -14,6 +14,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from robodata.edits.annotate import KEYS
+from robodata.errors import NotFoundError
 from robodata.format.tables import open_frames
 from robodata.storage import fsspec_filesystem
 from robodata.storage.arrow_input import arrow_input
@@ -29,7 +30,9 @@ _READERS = {
 def read_labels(path: str, dataset_uri: str, *, storage_options: dict | None = None) -> pa.Table:
     """The labels in ``path`` as (episode_index, frame_index, label...) rows of ``dataset_uri``.
 
-    >>> read_labels("labels/success.csv", "data/demo").column_names  # doctest: +SKIP
+    >>> with open("success.csv", "w") as f:
+    ...     _ = f.write("episode_index,frame_index,success\\n0,5,true\\n0,6,false\\n")
+    >>> read_labels("success.csv", "data/demo").column_names
     ['episode_index', 'frame_index', 'success']
     """
     suffix = "." + str(path).rsplit(".", 1)[-1].lower() if "." in str(path) else ""
@@ -39,7 +42,7 @@ def read_labels(path: str, dataset_uri: str, *, storage_options: dict | None = N
     try:
         labels = reader(arrow_input(fsspec_filesystem(path, storage_options), path))
     except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: label file does not exist") from None
+        raise NotFoundError(f"{path}: label file does not exist") from None
     except pa.ArrowInvalid as exc:
         raise ValueError(f"{path}: not a readable {suffix[1:]} file ({exc})") from None
     if "episode_index" not in labels.column_names:

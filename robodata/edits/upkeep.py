@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from robodata.edits.garbage import GarbageReport, collect_garbage
+from robodata.errors import NotFoundError
 from robodata.format.commits import retry_commit
 from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.integrity.frames_checksums import record_frames_checksums
@@ -73,13 +74,15 @@ def upkeep_dataset(
     least ``retain_versions`` of the newest, and every tagged one), collect unreferenced GOPs and
     build or refresh the scalar indexes.
 
-    >>> print(upkeep_dataset("data/demo", older_than=timedelta(hours=1)).summary())  # doctest: +SKIP
-    frames.lance: fragments 1000 -> 1, 999 old versions removed (...), indexes episode_index (created), version 1002
+    >>> print(upkeep_dataset("data/demo", older_than=timedelta(0)).summary())
+    frames.lance: fragments 3 -> 1, 5 old versions removed (... bytes), indexes episode_index (created), version 6
+    gops.lance: fragments 3 -> 1, 6 old versions removed (... bytes), indexes ref_id (created), episode_index (created), version 7
+    gc: 0 unreferenced GOPs removed, 0 too recent
     """
     frames = open_table(frames_uri(uri), storage_options)
     gops = open_table(gops_uri(uri), storage_options)
     if frames is None or gops is None:
-        raise FileNotFoundError(f"no robodata dataset at {uri} (frames.lance or gops.lance does not exist)")
+        raise NotFoundError(f"no robodata dataset at {uri} (frames.lance or gops.lance does not exist)")
     frames_report = _compact(frames_uri(uri), storage_options)
     record_frames_checksums(uri, storage_options)  # the rewritten fragments' new files
     frames_report.indexes = _index(frames_uri(uri), SCALAR_INDEXES["frames.lance"], storage_options)

@@ -9,7 +9,8 @@ naming the table, the write and what it lost to; never Lance's raw text or its s
 The callable passed in must open the table again (or re-plan on ``latest``) on every attempt:
 a retry on the version that lost would lose again.
 
->>> retry_commit("annotating", "data/demo/frames.lance", lambda: write_labels())  # doctest: +SKIP
+>>> retry_commit("tagging version 3", "data/demo/frames.lance", lambda: robodata.open("data/demo").tag("run-1"))
+3
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ def retry_commit(
     commits; a commit conflict makes it wait (jittered, doubling up to ``max_delay_s``) and run
     again, at most ``attempts`` times in all. Any other error propagates at once.
 
-    >>> retry_commit("deleting episode 3", "s3://lab/ds/frames.lance", delete_once)  # doctest: +SKIP
+    >>> retry_commit("tagging version 3", "data/demo/frames.lance", lambda: robodata.open("data/demo").tag("run-2"))
+    3
     """
     for number in range(1, attempts + 1):
         try:
@@ -112,5 +114,5 @@ def retry_commit(
                     "each time planned again on the newer version; nothing of it was committed, run it again"
                 ) from None
             delay = min(max_delay_s, base_delay_s * 2 ** (number - 1))
-            time.sleep(delay * random.uniform(0.5, 1.5))  # noqa: S311 - jitter, not secrets
+            time.sleep(delay * random.uniform(0.5, 1.5))
     raise AssertionError("unreachable")  # pragma: no cover

@@ -8,16 +8,18 @@ import re
 
 import numpy as np
 
+from robodata.errors import InvalidArgumentError
+
 _EPISODE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
 def validate_episode_id(episode_id: str) -> str:
-    """Return ``episode_id`` if it is a safe folder and partition name, else raise ValueError.
+    """Return ``episode_id`` if it is a safe folder and partition name, else raise InvalidArgumentError.
 
     Letters, digits, ``_``, ``-`` and ``.`` only (no ``..``), at most 128 characters.
     """
     if not isinstance(episode_id, str) or not _EPISODE_ID.match(episode_id) or ".." in episode_id:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"invalid episode id {episode_id!r}: use 1-128 letters, digits, '_', '-' or '.', "
             "starting with a letter or digit"
         )
@@ -28,7 +30,7 @@ def validate_episode_index(value: object) -> int:
     if isinstance(value, np.integer):
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**62:
-        raise ValueError(f"episode_index must be a non-negative integer, got {value!r}")
+        raise InvalidArgumentError(f"episode_index must be a non-negative integer, got {value!r}")
     return value
 
 

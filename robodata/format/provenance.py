@@ -51,8 +51,8 @@ class StoredUpload:
         """``camera_adjustments`` parsed: one record per changed camera (see
         ``EpisodeData.camera_adjustments``).
 
-        >>> stored_uploads("data/ds")["ep0"].adjustments[0]["stored_size"]  # doctest: +SKIP
-        [640, 480]
+        >>> stored_uploads("data/demo")["episode_000000"].adjustments  # the sample changed nothing
+        []
         """
         return json.loads(self.camera_adjustments) if self.camera_adjustments else []
 
@@ -86,8 +86,9 @@ def stored_uploads(
     Episodes written before robodata stored uploads have no id and are left out; ``{}`` when
     there is no dataset yet.
 
-    >>> stored_uploads("data/demo")["episode_000000"].fingerprint  # doctest: +SKIP
-    '3f0c2a9d41b7e655'
+    >>> uploads = stored_uploads("data/demo")
+    >>> sorted(uploads), len(uploads["episode_000000"].fingerprint)
+    (['episode_000000', 'episode_000001', 'episode_000002'], 16)
     """
     frames = open_table(frames_uri(root), storage_options, version)
     if frames is None:
@@ -102,8 +103,9 @@ def stored_episodes(
     from (an empty id and fingerprint for an episode stored before robodata kept them); ``{}``
     when there is no dataset yet.
 
-    >>> stored_episodes("data/demo")[0].source_uri  # doctest: +SKIP
-    'demo/uploads/episode_000000'
+    >>> first = stored_episodes("data/demo")[0]
+    >>> first.episode_id, first.source_uri.endswith("uploads/episode_000000")
+    ('episode_000000', True)
     """
     frames = open_table(frames_uri(root), storage_options, version)
     if frames is None:
@@ -145,7 +147,10 @@ def label_columns(schema: pa.Schema) -> list[str]:
     """The annotation (label) columns of a frames.lance schema: every column that is neither
     recorded from the upload, nor its provenance, nor a pointer at camera frames.
 
-    >>> label_columns(ds.lance_dataset.schema)  # doctest: +SKIP
+    >>> label_columns(ds.lance_dataset.schema)  # no labels yet
+    []
+    >>> _ = robodata.add_annotations("data/demo", pa.table({"episode_index": [0], "frame_index": [5], "success": [True]}))
+    >>> label_columns(robodata.open("data/demo").lance_dataset.schema)
     ['success']
     """
     recorded = set(frames_schema(read_metadata(schema)).names) | set(UPLOAD_COLUMNS)

@@ -95,6 +95,8 @@ class DatasetMetadata:
     robot_type: str = ""
     format_version: str = FORMAT_VERSION
     extra: dict[str, object] = field(default_factory=dict)
+    # camera -> names (WIDTHxHEIGHT) of the training renditions stored for it (format/renditions.py)
+    renditions: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def camera_fps(self) -> dict[str, float]:

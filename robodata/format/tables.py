@@ -6,10 +6,12 @@ import lance
 import pyarrow as pa
 from lance.fragment import write_fragments
 
+from robodata.errors import NotFoundError
 from robodata.format.schema import FRAMES_TABLE, GOPS_TABLE
 from robodata.storage import join_uri
 from robodata.storage.dataset_root import check_dataset_location
 from robodata.storage.deadlines import call_with_deadline, lance_options
+from robodata.storage.lance_errors import explain, is_missing_table
 
 
 def gops_uri(root: str) -> str:
@@ -27,24 +29,28 @@ def open_table(uri: str, storage_options: dict | None = None, version: int | str
     try:
         return call_with_deadline(uri, storage_options, lance.dataset, uri, version=version, storage_options=options)
     except ValueError as exc:
-        if version is None and "not found" in str(exc).lower():
-            return None
-        raise
+        if is_missing_table(exc):  # not a refused request: that is raised for the caller's step to say
+            if version is None:
+                return None
+            raise NotFoundError(f"{uri}: version {version!r} not found (no such version number or tag)") from None
+        raise explain(exc, uri, "opening the table") or exc from None
+    except OSError as exc:  # a full disk, a damaged manifest: said for this table, not the step's
+        raise explain(exc, uri, "opening the table") or exc from None
 
 
 def open_frames(
     dataset_uri: str, *, storage_options: dict | None = None, version: int | str | None = None
 ) -> lance.LanceDataset:
-    """frames.lance of the dataset at ``dataset_uri``, or a FileNotFoundError saying there is no
-    robodata dataset there.
+    """frames.lance of the dataset at ``dataset_uri``, or a NotFoundError (a FileNotFoundError)
+    saying there is no robodata dataset there, or no such version.
 
     >>> open_frames("data/nowhere")
     Traceback (most recent call last):
-    FileNotFoundError: no robodata dataset at data/nowhere (frames.lance does not exist)
+    robodata.errors.NotFoundError: no robodata dataset at data/nowhere (frames.lance does not exist)
     """
     frames = open_table(frames_uri(dataset_uri), storage_options, version)
     if frames is None:
-        raise FileNotFoundError(f"no robodata dataset at {dataset_uri} (frames.lance does not exist)")
+        raise NotFoundError(f"no robodata dataset at {dataset_uri} (frames.lance does not exist)")
     return frames
 
 
@@ -87,8 +93,11 @@ def create_once(
     no retries: exactly one writer creates the dataset, the others get None and add their rows
     to the winner's table.
 
-    >>> create_once("data/demo/frames.lance", rows, schema).version  # doctest: +SKIP
+    >>> rows = pa.table({"x": [1, 2]})
+    >>> create_once("data/new.lance", rows, rows.schema).version
     1
+    >>> create_once("data/new.lance", rows, rows.schema) is None  # it exists now
+    True
     """
     if open_table(uri, storage_options) is not None:
         return None

@@ -16,8 +16,12 @@ not move. Phase 3 fails only on an audit failure or a storage error; the error t
 episodes committed before it (each complete) and those not committed. Running the batch again
 ingests exactly the episodes still missing.
 
->>> robodata.ingest.batch.ingest_batch("uploads/2026-12-01", "data/demo").episodes  # doctest: +SKIP
-['episode_000000', 'episode_000001']
+>>> from robodata.sample_data import write_sample_uploads
+>>> _ = write_sample_uploads("uploads/2026-12-02", episodes=1, seconds=0.5, start_index=3)
+>>> robodata.ingest.batch.ingest_batch("uploads/2026-12-02", "data/demo").episodes
+['episode_000003']
+>>> robodata.ingest.batch.ingest_batch("uploads/2026-12-02", "data/demo").episodes  # again: nothing missing
+[]
 """
 
 from __future__ import annotations
@@ -83,8 +87,8 @@ def plan_batch(batch_uri: str, dataset_uri: str, storage_options: dict | None = 
     """List the batch folder once and compare its uploads with the fingerprints stored in the
     dataset.
 
-    >>> plan_batch("uploads/2026-12-01", "data/demo").to_ingest  # doctest: +SKIP
-    [UploadInfo(episode_id='episode_000002', ...)]
+    >>> plan_batch("uploads", "data/demo").to_ingest  # the dataset holds all three already
+    []
     """
     listing = scan_uploads(batch_uri, storage_options)
     stored = {k: u.fingerprint for k, u in stored_uploads(dataset_uri, storage_options=storage_options).items()}
@@ -101,7 +105,8 @@ def validate_batch(plan: BatchPlan, storage_options: dict | None = None) -> list
         raise BadUploadError(
             plan.batch_uri, "no complete upload folder in this batch (<batch>/<episode_id>/episode.json)"
         )
-    summaries, claimed = [], {}
+    summaries = []
+    claimed: dict[int, str] = {}
     for upload in plan.to_ingest:
         try:
             summary = describe_upload(upload.uri, storage_options, plan.batch_uri)
@@ -134,7 +139,8 @@ def stage_batch(
     """Encode and stage every episode to ingest; BatchEpisodeError at the first that fails (no
     row is committed; GOPs staged before it stay staged and are reused by the next attempt)."""
     check_dataset_location(dataset_uri, storage_options)  # before minutes of encoding
-    staged, claimed = [], {}
+    staged = []
+    claimed: dict[int, str] = {}
     for upload in plan.to_ingest:
         try:
             episode = read_upload(upload.uri, storage_options, plan.batch_uri)
@@ -173,8 +179,8 @@ def ingest_batch(
     """Ingest every episode of the batch folder ``batch_uri`` that the dataset lacks: validate
     all, stage all, then commit each (see the module docstring for what a failure leaves).
 
-    >>> ingest_batch("uploads/2026-12-01", "data/demo").episodes  # doctest: +SKIP
-    ['episode_000000', 'episode_000001']
+    >>> ingest_batch("uploads", "data/demo").episodes  # stored already: nothing to ingest
+    []
     """
     plan = plan_batch(batch_uri, dataset_uri, storage_options)
     validate_batch(plan, storage_options)

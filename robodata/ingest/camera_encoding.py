@@ -1,8 +1,10 @@
 """An episode's cameras encoded into closed GOPs: the rows for gops.lance, and each camera's
 layout (which GOP holds which frame) that the rows of frames.lance point into.
 
->>> encoded = encode_camera(0, episode.cameras[0], EncoderSettings(gop_size=8))  # doctest: +SKIP
->>> camera_layout(encoded).n_frames[:2]  # doctest: +SKIP
+>>> from robodata.ingest.upload import read_upload
+>>> episode = read_upload("uploads/episode_000000")
+>>> encoded = encode_camera(0, episode.cameras[0], EncoderSettings(gop_size=8))
+>>> camera_layout(encoded).n_frames[:2]
 [8, 8]
 """
 

@@ -5,6 +5,7 @@ Dagster's encoding config resolve through here."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from robodata.codec import EncoderSettings
 from robodata.format.schema import read_metadata
@@ -17,8 +18,8 @@ def stored_settings(dataset_uri: str, storage_options: dict | None = None) -> En
     appended without settings of its own is encoded as the dataset's GOPs are, whatever the
     current defaults.
 
-    >>> stored_settings("data/demo").gop_size  # doctest: +SKIP
-    8
+    >>> stored_settings("data/demo").gop_size
+    4
     """
     with storage_step("reading the dataset's schema", frames_uri(dataset_uri), storage_options):
         frames = open_table(frames_uri(dataset_uri), storage_options)
@@ -41,8 +42,8 @@ def requested_settings(
     replaced; a field left None keeps the dataset's value. This is what ``--crf 28`` or a Dagster
     ``crf`` means for a dataset written before the defaults changed.
 
-    >>> requested_settings("data/demo", crf=28).gop_size  # doctest: +SKIP
-    8
+    >>> requested_settings("data/demo", crf=28).gop_size  # the dataset's GOP size kept
+    4
     """
-    asked = {"gop_size": gop_size, "crf": crf, "preset": preset, "codec": codec}
+    asked: dict[str, Any] = {"gop_size": gop_size, "crf": crf, "preset": preset, "codec": codec}
     return replace(stored_settings(dataset_uri, storage_options), **{k: v for k, v in asked.items() if v is not None})

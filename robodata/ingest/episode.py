@@ -65,9 +65,9 @@ class EpisodeData:
         """One record per camera whose frames ingest changed (turned upright, cropped to even
         sizes), stored with the episode's rows (``robodata.format.provenance``); empty when none.
 
-        >>> episode.camera_adjustments()  # doctest: +SKIP
-        [{'camera': 'top', 'file': 'top.mp4', 'original_size': [641, 481], 'stored_size': [640, 480],
-          'rotation_degrees': 0, 'done': ['top.mp4: cropped 641x481 to 640x480 (...)']}]
+        >>> from robodata.ingest.upload import read_upload
+        >>> read_upload("uploads/episode_000000").camera_adjustments()  # upright, even sizes: none
+        []
         """
         return [
             {

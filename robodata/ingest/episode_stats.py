@@ -4,7 +4,13 @@ State and action come from the episode in memory. Camera pixels come from the GO
 the first frame (an IDR frame: one frame decoded per GOP) of ``stats.SAMPLED_GOPS`` GOPs spread
 over the episode, exactly the pixels training will read back, at a bounded read cost.
 
->>> record_episode_stats("data/demo", episode, staged, frames_version=7)  # doctest: +SKIP
+>>> from robodata.ingest.upload import read_upload
+>>> from robodata.ingest.writer import write_gops
+>>> episode = read_upload("uploads/episode_000000")
+>>> staged = write_gops(episode, "data/demo")  # GOPs stored already are reused
+>>> moments = episode_moments(episode, staged, "data/demo")
+>>> sorted(moments)
+['action', 'observation_images_top', 'observation_images_wrist_left', 'observation_images_wrist_right', 'observation_state']
 """
 
 from __future__ import annotations
@@ -58,5 +64,5 @@ def record_episode_stats(
         stats.record_episode_moments(
             dataset_uri, episode.episode_index, frames_version, len(episode), moments, storage_options
         )
-    except Exception as exc:  # noqa: BLE001 - the episode is committed; its stats can be recomputed
+    except Exception as exc:  # the episode is committed; its stats can be recomputed
         log.warning("episode %s: statistics not stored (%s); readers will compute them", episode.episode_index, exc)

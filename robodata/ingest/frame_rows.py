@@ -2,7 +2,13 @@
 nearest in time, in the dataset's schema (the episode's schema metadata, its extra columns, and
 nulls for annotation columns added later).
 
->>> rows = build_rows(episode, layouts, frames_schema(dataset_metadata(episode, settings)))  # doctest: +SKIP
+>>> from robodata.ingest.upload import read_upload
+>>> from robodata.ingest.writer import write_gops
+>>> episode = read_upload("uploads/episode_000000")
+>>> staged = write_gops(episode, "data/demo")  # where each camera's frames are: the layouts
+>>> rows = build_rows(episode, staged.cameras, frames_schema(dataset_metadata(episode, staged.settings)))
+>>> rows.num_rows, rows["frame_index"][-1].as_py()
+(197, 196)
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ def dataset_metadata(episode: EpisodeData, settings: EncoderSettings) -> Dataset
         gop_size=settings.gop_size,
         codec=settings.describe(),
         robot_type=episode.robot_type,
-        extra=dict(episode.extra_metadata),
+        # The order the cameras were recorded in (the JSON sorts the cameras dict's keys).
+        extra={**episode.extra_metadata, "camera_order": [c.name for c in episode.cameras]},
     )
 
 

@@ -3,7 +3,10 @@
 replaces any earlier copy, whatever other writers do at the same time; and the refusal of an
 upload that claims an episode_index holding a different episode.
 
->>> version, labels = replace_episode_rows(root, rows, schema, recorded, "ep-1", False, None)  # doctest: +SKIP
+>>> robodata.ingest_episode("uploads/episode_000000", "data/demo").rows  # again: it replaces itself
+197
+>>> robodata.open("data/demo").episodes()["rows"].to_pylist()  # one copy
+[197, 197, 197]
 """
 
 from __future__ import annotations

@@ -31,8 +31,9 @@ def stage_gops(
     ``replace`` (recorded with the layout) lets the episode replace a different episode that
     holds its ``episode_index``.
 
-    >>> stage_gops(read_upload("uploads/episode_000000"), "data/demo").gops_written  # doctest: +SKIP
-    36
+    >>> from robodata.ingest.upload import read_upload
+    >>> stage_gops(read_upload("uploads/episode_000000"), "data/demo").gops_written  # stored already
+    0
     """
     staged = write_gops(episode, dataset_uri, settings, storage_options, replace=replace)
     # The layout record protects the GOPs from here on; the lease write_gops took can go.
@@ -44,8 +45,10 @@ def stage_gops(
 def load_staged_gops(dataset_uri: str, episode_index: int, storage_options: dict | None = None) -> StagedGops:
     """The layout ``stage_gops`` recorded for ``episode_index``.
 
-    >>> load_staged_gops("data/demo", 0).gops  # doctest: +SKIP
-    36
+    >>> from robodata.ingest.upload import read_upload
+    >>> staged = stage_gops(read_upload("uploads/episode_000000"), "data/demo")
+    >>> load_staged_gops("data/demo", 0).gops == staged.gops
+    True
     """
     uri = staged_gops_uri(dataset_uri, episode_index)
     try:
@@ -61,7 +64,11 @@ def commit_staged_frames(episode: EpisodeData, dataset_uri: str, storage_options
     """Write ``episode``'s rows to frames.lance against the GOPs staged for it, replacing any
     earlier copy of the episode in one commit.
 
-    >>> commit_staged_frames(read_upload("uploads/episode_000000"), "data/demo").frames_version  # doctest: +SKIP
+    >>> from robodata.ingest.upload import read_upload
+    >>> episode = read_upload("uploads/episode_000000")
+    >>> _ = stage_gops(episode, "data/demo")
+    >>> commit_staged_frames(episode, "data/demo").frames_version
+    4
     """
     staged = load_staged_gops(dataset_uri, episode.episode_index, storage_options)
     result = write_frames(episode, dataset_uri, staged, storage_options)
@@ -79,7 +86,10 @@ def commit_episode_frames(
     deterministic, so GOPs already stored are found by their ref_id and no GOP rows are
     added. Returns the result and the new staging (None when the staged layout was used).
 
-    >>> result, restaged = commit_episode_frames(read_upload("uploads/episode_000000"), "data/demo")  # doctest: +SKIP
+    >>> from robodata.ingest.upload import read_upload
+    >>> result, restaged = commit_episode_frames(read_upload("uploads/episode_000000"), "data/demo")
+    >>> result.frames_version, restaged.gops_written  # nothing staged: staged again, GOPs reused
+    (4, 0)
     """
     uri = staged_gops_uri(dataset_uri, episode.episode_index)
     restaged = None

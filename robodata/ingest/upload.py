@@ -20,6 +20,7 @@ import json
 import math
 import os
 import posixpath
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +29,13 @@ import pyarrow.parquet as pq
 from robodata.errors import BadUploadError
 from robodata.format.ids import validate_episode_id, validate_episode_index
 from robodata.ingest.episode import EpisodeData
+from robodata.ingest.upload_limits import (
+    check_episode_json_limits,
+    check_rows_per_second,
+    float_matrix,
+    parse_episode_json,
+    read_episode_json_text,
+)
 from robodata.ingest.validation import check_control_rate, check_signals
 from robodata.ingest.video_source import probe_camera
 from robodata.storage import fsspec_filesystem, is_remote
@@ -38,7 +46,7 @@ from robodata.storage.uploads import upload_fingerprint
 EPISODE_JSON = "episode.json"
 STATES_FILE = "states.parquet"
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".mov", ".avi", ".webm", ".h264", ".264", ".ts")
-_REQUIRED = {
+_REQUIRED: dict[str, type | tuple[type, ...]] = {
     "episode_index": int,
     "joint_names": list,
     "control_hz": (int, float),
@@ -62,7 +70,9 @@ def read_upload(
 ) -> EpisodeData:
     """Validate the upload folder ``upload`` and return its episode (videos are decoded later).
 
-    >>> episode = read_upload("uploads/episode_000")  # doctest: +SKIP
+    >>> episode = read_upload("uploads/episode_000000")
+    >>> episode.episode_id, episode.episode_index, len(episode), [c.name for c in episode.cameras]
+    ('episode_000000', 0, 197, ['top', 'wrist_left', 'wrist_right'])
     """
     upload = str(upload).rstrip("/")
     fs = fsspec_filesystem(upload, storage_options)
@@ -81,10 +91,11 @@ def read_upload(
     fingerprint = upload_fingerprint(upload, storage_options)
     states_path = posixpath.join(upload, STATES_FILE)
     _check_not_linked_outside(upload, states_path)
-    timestamps, state, action, source, intervention = _read_states(fs, states_path)
+    timestamps, state, action, source, intervention = _read_states(fs, states_path, float(meta["control_hz"]))
     check_signals(states_path, timestamps, state, action, len(meta["joint_names"]), source)
     check_control_rate(meta_path, float(meta["control_hz"]), states_path, timestamps)
     cameras = _read_cameras(fs, upload, meta["cameras"])
+    text: dict[str, Any] = {key: str(meta.get(key, "train" if key == "split" else "")) for key in _OPTIONAL_TEXT}
     return EpisodeData(
         episode_id=episode_id,
         episode_index=meta["episode_index"],
@@ -98,13 +109,15 @@ def read_upload(
         is_intervention=intervention,
         origin=upload,
         fingerprint=fingerprint,
-        **{key: str(meta.get(key, "train" if key == "split" else "")) for key in _OPTIONAL_TEXT},
+        **text,
     )
 
 
 def _check_inside(upload: str, uploads_root: str) -> None:
     root = posixpath.normpath(str(uploads_root).rstrip("/"))
     path = posixpath.normpath(upload)
+    if not is_remote(upload) and not is_remote(root):  # a relative root and an absolute path may agree
+        root, path = os.path.abspath(root), os.path.abspath(path)
     if posixpath.dirname(path) != root:
         raise BadUploadError(upload, f"upload path is not a folder directly inside {uploads_root}")
 
@@ -134,8 +147,9 @@ def _check_not_linked_outside(upload: str, path: str) -> None:
 
 def _read_episode_json(fs, path: str) -> dict:
     try:
+        size = fs.size(path)  # refused before it is read when too large
         with fs.open(path, "rb") as handle:
-            meta = json.loads(handle.read().decode("utf-8"))
+            meta = parse_episode_json(path, read_episode_json_text(path, handle, size))
     except FileNotFoundError:
         raise BadUploadError(path, "is missing: the upload is incomplete") from None
     except IsADirectoryError:
@@ -144,6 +158,7 @@ def _read_episode_json(fs, path: str) -> dict:
         raise BadUploadError(path, f"is not valid JSON ({exc})") from None
     if not isinstance(meta, dict):
         raise BadUploadError(path, "must hold a JSON object")
+    check_episode_json_limits(path, meta)
     missing = sorted(set(_REQUIRED) - set(meta))
     if missing:
         raise BadUploadError(path, f"is missing required keys {missing}")
@@ -192,9 +207,19 @@ def _check_camera_spec(path: str, name: str, spec: object) -> None:
             )
 
 
-def _read_states(fs, path: str):
+def _read_states(fs, path: str, control_hz: float):
     try:
-        table = pq.read_table(arrow_input(fs, path))  # not the file object: see arrow_input
+        states = pq.ParquetFile(arrow_input(fs, path))  # not the file object: see arrow_input
+        columns = set(states.schema_arrow.names)
+        if (
+            "timestamp_ns" in columns and states.metadata.num_rows > 2
+        ):  # 8 bytes a row: how many rows per second, before the values
+            check_rows_per_second(
+                path, _timestamps(path, states.read(columns=["timestamp_ns"])["timestamp_ns"]), control_hz
+            )
+        table = states.read()
+    except BadUploadError:
+        raise
     except FileNotFoundError:
         raise BadUploadError(path, "is missing") from None
     except IsADirectoryError:
@@ -207,15 +232,11 @@ def _read_states(fs, path: str):
     if table.num_rows == 0:
         raise BadUploadError(path, "has no state samples (0 rows)")
     timestamps = _timestamps(path, table["timestamp_ns"])
-    try:
-        state = _matrix(table["observation_state"])
-        action = _matrix(table["action"])
-    except (ValueError, TypeError, pa.ArrowException) as exc:
-        raise BadUploadError(path, f"has malformed state or action values ({exc})") from None
+    state = float_matrix(path, "observation_state", table["observation_state"])
+    action = float_matrix(path, "action", table["action"])
     source = _column(path, table, "source", pa.types.is_string)
-    intervention = _column(path, table, "is_intervention", pa.types.is_boolean)
-    if intervention is not None:
-        intervention = np.asarray(intervention, dtype=bool)
+    flags = _column(path, table, "is_intervention", pa.types.is_boolean)
+    intervention = None if flags is None else np.asarray(flags, dtype=bool)
     return timestamps, state, action, source, intervention
 
 
@@ -247,14 +268,6 @@ def _column(path: str, table: pa.Table, name: str, is_kind) -> list | None:
     if column.null_count:
         raise BadUploadError(path, f"{name} has a null value at sample {values.index(None)}")
     return values
-
-
-def _matrix(column) -> np.ndarray:
-    rows = column.to_pylist()
-    lengths = {len(r) if r is not None else -1 for r in rows}
-    if len(lengths) != 1 or -1 in lengths:
-        raise ValueError(f"rows have differing lengths {sorted(lengths)}")
-    return np.asarray(rows, dtype=np.float32).reshape(len(rows), lengths.pop())
 
 
 def _read_cameras(fs, upload: str, cameras: dict) -> list:

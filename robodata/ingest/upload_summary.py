@@ -32,8 +32,8 @@ def describe_upload(upload: str, storage_options: dict | None = None, uploads_ro
     """Validate ``upload`` as ``ingest_episode`` would (BadUploadError naming the file and the
     problem otherwise) and summarise it.
 
-    >>> describe_upload("uploads/episode_000000").state_samples  # doctest: +SKIP
-    397
+    >>> describe_upload("uploads/episode_000000").state_samples
+    197
     """
     episode = read_upload(upload, storage_options, uploads_root)
     times = episode.timestamps_ns
@@ -52,8 +52,8 @@ def describe_upload(upload: str, storage_options: dict | None = None, uploads_ro
 def upload_episode_index(upload: str, storage_options: dict | None = None) -> int:
     """The episode_index ``upload``'s episode.json declares.
 
-    >>> upload_episode_index("uploads/episode_000003")  # doctest: +SKIP
-    3
+    >>> upload_episode_index("uploads/episode_000002")
+    2
     """
     fs = fsspec_filesystem(upload, storage_options)
     return _read_episode_json(fs, posixpath.join(str(upload).rstrip("/"), EPISODE_JSON))["episode_index"]
@@ -62,8 +62,8 @@ def upload_episode_index(upload: str, storage_options: dict | None = None) -> in
 def upload_state_samples(upload: str, storage_options: dict | None = None) -> int:
     """How many control-rate samples ``upload``'s states.parquet holds (read from its footer).
 
-    >>> upload_state_samples("uploads/episode_000000")  # doctest: +SKIP
-    397
+    >>> upload_state_samples("uploads/episode_000000")
+    197
     """
     path = posixpath.join(str(upload).rstrip("/"), STATES_FILE)
     try:

@@ -24,7 +24,8 @@ log = logging.getLogger("robodata.ingest")
 def probe_camera(name: str, path: str, fs, start_offset_ns: int = 0) -> CameraStream:
     """Open ``path`` far enough to know its upright size and rate; frames decode later, on demand.
 
-    >>> probe_camera("top", "uploads/episode_000000/top.mp4", fsspec.filesystem("file")).width  # doctest: +SKIP
+    >>> import fsspec
+    >>> probe_camera("top", "uploads/episode_000000/top.mp4", fsspec.filesystem("file")).width
     640
     """
     try:

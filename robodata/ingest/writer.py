@@ -22,6 +22,7 @@ from robodata.ingest.episode import EpisodeData
 from robodata.ingest.episode_stats import record_episode_stats
 from robodata.ingest.frame_rows import build_rows, conform, dataset_metadata, episode_frames_schema, with_extra_fields
 from robodata.ingest.one_copy import append_new_gops, check_episode_index_free, replace_episode_rows
+from robodata.ingest.renditions import write_declared_renditions
 from robodata.integrity.audit import audit_staged_episode
 from robodata.integrity.frames_checksums import record_frames_checksums
 from robodata.integrity.gop_leases import hold_gops, release
@@ -149,7 +150,11 @@ def write_gops(
     """Encode ``episode``'s cameras and append its new GOP rows to gops.lance. Readers see
     nothing yet: no row of frames.lance points at them until ``write_frames``.
 
-    >>> staged = write_gops(episode, "data/demo", EncoderSettings(gop_size=8))  # doctest: +SKIP
+    >>> from robodata.ingest.upload import read_upload
+    >>> episode = read_upload("uploads/episode_000000")
+    >>> staged = write_gops(episode, "data/demo")
+    >>> staged.gops_written, sorted(staged.cameras)  # identical GOPs are stored already: reused
+    (0, ['top', 'wrist_left', 'wrist_right'])
     """
     settings = settings or stored_settings(dataset_uri, storage_options)
     meta = dataset_metadata(episode, settings)
@@ -170,6 +175,8 @@ def write_gops(
         lease = hold_gops(dataset_uri, index, ref_ids, storage_options, f"writing episode {index}'s GOPs")
         try:
             written, written_bytes, gops_version = append_new_gops(dataset_uri, encoded, index, storage_options)
+            # The training renditions the dataset declares (kept from GC by their source GOPs' lease).
+            write_declared_renditions(dataset_uri, {n: e.gops for n, e in encoded.items()}, storage_options)
         except BaseException:
             release(lease, storage_options)
             raise
@@ -195,7 +202,10 @@ def write_frames(
     """Write ``episode``'s control-rate rows, pointing at the GOPs ``staged`` describes, and
     replace any earlier copy of the episode in frames.lance in one commit.
 
-    >>> write_frames(episode, "data/demo", staged).frames_version  # doctest: +SKIP
+    >>> from robodata.ingest.upload import read_upload
+    >>> episode = read_upload("uploads/episode_000000")
+    >>> write_frames(episode, "data/demo", write_gops(episode, "data/demo")).frames_version
+    4
     """
     if staged.episode_index != episode.episode_index or sorted(staged.cameras) != sorted(
         c.name for c in episode.cameras

@@ -2,7 +2,16 @@
 commit to frames.lance. A failing check raises EpisodeAuditError and nothing is committed, so
 the dataset's version does not move.
 
->>> audit_staged_episode("data/demo", rows, meta, staged, expected_rows=len(episode))  # doctest: +SKIP
+>>> from robodata.ingest.upload import read_upload
+>>> from robodata.ingest.writer import write_gops
+>>> staged = write_gops(read_upload("uploads/episode_000000"), "data/demo")
+>>> rows = ds.to_table(filter="episode_index = 0")
+>>> checks = audit_staged_episode("data/demo", rows, ds.metadata, staged, expected_rows=197)
+>>> {name: result.passed for name, result in checks.items()}
+{'staged_gops_decode': True, 'references_resolve': True, 'alignment_within_half_period': True, 'row_count_matches_upload': True}
+>>> audit_staged_episode("data/demo", rows, ds.metadata, staged, expected_rows=200)
+Traceback (most recent call last):
+robodata.errors.EpisodeAuditError: ...
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ rewritten). From then on every read verifies, and new episodes can be appended.
 The checksums vouch for the bytes as they are at upgrade time; run ``robodata verify --decode``
 first if the store may already have damaged some.
 
->>> add_gop_checksums("data/old-dataset")  # doctest: +SKIP
-144
+>>> add_gop_checksums("data/demo")  # written with checksums already: nothing to add
+0
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from robodata.errors import NotFoundError
 from robodata.format.commits import retry_commit
 from robodata.format.tables import gops_uri, open_table
 from robodata.integrity.gop_checksums import CHECKSUM_COLUMN, gop_checksum
@@ -28,7 +29,7 @@ def add_gop_checksums(uri: str, storage_options: dict | None = None) -> int:
     with storage_step("adding GOP checksums", gops_uri(uri), storage_options):
         gops = open_table(gops_uri(uri), storage_options)
         if gops is None:
-            raise FileNotFoundError(f"no robodata dataset at {uri} (gops.lance does not exist)")
+            raise NotFoundError(f"no robodata dataset at {uri} (gops.lance does not exist)")
         if CHECKSUM_COLUMN in gops.schema.names:
             return 0
         rows = gops.to_table(columns=["ref_id"], with_row_id=True)

@@ -2,7 +2,9 @@
 decodes, the count matches ``n_frames`` and each frame has the row's size. ``robodata verify``
 runs it over every GOP; an ingest runs it over an episode's staged GOPs before committing rows.
 
->>> check_gop_rows(gops, gop_rows(gops), decode=True).problems  # doctest: +SKIP
+>>> import lance
+>>> gops = lance.dataset("data/demo/gops.lance")
+>>> check_gop_rows(gops, gop_rows(gops), decode=True).problems
 []
 """
 

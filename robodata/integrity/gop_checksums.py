@@ -3,9 +3,15 @@ and compared with the stored value before anything decodes the bytes or hands th
 flipped bits surface as CorruptGopError (naming the dataset version, episode, camera and GOP)
 rather than as wrong pixels.
 
->>> gop_checksum(b"GOP bytes") == gop_checksum(bytearray(b"GOP bytes"))  # doctest: +SKIP
+>>> gop_checksum(b"GOP bytes") == gop_checksum(bytearray(b"GOP bytes"))
 True
->>> verify_gop_bytes(gops, blobs, ref_ids, checksums, sizes, uri="data/demo", version=5)  # doctest: +SKIP
+>>> import lance
+>>> gops = lance.dataset("data/demo/gops.lance")
+>>> first = gops.to_table(columns=["ref_id", CHECKSUM_COLUMN], limit=1)  # four bytes that are not that GOP:
+>>> verify_gop_bytes(gops, [b"oops"], first["ref_id"].to_numpy(), first[CHECKSUM_COLUMN].to_numpy(), np.array([4]),
+...                  uri="data/demo", version=3)
+Traceback (most recent call last):
+robodata.errors.CorruptGopError: ...
 """
 
 from __future__ import annotations

@@ -54,7 +54,11 @@ def hold_gops(
     """Write a lease on ``ref_ids`` (one PUT, so it is whole or absent); returns its URI. A store
     that fails the PUT raises StorageError / StorageUnreachableError naming ``action``.
 
-    >>> lease = hold_gops("data/demo", 0, [123, 456])  # doctest: +SKIP
+    >>> lease = hold_gops("data/demo", 0, [123, 456])  # gc keeps these GOPs until the lease goes
+    >>> import json, pathlib
+    >>> json.loads(pathlib.Path(lease).read_text())["ref_ids"]
+    [123, 456]
+    >>> release(lease)
     """
     uri = join_uri(dataset_uri, STAGING_DIR, f"{LEASE_PREFIX}{int(episode_index)}-{uuid.uuid4().hex}.json")
     body = {
@@ -82,7 +86,7 @@ def release(lease_uri: str, storage_options: dict | None = None) -> None:
     wait = min(storage_timeout_s(storage_options), RELEASE_WAIT_S)
     try:
         fsspec_filesystem(lease_uri, {**(storage_options or {}), TIMEOUT_OPTION: str(wait)}).rm_file(lease_uri)
-    except Exception:  # noqa: BLE001 - never hide the error that made the ingest release early
+    except Exception:  # never hide the error that made the ingest release early
         pass
 
 

@@ -67,8 +67,12 @@ def import_episodes(
     Episodes already in the dataset are skipped, so an interrupted import resumes; every other
     selected episode is checked before the first is written; each is then one commit.
 
-    >>> import_episodes(open_episode_source("lerobot", "exports/demo"), "data/demo").imported  # doctest: +SKIP
+    >>> from robodata.interop.sources import open_episode_source
+    >>> source = open_episode_source("lerobot", "exports/demo_lerobot")
+    >>> import_episodes(source, "data/imported", episodes=[0, 1], progress=False).imported
     [0, 1]
+    >>> import_episodes(source, "data/imported", progress=False).imported  # 0 and 1 are stored: skipped
+    [2]
     """
     numbers = source.episode_numbers()
     if episodes is not None:

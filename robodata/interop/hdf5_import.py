@@ -19,7 +19,10 @@ every camera has one frame per step. ALOHA compresses with OpenCV, which treats 
 so JPEG bytes decode to the array ALOHA stored only after swapping channels back
 (``jpeg_channel_order="bgr"``, the default; use "rgb" for files written by an RGB encoder).
 
->>> import_hdf5("recordings/episode_*.hdf5", "data/aloha", task="insertion")  # doctest: +SKIP
+>>> import_hdf5("recordings/episode_*.hdf5", "data/aloha", task="insertion", progress=False).imported
+[0, 1]
+>>> robodata.open("data/aloha").episodes()["task"].to_pylist()
+['insertion', 'insertion']
 """
 
 from __future__ import annotations
@@ -29,20 +32,23 @@ import io
 import os
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import h5py
 import numpy as np
 import pyarrow as pa
 from PIL import Image
 
 from robodata.codec import EncoderSettings
-from robodata.errors import BadUploadError
+from robodata.errors import BadUploadError, NotFoundError, import_extra
 from robodata.ingest import CameraStream, EpisodeData
 from robodata.interop.aloha_layout import ALOHA_JOINTS
 from robodata.interop.episode_source import import_episodes
 from robodata.interop.import_result import ImportResult
 from robodata.interop.source_fingerprint import source_fingerprint
 from robodata.storage import fsspec_filesystem, is_remote
+
+if TYPE_CHECKING:
+    import h5py
 
 DEFAULT_CONTROL_HZ = 50.0
 _OPTIONAL_VECTORS = {
@@ -70,7 +76,7 @@ def find_hdf5_files(path_or_glob: str, *, storage_options: dict | None = None) -
     else:
         found = globlib.glob(path_or_glob)
     if not found:
-        raise FileNotFoundError(f"{path_or_glob}: matches no HDF5 files")
+        raise NotFoundError(f"{path_or_glob}: matches no HDF5 files")
     return sorted(found, key=_natural_key)
 
 
@@ -83,11 +89,11 @@ def hdf5_episodes(path_or_glob: str, *, storage_options: dict | None = None) -> 
     """Source episode number -> file: ``n`` for ``episode_<n>.hdf5``, else the file's position
     in sorted order.
 
-    >>> hdf5_episodes("recordings/episode_*.hdf5")  # doctest: +SKIP
+    >>> hdf5_episodes("recordings/episode_*.hdf5")
     {0: 'recordings/episode_0.hdf5', 1: 'recordings/episode_1.hdf5'}
     """
     paths = find_hdf5_files(path_or_glob, storage_options=storage_options)
-    numbers = {}
+    numbers: dict[int, str] = {}
     for position, path in enumerate(paths):
         match = _EPISODE_NUMBER.search(path)
         number = int(match.group(1)) if match else position
@@ -117,8 +123,9 @@ def import_hdf5(
     Source episode ``n`` (see hdf5_episodes) becomes robodata episode ``start_index + n``. Every
     file is checked before the first episode is written.
 
-    >>> import_hdf5("s3://bucket/aloha/episode_*.hdf5", "s3://bucket/robodata/aloha").imported  # doctest: +SKIP
-    [0, 1]
+    >>> result = import_hdf5("recordings/episode_*.hdf5", "data/aloha", episodes=[1], progress=False)  # or s3://
+    >>> result.imported, result.rows
+    ([1], 20)
     """
     source = Hdf5Episodes(
         path_or_glob,
@@ -200,6 +207,7 @@ class _Hdf5Reader:
         return int(self._remote_fs(path).size(path) if is_remote(path) else os.path.getsize(path))
 
     def _open(self, path: str) -> h5py.File:
+        h5py = import_extra("h5py", "interop", "HDF5 import")
         try:
             if is_remote(path):
                 return h5py.File(self._remote_fs(path).open(path, "rb"), "r")

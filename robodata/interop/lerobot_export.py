@@ -14,7 +14,8 @@ in the MP4, and its state, action and other per-frame features come from the rob
 in time to that frame (``lerobot_rate.camera_rate_rows``). The other rows' samples are dropped.
 Both rates share one writer: the camera rate only selects which rows become frames.
 
->>> export_lerobot("data/demo", "exports/demo_lerobot")  # doctest: +SKIP
+>>> export_lerobot("data/demo", "lerobot/demo", rate="camera", progress=False).frames  # 2 s at 30 fps, 3 episodes
+180
 """
 
 from __future__ import annotations
@@ -22,15 +23,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from robodata.errors import import_extra
 from robodata.format.ids import episode_filter
 from robodata.format.provenance import UPLOAD_COLUMNS
 from robodata.format.schema import CORE_COLUMNS, image_column, ref_columns
@@ -59,6 +60,8 @@ from robodata.interop.lerobot_format import (
     camera_time_column,
     chunk_and_file,
     feature_of_arrow,
+    joint_names_feature,
+    recorded_cameras,
     video_columns,
     video_key,
 )
@@ -67,7 +70,6 @@ from robodata.interop.lerobot_video import LIBSVTAV1_DEFAULT_PRESET, SharedVideo
 from robodata.reader import open_dataset
 
 _DECODE_BATCH = 64  # rows decoded per take: bounds memory for long episodes
-_STAT_FRAMES = 20  # camera frames sampled per episode for image statistics
 
 
 @dataclass
@@ -91,7 +93,8 @@ class _Episode:
     rows: pa.Table  # this episode's rows in frame order, with the dataset row offset
     task_index: int
     from_index: int  # set by the writer once the episode's frames are chosen
-    camera_times: dict[str, np.ndarray] | None = None  # per camera, the frame time each row shows
+    # Per camera, the frame time each row shows (set by _select_frames).
+    camera_times: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def export_lerobot(
@@ -114,8 +117,9 @@ def export_lerobot(
     Everything is written into a staging folder next to ``root`` and renamed into place at the
     end, so a failed export leaves nothing behind.
 
-    >>> export_lerobot("s3://bucket/demo", "exports/demo", version="run-42").frames  # doctest: +SKIP
-    1582
+    >>> result = export_lerobot("data/demo", "lerobot/demo", version=1, rate="camera", progress=False)
+    >>> result.dataset_version, result.episodes, result.frames  # version 1 held episode 0
+    (1, 1, 60)
     """
     if episodes_per_file < 1:
         raise ValueError(f"episodes_per_file must be at least 1, got {episodes_per_file}")
@@ -188,19 +192,19 @@ def _plan(ds) -> tuple[list[_Episode], list[str], pa.Table]:
 
 
 def _task_text(rows: pa.Table) -> str:
-    """LeRobot's task is the natural-language instruction; robodata's short task name is kept in
-    the episodes table (robodata/task) so that import restores both."""
-    instruction = rows["language_instruction"][0].as_py() if "language_instruction" in rows.column_names else ""
-    return instruction or rows["task"][0].as_py() or ""
+    """LeRobot's task is robodata's task column (what a LeRobot dataset imported into robodata
+    keeps there); the language instruction travels as its own column, so import restores both."""
+    return rows["task"][0].as_py() or ""
 
 
 def _features(ds, table: pa.Table, extras: list[str], fps: int, rate: Rate) -> dict:
     joints = list(ds.metadata.joint_names)
+    names = joint_names_feature(ds.metadata)
     features: dict[str, dict] = {
-        STATE: {"dtype": "float32", "shape": [len(joints)], "names": joints},
-        ACTION: {"dtype": "float32", "shape": [len(joints)], "names": joints},
+        STATE: {"dtype": "float32", "shape": [len(joints)], "names": names},
+        ACTION: {"dtype": "float32", "shape": [len(joints)], "names": names},
     }
-    for camera in ds.cameras:
+    for camera in recorded_cameras(ds.metadata, ds.cameras):
         info = ds.metadata.cameras[camera]
         features[video_key(camera)] = {
             "dtype": "video",
@@ -287,7 +291,7 @@ class _Writer:
             for episode in group:
                 start = video.frames
                 offsets = episode.rows["__offset"].to_numpy()
-                keep = set(np.linspace(0, len(offsets) - 1, min(_STAT_FRAMES, len(offsets))).astype(int).tolist())
+                keep = set(lerobot_stats.sample_indices(len(offsets)))  # the frames LeRobot samples
                 sampled = samples[episode.lerobot_index].setdefault(key, [])
                 for batch in range(0, len(offsets), _DECODE_BATCH):
                     frames = self.ds.get_frames(offsets[batch : batch + _DECODE_BATCH], cameras=column)[column]
@@ -414,6 +418,7 @@ class _Writer:
         episodes_path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(self.episode_rows), episodes_path, compression="snappy")
         # LeRobot reads tasks with pandas: the task text is the index, task_index the one column.
+        pd = import_extra("pandas", "interop", "LeRobot export")
         pd.DataFrame({"task_index": range(len(tasks))}, index=pd.Index(tasks, name="task")).to_parquet(
             self.staging / TASKS_PATH
         )

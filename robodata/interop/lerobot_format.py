@@ -84,6 +84,23 @@ class LeRobotFormatError(RoboDataError, ValueError):
     """A LeRobot dataset robodata cannot read or write; the message names the file or feature."""
 
 
+def recorded_cameras(metadata, cameras: list[str]) -> list[str]:
+    """``cameras`` in the order they were recorded (as LeRobot lists its video features); sorted
+    for datasets written before robodata kept the order."""
+    order = [c for c in (metadata.extra or {}).get("camera_order", []) if c in cameras]
+    return order + sorted(c for c in cameras if c not in order)
+
+
+def joint_names_feature(metadata) -> list[str] | None:
+    """The ``names`` of LeRobot's state and action features: robodata's joint names, or None for
+    a LeRobot dataset imported without names (import numbers its joints ``joint_<i>`` then)."""
+    joints = list(metadata.joint_names)
+    imported = (metadata.extra or {}).get("imported_from") or {}
+    if imported.get("format") == "lerobot" and joints == [f"joint_{i}" for i in range(len(joints))]:
+        return None
+    return joints
+
+
 def video_key(camera: str) -> str:
     return IMAGE_PREFIX + camera
 
@@ -118,7 +135,7 @@ def feature_of_arrow(name: str, arrow_type: pa.DataType) -> dict:
 def arrow_of_feature(name: str, feature: dict) -> pa.DataType:
     """The Arrow type a LeRobot per-frame feature is read as, or an error naming the feature."""
     dtype, shape = feature.get("dtype"), list(feature.get("shape") or [])
-    scalar = _ARROW_OF_DTYPE.get(dtype)
+    scalar = _ARROW_OF_DTYPE.get(dtype) if isinstance(dtype, str) else None
     if scalar is None or len(shape) != 1:
         raise LeRobotFormatError(
             f"feature {name!r} (dtype {dtype}, shape {shape}) cannot be carried by robodata yet: "

@@ -15,7 +15,10 @@ stores where it came from (``upload_uri`` = "<root> episode <n>") and a fingerpr
 source content (``robodata.interop.source_fingerprint``), so importing the same dataset again skips what is
 stored, and an episode edited in the source since is imported again (its labels kept).
 
->>> import_lerobot("exports/demo_lerobot", "data/demo_again")  # doctest: +SKIP
+>>> import_lerobot("exports/demo_lerobot", "data/demo_again", progress=False).imported
+[0, 1, 2]
+>>> import_lerobot("exports/demo_lerobot", "data/demo_again", progress=False).skipped  # stored already
+[0, 1, 2]
 """
 
 from __future__ import annotations
@@ -66,8 +69,9 @@ def import_lerobot(
     The whole source is checked before the first episode is written; each episode is then one
     commit, so an interrupted import resumes with the episodes not yet in the dataset.
 
-    >>> import_lerobot("s3://bucket/lerobot/aloha_sim", "s3://bucket/robodata/aloha_sim").imported  # doctest: +SKIP
-    [0, 1, 2]
+    >>> result = import_lerobot("exports/demo_lerobot", "data/one", episodes=[1], progress=False)  # or s3://
+    >>> result.imported, result.rows
+    ([1], 197)
     """
     options = source_storage_options if source_storage_options is not None else storage_options
     source = LeRobotEpisodes(root, storage_options=options, repo_id=repo_id)

@@ -65,9 +65,10 @@ class SourceEpisode:
 class LeRobotSource:
     """A LeRobot v3 dataset at ``root``.
 
-    >>> source = LeRobotSource("s3://bucket/aloha_sim_insertion")  # doctest: +SKIP
-    >>> source.fps, [v.camera for v in source.videos]  # doctest: +SKIP
-    (50, ['top'])
+    >>> source = LeRobotSource("exports/demo_lerobot")  # or an s3:// root
+    >>> source.fps, [v.camera for v in source.videos]
+    (100, ['top', 'wrist_left', 'wrist_right'])
+
     """
 
     def __init__(self, root: str, *, storage_options: dict | None = None) -> None:

@@ -29,8 +29,11 @@ class SharedVideoWriter:
     """One camera's MP4: frames are appended episode after episode with continuous timestamps
     (frame k sits at k / fps), so an episode's span is [first / fps, end / fps).
 
-    >>> with SharedVideoWriter("file-000.mp4", 640, 480, 30) as video:  # doctest: +SKIP
-    ...     video.add(rgb)
+    >>> with SharedVideoWriter("file-000.mp4", 64, 48, 30) as video:
+    ...     for shade in range(3):
+    ...         video.add(np.full((48, 64, 3), 80 * shade, np.uint8))
+    >>> video.frames
+    3
     """
 
     def __init__(
@@ -49,9 +52,12 @@ class SharedVideoWriter:
         os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints a banner per file at its default level
         self._container = av.open(path, "w")
         try:
-            self._stream = self._container.add_stream(
+            stream = self._container.add_stream(
                 vcodec, rate=Fraction(fps), options=codec_options(vcodec, g, crf, preset)
             )
+            if not isinstance(stream, av.VideoStream):
+                raise ValueError(f"{vcodec!r} is not a video codec")
+            self._stream = stream
             self._stream.width, self._stream.height, self._stream.pix_fmt = width, height, pix_fmt
         except Exception:
             self._container.close()
@@ -84,6 +90,8 @@ def probe_video_info(path: str) -> dict:
     """The stream-derived ``video.*`` entries LeRobot's get_video_info records."""
     with av.open(path) as container:
         stream = container.streams.video[0]
+        if stream.base_rate is None:
+            raise ValueError(f"{path}: its video stream has no frame rate")
         return {
             "video.height": stream.height,
             "video.width": stream.width,

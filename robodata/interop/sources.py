@@ -33,7 +33,11 @@ def open_episode_source(
     """The ``format`` source at ``location``; ``options`` may hold every format's options, each
     format takes its own (an orchestrator passes one flat config for all formats).
 
-    >>> open_episode_source("aloha_hdf5", "recordings/episode_*.hdf5", options={"task": "insertion"})  # doctest: +SKIP
+    >>> options = {"task": "insertion", "repo_id": "lab/aloha"}  # repo_id is lerobot's: left out
+    >>> source = open_episode_source("aloha_hdf5", "recordings/episode_*.hdf5", options=options)
+    >>> type(source).__name__, source.episode_numbers()
+    ('Hdf5Episodes', [0, 1])
+
     """
     try:
         chosen = IMPORT_FORMATS[format]

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TypeAlias
+from typing import TypeAlias, TypeVar
 
 import lance
 import numpy as np
 import pyarrow as pa
 
+from robodata.errors import RoboDataDeprecationWarning
 from robodata.format.commits import retry_commit
 from robodata.format.provenance import label_columns
 from robodata.format.schema import camera_of, image_column, read_metadata, ref_columns
@@ -21,14 +22,16 @@ from robodata.integrity.frames_checksums import verify_frames_on_read
 from robodata.integrity.gop_checksums import verify_gop_bytes
 from robodata.reader.decode_pool import GopTask, run_tasks
 from robodata.reader.gop_index import GopIndex
+from robodata.reader.renditions import decode_requests, output_shape
 from robodata.reader.row_index import RowIndex, SharedArrays
 from robodata.storage.deadlines import call_with_deadline
-from robodata.storage.failures import storage_step
+from robodata.storage.failures import storage_call, storage_step
 
 _ITEM_FRAMES = ThreadPoolExecutor(4, thread_name_prefix="robodata-item")  # ds[i]: frames beside the row read
 
 # Dataset row offsets (0..len(ds)-1): a list, a range or an integer numpy array.
 RowIndices: TypeAlias = Sequence[int] | np.ndarray
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,7 @@ class RoboDataset:
         warnings.warn(
             "RoboDataset(uri, frames) is deprecated and will be removed in the next release: "
             "open a dataset with robodata.open(uri, version=...)",
-            DeprecationWarning,
+            RoboDataDeprecationWarning,
             stacklevel=2,
         )
         self._setup(uri, frames, storage_options)
@@ -183,7 +186,7 @@ class RoboDataset:
         with storage_step("checking frames.lance's checksums", frames_uri(uri), storage_options):
             verify_frames_on_read(uri, frames, storage_options)
         self.cameras = sorted(self.metadata.cameras)
-        self._buffers: dict[tuple[str, int], np.ndarray] = {}
+        self._buffers: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
         self._row_files: SharedArrays | None = None
 
     # --- rows -------------------------------------------------------------------------------
@@ -266,7 +269,9 @@ class RoboDataset:
 
     @cached_property
     def _rows(self) -> RowIndex:
-        return RowIndex(self._frames, self.cameras)
+        return storage_call(
+            "indexing rows", frames_uri(self.uri), self._storage_options, RowIndex, self._frames, self.cameras
+        )
 
     @cached_property
     def _gops(self) -> lance.LanceDataset:
@@ -277,7 +282,7 @@ class RoboDataset:
 
     @cached_property
     def _gop_index(self) -> GopIndex:
-        return GopIndex(self._gops)
+        return storage_call("indexing GOPs", gops_uri(self.uri), self._storage_options, GopIndex, self._gops)
 
     @cached_property
     def gops(self) -> GopStore:
@@ -297,7 +302,7 @@ class RoboDataset:
         >>> ds.episodes().to_pylist()[0]
         {'episode_index': 0, 'rows': 197, 'task': 'pick_cube', 'split': 'train'}
         """
-        table = self._frames.to_table(columns=["episode_index", "task", "split"])
+        table = self._read("listing episodes", self._frames.to_table, columns=["episode_index", "task", "split"])
         grouped = table.group_by("episode_index", use_threads=False).aggregate(
             [("episode_index", "count"), ("task", "first"), ("split", "first")]
         )
@@ -325,7 +330,7 @@ class RoboDataset:
         >>> ds.to_table(columns=["frame_index"], filter="episode_index = 1").num_rows
         197
         """
-        return self._frames.to_table(columns=columns, filter=filter, **kwargs)
+        return self._read("reading rows", self._frames.to_table, columns=columns, filter=filter, **kwargs)
 
     def __getitem__(self, index: int) -> dict[str, np.ndarray | object]:
         """Row ``index``: each of ``columns`` (lists as numpy arrays of their own dtype, scalars as
@@ -354,6 +359,8 @@ class RoboDataset:
         concurrency: int | None = None,
         zero_copy: bool = False,
         gop_bytes: Mapping[int, bytes] | None = None,
+        resolution: tuple[int, int] | None = None,
+        pixel_format: str = "rgb24",
     ) -> FrameBatch:
         """Decoded camera frames of rows ``indices``, in request order.
 
@@ -376,11 +383,19 @@ class RoboDataset:
         gop_bytes : mapping of int to bytes, optional
             GOP bytes by ref_id already in memory (``ds.gops.read``, a loader's prefetch); only
             the other GOPs are read from Lance. Supplied bytes are verified too.
+        resolution : (int, int), optional
+            ``(H, W)`` of the frames returned: a stored training rendition's GOPs are decoded
+            when one fits, never the full frames (``robodata.reader.renditions``); otherwise the
+            full frames are scaled on decode. The camera's own size when omitted.
+        pixel_format : {"rgb24", "yuv420p"}, default "rgb24"
+            ``"yuv420p"`` returns each frame as planar YUV 4:2:0, ``[H*3/2, W]`` uint8: half the
+            bytes, no RGB conversion (``robodata.torch.yuv.yuv420_to_rgb`` on the device).
 
         Returns
         -------
         FrameBatch
-            ``data[camera]``: ``[N, H, W, 3]`` uint8; ``timestamps_ns[camera]``: ``[N]``.
+            ``data[camera]``: ``[N, H, W, 3]`` uint8 (``[N, H*3/2, W]`` for ``"yuv420p"``);
+            ``timestamps_ns[camera]``: ``[N]``.
 
         Raises
         ------
@@ -400,15 +415,21 @@ class RoboDataset:
         [33333333, 900000000, 166666667]
         >>> sorted(ds.get_frames([0]).data)
         ['top', 'wrist_left', 'wrist_right']
+        >>> ds.get_frames([0], cameras="top", resolution=(224, 224)).data["top"].shape
+        (1, 224, 224, 3)
         """
         indices = self._check_indices(indices)
         chosen = self._cameras(cameras)
-        data = {camera: self._output(camera, len(indices), zero_copy) for camera in chosen}
+        data = {camera: self._output(camera, len(indices), zero_copy, resolution, pixel_format) for camera in chosen}
         refs = {camera: self._rows.ref_id[camera][indices] for camera in chosen}
         in_gop = {camera: self._rows.frame_in_gop[camera][indices] for camera in chosen}
         if len(indices):
-            requests = [(refs[camera], in_gop[camera], data[camera]) for camera in chosen]
-            run_tasks(self._gop_tasks(requests, gop_bytes), concurrency)
+            requests = []  # (ref_ids, frames in GOP, output slots, scale-to size): renditions where they fit
+            for camera in chosen:
+                requests += decode_requests(
+                    self.metadata, self._gop_index, camera, refs[camera], in_gop[camera], data[camera], resolution
+                )
+            run_tasks(self._gop_tasks(requests, gop_bytes, pixel_format), concurrency)
         timestamps = {
             camera: self._gop_index.frame_timestamps(self._gop_index.positions(refs[camera]), in_gop[camera])
             for camera in chosen
@@ -423,6 +444,8 @@ class RoboDataset:
         concurrency: int | None = None,
         zero_copy: bool = False,
         gop_bytes: Mapping[int, bytes] | None = None,
+        resolution: tuple[int, int] | None = None,
+        pixel_format: str = "rgb24",
     ) -> dict[str, np.ndarray]:
         """Deprecated: ``get_frames(indices, cameras=...)``; one ``[N, H, W, 3]`` array per image
         column (``observation_images_<camera>``)."""
@@ -431,7 +454,13 @@ class RoboDataset:
         )
         names = _column_names(columns)
         batch = self.get_frames(
-            indices, cameras=names, concurrency=concurrency, zero_copy=zero_copy, gop_bytes=gop_bytes
+            indices,
+            cameras=names,
+            concurrency=concurrency,
+            zero_copy=zero_copy,
+            gop_bytes=gop_bytes,
+            resolution=resolution,
+            pixel_format=pixel_format,
         )
         return {name: batch.data[camera_of(name, self.cameras)] for name in names}
 
@@ -449,35 +478,38 @@ class RoboDataset:
             )
         return list(dict.fromkeys(by_column.get(name, name) for name in names))
 
-    def _output(self, camera: str, n: int, zero_copy: bool) -> np.ndarray:
-        info = self.metadata.cameras[camera]
-        shape = (n, info.height, info.width, 3)
+    def _output(self, camera: str, n: int, zero_copy: bool, resolution=None, pixel_format="rgb24") -> np.ndarray:
+        shape = (n, *output_shape(self.metadata, camera, resolution, pixel_format))
         if not zero_copy:
             return np.empty(shape, dtype=np.uint8)
-        buffer = self._buffers.get((camera, n))
+        buffer = self._buffers.get((camera, shape))
         if buffer is None:
-            buffer = self._buffers[(camera, n)] = np.empty(shape, dtype=np.uint8)
+            buffer = self._buffers[(camera, shape)] = np.empty(shape, dtype=np.uint8)
         return buffer
 
-    def _gop_tasks(self, requests, gop_bytes: Mapping[int, bytes] | None = None) -> list[GopTask]:
-        all_refs = np.concatenate([refs for refs, _, _ in requests])
+    def _gop_tasks(
+        self, requests, gop_bytes: Mapping[int, bytes] | None = None, pixel_format: str = "rgb24"
+    ) -> list[GopTask]:
+        all_refs = np.concatenate([refs for refs, _, _, _ in requests])
         unique_refs, inverse = np.unique(all_refs, return_inverse=True)
         positions = self._gop_index.positions(unique_refs)
         supplied = gop_bytes or {}
-        blobs = [supplied.get(int(ref)) for ref in unique_refs]
-        missing = [slot for slot, data in enumerate(blobs) if data is None]
-        if missing:
-            for slot, data in zip(missing, self._read_gop_rows(positions[missing]), strict=True):
-                blobs[slot] = data
+        found = [supplied.get(int(ref)) for ref in unique_refs]
+        missing = [slot for slot, data in enumerate(found) if data is None]
+        read = iter(self._read_gop_rows(positions[missing]) if missing else [])
+        blobs = [next(read) if data is None else data for data in found]
         self._verify_gops(positions, blobs)  # supplied (prefetched) bytes too
         tasks = [
-            GopTask(data, self._gop_index.packet_sizes(int(pos)), self._gop_index.codec(int(pos)))
+            GopTask(
+                data, self._gop_index.packet_sizes(int(pos)), self._gop_index.codec(int(pos)), pixel_format=pixel_format
+            )
             for data, pos in zip(blobs, positions, strict=True)
         ]
         cursor = 0
-        for refs, frames, out in requests:
+        for refs, frames, out, size in requests:
             for slot in range(len(refs)):
                 task = tasks[inverse[cursor + slot]]
+                task.size = size
                 task.wanted.append(int(frames[slot]))
                 task.out.append(out[slot])
             cursor += len(refs)
@@ -489,7 +521,7 @@ class RoboDataset:
             blobs = call_with_deadline(
                 self.uri, self._storage_options, self._gops.read_blobs, "gop", ids=ids, preserve_order=True
             )
-        return [data for _, data in blobs]
+        return [data or b"" for _, data in blobs]  # a null blob fails its size check: a corrupt GOP
 
     def _verify_gops(self, positions: np.ndarray, blobs: list[bytes]) -> None:
         """CorruptGopError unless every GOP's bytes match the checksum stored with them."""
@@ -502,11 +534,13 @@ class RoboDataset:
     def get_windows(
         self,
         indices: RowIndices,
-        offsets: Sequence[int],
+        offsets: Sequence[int] | np.ndarray,
         *,
         cameras: str | Sequence[str] | None = None,
         columns: str | Sequence[str] | None = None,
         gop_bytes: Mapping[int, bytes] | None = None,
+        resolution: tuple[int, int] | None = None,
+        pixel_format: str = "rgb24",
     ) -> WindowBatch:
         """Temporal windows around rows ``indices`` at row ``offsets`` (e.g. ``range(-7, 1)``).
 
@@ -525,6 +559,8 @@ class RoboDataset:
             Per-row columns to read (``ds.columns``), e.g. ``["action"]``; none when omitted.
         gop_bytes : mapping of int to bytes, optional
             GOP bytes already in memory, as for ``get_frames``.
+        resolution, pixel_format
+            The frames' size and pixel format, as for ``get_frames``.
 
         Returns
         -------
@@ -560,14 +596,16 @@ class RoboDataset:
         data: dict[str, np.ndarray] = {}
         timestamps: dict[str, np.ndarray] = {}
         if chosen:
-            frames = self.get_frames(flat, cameras=chosen, gop_bytes=gop_bytes)
+            frames = self.get_frames(
+                flat, cameras=chosen, gop_bytes=gop_bytes, resolution=resolution, pixel_format=pixel_format
+            )
             for camera in chosen:
                 data[camera] = frames.data[camera].reshape(rows.shape + frames.data[camera].shape[1:])
                 timestamps[camera] = frames.timestamps_ns[camera].reshape(rows.shape)
         values: dict[str, np.ndarray] = {}
         if scalars:
             unique, inverse = np.unique(flat, return_inverse=True)
-            table = self._frames.take(unique.tolist(), columns=scalars)
+            table = self.take_rows(unique, scalars)
             for name in scalars:
                 column = to_numpy(table[name])[inverse]
                 values[name] = column.reshape(rows.shape + column.shape[1:])
@@ -582,6 +620,8 @@ class RoboDataset:
         columns: str | list[str],
         *,
         gop_bytes: Mapping[int, bytes] | None = None,
+        resolution: tuple[int, int] | None = None,
+        pixel_format: str = "rgb24",
     ) -> dict[str, np.ndarray]:
         """Deprecated: ``get_windows(indices, offsets, cameras=..., columns=...)``; each of
         ``columns`` (image or per-row) as ``[N, T, ...]`` plus ``<column>_is_pad``."""
@@ -591,7 +631,15 @@ class RoboDataset:
         names = _column_names(columns)
         images = [n for n in names if n in self.image_columns]
         scalars = [n for n in names if n not in self.image_columns]
-        window = self.get_windows(indices, offsets, cameras=images, columns=scalars, gop_bytes=gop_bytes)
+        window = self.get_windows(
+            indices,
+            offsets,
+            cameras=images,
+            columns=scalars,
+            gop_bytes=gop_bytes,
+            resolution=resolution,
+            pixel_format=pixel_format,
+        )
         result: dict[str, np.ndarray] = {}
         for name in names:
             result[name] = window.data[camera_of(name, self.cameras)] if name in images else window.columns[name]
@@ -609,6 +657,16 @@ class RoboDataset:
             if name not in known:
                 raise KeyError(f"{self.uri}: no column {name!r} at version {self.version}; its columns are {known}")
         return names
+
+    def take_rows(self, indices: RowIndices, columns: list[str]) -> pa.Table:
+        """The per-row ``columns`` of rows ``indices`` (Arrow, in the order given), under the
+        storage deadline: ``lance_dataset.take`` for loaders that read a batch's rows at once."""
+        indices = np.asarray(indices, dtype=np.int64).reshape(-1).tolist()
+        return self._read(f"reading {len(indices)} rows", self._frames.take, indices, columns=columns)
+
+    def _read(self, action: str, fn: Callable[..., T], /, *args, **kwargs) -> T:
+        """``fn`` (a call on frames.lance) as a storage step, under the storage deadline."""
+        return storage_call(action, frames_uri(self.uri), self._storage_options, fn, *args, **kwargs)
 
     def _check_indices(self, indices: RowIndices) -> np.ndarray:
         if isinstance(indices, str):  # the columns given where the rows belong (the old order)
@@ -634,12 +692,12 @@ class RoboDataset:
         >>> [v["version"] for v in ds.versions()]
         [1, 2, 3]
         """
-        return self._frames.versions()
+        return [dict(version) for version in self._read("listing versions", self._frames.versions)]
 
     @property
     def tags(self) -> dict[str, int]:
         """Tag name -> version."""
-        return {name: info["version"] for name, info in self._frames.tags.list().items()}
+        return {name: info["version"] for name, info in self._read("listing tags", self._frames.tags.list).items()}
 
     def tag(self, name: str) -> int:
         """Name this version (e.g. after a training run) so ``open(uri, version=name)`` finds it.
@@ -671,7 +729,9 @@ class RoboDataset:
             raise ValueError(f"tag {name!r} already names version {existing}, not {self.version}")
         if existing is None:
             action = f"tagging version {self.version} as {name!r}"
-            retry_commit(action, self._frames.uri, lambda: self._frames.tags.create(name, self.version))
+            retry_commit(
+                action, self._frames.uri, lambda: self._read(action, self._frames.tags.create, name, self.version)
+            )
         return self.version
 
     def checkout(self, version: int | str) -> RoboDataset:
@@ -717,17 +777,38 @@ class GopStore:
         does not wrap."""
         return self._ds._gops
 
-    def refs(self, indices: RowIndices, cameras: str | Sequence[str]) -> np.ndarray:
+    def refs(
+        self, indices: RowIndices, cameras: str | Sequence[str], resolution: tuple[int, int] | None = None
+    ) -> np.ndarray:
         """The distinct GOP ref_ids that the frames of rows ``indices`` of ``cameras`` (names or
-        image columns) decode from.
+        image columns) decode from (at ``resolution``: a training rendition's GOPs where one fits).
 
         >>> ds.gops.refs([0, 1, 2], "top").shape
         (1,)
         """
         ds = self._ds
         indices = ds._check_indices(indices)
-        refs = [ds._rows.ref_id[camera][indices] for camera in ds._cameras(cameras)]
+        refs = []
+        for camera in ds._cameras(cameras):
+            rows = ds._rows.ref_id[camera][indices]
+            empty = np.zeros((len(rows), 0, 0, 0), np.uint8)
+            plan = decode_requests(ds.metadata, ds._gop_index, camera, rows, rows, empty, resolution)
+            refs += [r for r, _, _, _ in plan]
         return np.unique(np.concatenate(refs)) if refs else np.zeros(0, np.int64)
+
+    def frame_refs(self, indices: RowIndices, camera: str) -> tuple[np.ndarray, np.ndarray]:
+        """Per row of ``indices``: the full-resolution GOP ref_id its frame of ``camera`` (a name
+        or image column) is in and the frame's index in that GOP (what a decoder outside robodata
+        needs, e.g. NVDEC).
+
+        >>> refs, in_gop = ds.gops.frame_refs([0, 1], "top")
+        >>> refs.shape, in_gop.shape
+        ((2,), (2,))
+        """
+        ds = self._ds
+        indices = ds._check_indices(indices)
+        [name] = ds._cameras(camera)
+        return ds._rows.ref_id[name][indices], ds._rows.frame_in_gop[name][indices]
 
     def byte_sizes(self, ref_ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """Stored size in bytes of each GOP in ``ref_ids``, known without reading it."""
@@ -744,20 +825,20 @@ class GopStore:
         self._ds._verify_gops(positions, data)  # a cache holds only bytes that match their checksum
         return {int(ref): blob for ref, blob in zip(refs, data, strict=True)}
 
-    def window_rows(self, indices: RowIndices, offsets: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    def window_rows(self, indices: RowIndices, offsets: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The rows ``get_windows`` reads: ``([N, T] row offsets, [N, T] pad mask)``."""
         offsets = np.asarray(list(offsets), dtype=np.int64)
         return self._ds._rows.window_rows(self._ds._check_indices(indices), offsets)
 
 
-def _column_names(columns: str | list[str]) -> list[str]:
+def _column_names(columns: str | Sequence[str]) -> list[str]:
     return [columns] if isinstance(columns, str) else list(columns)
 
 
 def _deprecated(old: str, new: str) -> None:
     warnings.warn(
         f"RoboDataset.{old} is deprecated and will be removed in the next release: use {new}",
-        DeprecationWarning,
+        RoboDataDeprecationWarning,
         stacklevel=3,
     )
 

@@ -34,9 +34,11 @@ class GopTask:
     codec: str  # the FFmpeg decoder its gops.lance row names
     wanted: list[int] = field(default_factory=list)
     out: list[np.ndarray] = field(default_factory=list)
+    size: tuple[int, int] | None = None  # (height, width) to scale to: no stored rendition fits
+    pixel_format: str = "rgb24"  # or "yuv420p" (robodata.codec.resize.PIXEL_FORMATS)
 
     def run(self) -> None:
-        decode_gop_frames(self.data, self.packet_sizes, self.wanted, out=self.out, codec=self.codec)
+        decode_gop_frames(self.data, self.packet_sizes, self.wanted, self.out, self.codec, self.size, self.pixel_format)
 
 
 def run_tasks(tasks: list[GopTask], concurrency: int | None = None) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from robodata.format.renditions import RENDITION_COLUMN, SOURCE_COLUMN
 from robodata.integrity.gop_checksums import CHECKSUM_COLUMN
 
 
@@ -16,6 +17,9 @@ class GopIndex:
         # Datasets written before format 2 have no checksum column: their GOPs read unverified.
         self.checksummed = CHECKSUM_COLUMN in gops.schema.names
         columns = ["ref_id", "packet_sizes", "timestamps_ns", "codec"] + ([CHECKSUM_COLUMN] if self.checksummed else [])
+        # Datasets without training renditions have no rendition columns (format/renditions.py).
+        with_renditions = RENDITION_COLUMN in gops.schema.names
+        columns += [RENDITION_COLUMN, SOURCE_COLUMN] if with_renditions else []
         table = gops.to_table(columns=columns, with_row_id=True)
         ref_ids = table["ref_id"].to_numpy()
         order = np.argsort(ref_ids, kind="stable")
@@ -37,6 +41,16 @@ class GopIndex:
         times = table["timestamps_ns"].combine_chunks() if table["timestamps_ns"].num_chunks else None
         self._times_start = times.offsets.to_numpy()[:-1][order] if times is not None else np.zeros(0, np.int64)
         self._times = times.values.to_numpy() if times is not None else np.zeros(0, np.int64)
+        # rendition name -> (source ref_ids sorted, positions of the rendition GOPs in that order)
+        self._renditions: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        if with_renditions:
+            names = table[RENDITION_COLUMN].to_numpy(zero_copy_only=False)[order]
+            sources = table[SOURCE_COLUMN].fill_null(0).to_numpy()[order]  # int64, never through float
+            for name in {n for n in names if n is not None}:
+                at = np.flatnonzero(names == name)
+                source = sources[at]
+                by_source = np.argsort(source, kind="stable")
+                self._renditions[name] = (source[by_source], at[by_source])
 
     def __len__(self) -> int:
         return len(self._ref_ids)
@@ -49,6 +63,21 @@ class GopIndex:
             missing = ref_ids if len(self._ref_ids) == 0 else ref_ids[self._ref_ids[pos] != ref_ids]
             raise KeyError(f"GOP references not found in gops.lance: {missing[:5].tolist()}")
         return pos
+
+    def rendition_positions(self, ref_ids: np.ndarray, name: str) -> np.ndarray:
+        """Positions of rendition ``name`` of the full-resolution GOPs ``ref_ids``; -1 where a
+        GOP has no such rendition stored (yet)."""
+        sources, positions = self._renditions.get(name, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+        found = np.full(len(ref_ids), -1, dtype=np.int64)
+        if len(sources):
+            at = np.clip(np.searchsorted(sources, ref_ids), 0, len(sources) - 1)
+            hit = sources[at] == ref_ids
+            found[hit] = positions[at[hit]]
+        return found
+
+    @property
+    def rendition_names(self) -> list[str]:
+        return sorted(self._renditions)
 
     def ref_ids(self, positions: np.ndarray) -> np.ndarray:
         return self._ref_ids[positions]

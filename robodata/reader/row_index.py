@@ -22,20 +22,58 @@ def _shared_root() -> str | None:
     return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 
 
+SHARED_PREFIX = "robodata-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def remove_orphans(root: str | None = None) -> list[str]:
+    """Remove the shared-array folders whose owning process is gone (a rank killed before its
+    finalizers ran): they are named ``robodata-<prefix>-<owner pid>-<random>``."""
+    root = root or _shared_root() or tempfile.gettempdir()
+    removed: list[str] = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    for name in names:
+        parts = name.split("-")
+        if not name.startswith(SHARED_PREFIX) or len(parts) < 4 or not parts[-2].isdigit():
+            continue
+        if not _alive(int(parts[-2])):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+            removed.append(name)
+    return removed
+
+
 class SharedArrays:
     """Named numpy arrays in files that child processes memory-map rather than copy.
 
     The process that creates it owns the files (removed when it is garbage collected or the
-    process exits); an unpickled copy in a worker only maps them.
+    process exits); an unpickled copy in a worker only maps them. The folder is named after the
+    owner's pid, so files a killed process left behind are removed by the next one started
+    (``remove_orphans``), instead of holding /dev/shm until reboot.
 
-    >>> shared = SharedArrays("order"); shared.put("epoch-0", order)  # doctest: +SKIP
-    >>> pickle.loads(pickle.dumps(shared)).get("epoch-0")   # memory-mapped, read-only  # doctest: +SKIP
+    >>> import pickle
+    >>> shared = SharedArrays("order"); shared.put("epoch-0", np.arange(4))
+    >>> pickle.loads(pickle.dumps(shared)).get("epoch-0")  # memory-mapped, read-only
+    memmap([0, 1, 2, 3])
+
     """
 
     def __init__(self, prefix: str) -> None:
         self.owner_pid = os.getpid()
-        self.directory = tempfile.mkdtemp(prefix=f"robodata-{prefix}-", dir=_shared_root())
-        self._finalizer = weakref.finalize(self, shutil.rmtree, self.directory, True)
+        remove_orphans()
+        self.directory = tempfile.mkdtemp(prefix=f"{SHARED_PREFIX}{prefix}-{self.owner_pid}-", dir=_shared_root())
+        self._finalizer: weakref.finalize | None = weakref.finalize(self, shutil.rmtree, self.directory, True)
         self._mapped: dict[str, np.ndarray] = {}
         self._written: list[str] = []
 
@@ -86,7 +124,8 @@ class RowIndex:
     """Per-row episode, frame and GOP reference arrays, with the (episode, frame) ordering
     windows need.
 
-    >>> index = RowIndex(frames_lance, ["top"]); index.window_rows(np.array([5]), np.array([-1, 0]))  # doctest: +SKIP
+    >>> index = RowIndex(ds.lance_dataset, ["top"]); index.window_rows(np.array([5]), np.array([-1, 0]))
+    (array([[4, 5]]), array([[False, False]]))
     """
 
     def __init__(self, frames, cameras: list[str]) -> None:
@@ -119,6 +158,11 @@ class RowIndex:
         self.order = arrays["order"]
         self.rank = arrays["rank"]
         self.episode_length = arrays["episode_length"]
+
+    @property
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Every array by the key ``mapped`` reads it back under."""
+        return dict(self._arrays)
 
     def share(self) -> SharedArrays:
         """Write the arrays to memory-mappable files; pass the result to ``mapped`` elsewhere."""

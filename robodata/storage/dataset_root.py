@@ -9,7 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from robodata.errors import DatasetLocationError
-from robodata.storage.uris import fsspec_filesystem, is_remote, redact
+from robodata.storage.deadlines import call_with_deadline
+from robodata.storage.failures import is_storage_failure, storage_step
+from robodata.storage.uris import canonical_options, fsspec_filesystem, is_remote, redact
 
 # (endpoint, bucket, access key id) known to exist for that identity: other credentials may be refused.
 _checked: set[tuple[str, str, str]] = set()
@@ -19,9 +21,9 @@ def check_dataset_location(uri: str, storage_options: dict | None = None) -> Non
     """Raise DatasetLocationError if ``uri`` cannot hold a dataset: a local path that is (or
     lies under) a file, or an s3:// bucket the endpoint does not have.
 
-    >>> check_dataset_location("s3://no-such-bucket/ds", {"aws_endpoint": "http://127.0.0.1:9000"})  # doctest: +SKIP
+    >>> check_dataset_location("uploads/episode_000000/episode.json/ds")
     Traceback (most recent call last):
-    DatasetLocationError: s3://no-such-bucket/ds: bucket 'no-such-bucket' does not exist at http://127.0.0.1:9000 ...
+    robodata.errors.DatasetLocationError: uploads/episode_000000/episode.json/ds: uploads/episode_000000/episode.json is a file; a dataset root must be a folder
     """
     uri = str(uri)
     if not is_remote(uri):
@@ -36,13 +38,16 @@ def check_dataset_location(uri: str, storage_options: dict | None = None) -> Non
     if protocol not in ("s3", "s3a"):
         return
     bucket = rest.split("/", 1)[0]
-    endpoint = (storage_options or {}).get("aws_endpoint") or "AWS S3"
-    checked = (endpoint, bucket, str((storage_options or {}).get("aws_access_key_id") or ""))
+    named = canonical_options(storage_options)
+    endpoint = named.get("aws_endpoint") or "AWS S3"
+    checked = (endpoint, bucket, str(named.get("aws_access_key_id") or ""))
     if checked in _checked:
         return
     fs = fsspec_filesystem(uri, storage_options)
     try:
-        fs.info(bucket)
+        # Under the deadline: a store that does not answer this fails the write here, once,
+        # rather than again at every step after it.
+        call_with_deadline(uri, storage_options, fs.info, bucket)
     except FileNotFoundError:
         raise DatasetLocationError(
             f"{uri}: bucket {bucket!r} does not exist at {endpoint} (or the endpoint is not an S3 "
@@ -54,6 +59,9 @@ def check_dataset_location(uri: str, storage_options: dict | None = None) -> Non
             "and the bucket policy. Nothing was written"
         )
         raise DatasetLocationError(redact(" ".join(message.split()), storage_options)) from None
-    except Exception:  # unreachable or slow: the write itself reports that, with its deadline
-        return
+    except Exception as exc:
+        if is_storage_failure(exc):  # no answer: said once, here, as every step says it
+            with storage_step("checking the bucket", uri, storage_options):
+                raise
+        return  # anything else the store answered: the write itself reports it
     _checked.add(checked)

@@ -6,7 +6,7 @@ Two layers: each request carries object_store / botocore timeouts (so nothing wa
 even in a thread nobody waits for), and each Lance call on a remote store runs under a wall-clock
 deadline (``call_with_deadline``), because Lance retries some requests on its own.
 
->>> storage_timeout_s({"robodata_timeout_s": "5"})  # doctest: +SKIP
+>>> storage_timeout_s({"robodata_timeout_s": "5"})
 5.0
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextvars
 import math
 import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -72,6 +73,37 @@ def botocore_config(storage_options: dict | None) -> dict:
     }
 
 
+# Storage calls whose caller gave up on them at the deadline (their threads may still be in Lance).
+_abandoned: list[threading.Thread] = []
+
+
+def abandoned_calls() -> int:
+    """How many storage calls passed their deadline and are still running in Lance."""
+    return sum(thread.is_alive() for thread in _abandoned)
+
+
+def exit_now_if_abandoned(code: int) -> None:
+    """End the process with ``code`` at once (stdio and logging flushed) when a storage call
+    passed its deadline and is still running; otherwise return.
+
+    For a command's error exit: the interpreter's normal exit does not wait for the abandoned
+    thread, but it does tear down every module (seconds for lance, pyarrow and torch on a busy
+    machine) while that thread is still inside Lance, which would hand it a half-finalized
+    interpreter when Lance's own retries end. Nothing is left to write after the error was printed.
+    """
+    if not abandoned_calls():
+        return
+    import logging
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed or gone: nothing more can be said on it
+            pass
+    os._exit(code)
+
+
 class DeadlineExceeded(TimeoutError):
     """A storage call did not finish within its deadline (storage_step turns it into
     StorageUnreachableError naming the store and the step)."""
@@ -81,11 +113,15 @@ def call_with_deadline(uri: str, storage_options: dict | None, fn: Callable[...,
     """``fn(*args, **kwargs)`` or DeadlineExceeded after the deadline, when ``uri`` is remote
     (a local file system is called directly).
 
-    The call runs in a helper thread: Lance cannot be interrupted, so past the deadline it is
-    left to end on its own request timeouts (the thread is not a daemon, so a process never
-    exits in the middle of it).
+    The call runs in a daemon thread: Lance cannot be interrupted, so past the deadline the
+    thread is abandoned and the caller gets the error at once. A daemon thread does not hold up
+    the process's exit (nor a DataLoader worker's or a Dagster step's): Lance's own retries on a
+    silent store last about six times the deadline (object_store's request timeout, retried by
+    Lance), and a non-daemon thread made every command wait for them after printing its error.
+    Nothing is lost by leaving: a write not yet committed leaves no version, and a commit that
+    did land is reported as "may or may not have landed".
     """
-    from robodata.storage.uris import is_remote
+    from robodata.storage.uris import is_remote, safe_uri
 
     if not is_remote(uri):
         return fn(*args, **kwargs)
@@ -104,10 +140,13 @@ def call_with_deadline(uri: str, storage_options: dict | None, fn: Callable[...,
     # The call sees the caller's context (the current storage step, anything a caller tracks
     # per task in a ContextVar), though it runs on another thread.
     context = contextvars.copy_context()
-    threading.Thread(target=context.run, args=(run,), name="robodata-storage-call").start()
+    thread = threading.Thread(target=context.run, args=(run,), name="robodata-storage-call", daemon=True)
+    thread.start()
     if not done.wait(timeout):
-        step = current_step.get()
-        raise DeadlineExceeded(f"no answer within {timeout:g} s" + (f" while {step[0]}" if step else ""))
+        _abandoned[:] = [t for t in _abandoned if t.is_alive()] + [thread]
+        # storage_step names the store and the step; without one, name the store here.
+        where = "" if current_step.get() else f" from {safe_uri(uri, storage_options)}"
+        raise DeadlineExceeded(f"no answer within {timeout:g} s{where}")
     if "error" in outcome:
         raise outcome["error"]  # type: ignore[misc]
     return outcome["value"]  # type: ignore[return-value]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import re
 from collections.abc import Callable, Iterator
@@ -10,16 +11,17 @@ from typing import TypeVar
 
 from robodata.errors import IncompatibleEpisodeError, RoboDataError, StorageError, StorageUnreachableError
 from robodata.storage.deadlines import DeadlineExceeded, call_with_deadline, current_step
-from robodata.storage.uris import is_remote, redact
+from robodata.storage.lance_errors import ANSWER_STATUS, explain, without_source_paths
+from robodata.storage.uris import canonical_options, is_remote, redact
 
 F = TypeVar("F", bound=Callable)
+T = TypeVar("T")
 
 # What Lance / object_store put in an error when a request failed...
 _IO_MARKERS = ("LanceError(IO)", "error sending request", "Generic S3 error", "Commit result", "Connection refused")
 # ... and when the store did answer, with an error status (a missing bucket, access denied).
 _ANSWERED_MARKER = "non-2xx status code"
-# The status and the S3 error document in such an answer: "403 Forbidden: <?xml ...<Code>...".
-_ANSWER_STATUS = re.compile(r"non-2xx status code: (\d{3}(?: [A-Za-z ]+)?)")
+# The S3 error document in such an answer (its status: lance_errors.ANSWER_STATUS).
 _ANSWER_CODE = re.compile(r"<Code>([^<]*)</Code>")
 _ANSWER_MESSAGE = re.compile(r"<Message>([^<]*)</Message>")
 
@@ -29,7 +31,7 @@ _BOTOCORE_UNREACHABLE = ("ReadTimeoutError", "ConnectTimeoutError", "EndpointCon
 
 
 def is_storage_failure(exc: BaseException) -> bool:
-    if isinstance(exc, DeadlineExceeded | TimeoutError) or _is_botocore_unreachable(exc):
+    if isinstance(exc, DeadlineExceeded | TimeoutError | ConnectionError) or _is_botocore_unreachable(exc):
         return True
     return isinstance(exc, OSError | ValueError) and any(m in str(exc) for m in _IO_MARKERS)
 
@@ -58,7 +60,7 @@ def store_answer(error: str) -> str:
     >>> store_answer("... non-2xx status code: 403 Forbidden: <?xml ...><Code>AccessDenied</Code><Message>Access Denied</Message>")
     '403 Forbidden (AccessDenied: Access Denied); check the credentials and the bucket policy'
     """
-    status = _ANSWER_STATUS.search(error)
+    status = ANSWER_STATUS.search(error)
     if status is None:
         return error
     answer = status.group(1).strip()
@@ -70,6 +72,18 @@ def store_answer(error: str) -> str:
     return answer
 
 
+def _refused_by_store(exc: BaseException, uri: str) -> str | None:
+    """What the store answered, when ``exc`` is s3fs's translation of a refusal on a remote
+    ``uri`` (``[Errno 22] The security token included in the request is invalid``, access
+    denied); None otherwise."""
+    if not is_remote(uri) or not isinstance(exc, OSError) or isinstance(exc, FileNotFoundError):
+        return None
+    if not isinstance(exc, PermissionError) and exc.errno not in (errno.EINVAL, errno.EACCES, errno.EPERM):
+        return None
+    answer = exc.strerror or str(exc)
+    return f"{answer}; check the credentials and the bucket policy" if answer else None
+
+
 def _is_botocore_unreachable(exc: BaseException) -> bool:
     return type(exc).__module__.startswith("botocore") and type(exc).__name__ in _BOTOCORE_UNREACHABLE
 
@@ -79,8 +93,10 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
     """Run one step that talks to storage; a failure to reach it becomes StorageUnreachableError,
     an error the store answered with becomes StorageError.
 
-    >>> with storage_step("committing episode 3's rows", "s3://bucket/ds/frames.lance", options):  # doctest: +SKIP
-    ...     frames.merge_insert(...).execute(rows)
+    >>> with storage_step("committing episode 3's rows", "s3://lab/ds/frames.lance"):
+    ...     raise TimeoutError("timed out")
+    Traceback (most recent call last):
+    robodata.errors.StorageUnreachableError: s3://lab/ds/frames.lance: could not reach object storage while committing episode 3's rows: timed out (the commit may or may not have landed; ...)
     """
     token = current_step.set((action, uri))
     try:
@@ -93,14 +109,21 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
         older = _older_format_error(exc, uri)
         if older is not None:
             raise older from None
+        explained = explain(exc, uri, action)  # a full disk, a damaged manifest, a missing file
+        if explained is not None:
+            raise StorageError(redact(str(explained), storage_options)) from None
+        default = "object storage" if is_remote(uri) else "the file system"
+        where = canonical_options(storage_options).get("aws_endpoint") or default
+        refused = _refused_by_store(exc, uri)
+        if refused is not None:  # s3fs's [Errno 22] / 13 for what the store answered
+            message = f"{uri}: {where} refused a request while {action}: {refused}"
+            raise StorageError(redact(message, storage_options)) from None
         if not is_storage_failure(exc):
             raise
-        default = "object storage" if is_remote(uri) else "the file system"
-        where = (storage_options or {}).get("aws_endpoint") or default
         if _ANSWERED_MARKER in str(exc):
             message = f"{uri}: {where} refused a request while {action}: {store_answer(str(exc))}"
             raise StorageError(redact(message, storage_options)) from None
-        message = f"{uri}: could not reach {where} while {action}: {exc}"
+        message = f"{uri}: could not reach {where} while {action}: {without_source_paths(str(exc))}"
         if "Commit result" in str(exc) or (isinstance(exc, TimeoutError) and "commit" in action):
             message += (
                 " (the commit may or may not have landed; re-running the ingest is safe: it replaces "
@@ -111,12 +134,29 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
         current_step.reset(token)
 
 
+def storage_call(action: str, uri: str, storage_options: dict | None, fn: Callable[..., T], /, *args, **kwargs) -> T:
+    """``fn(*args, **kwargs)`` as one storage step named ``action``, under the storage deadline
+    on a remote store: the one-line way to call Lance or fsspec on ``uri``.
+
+    >>> import lance
+    >>> frames = lance.dataset("data/demo/frames.lance")  # an s3:// table alike, with its options
+    >>> len(storage_call("listing versions", "data/demo/frames.lance", None, frames.versions))
+    3
+    """
+    with storage_step(action, str(uri), storage_options):
+        return call_with_deadline(str(uri), storage_options, fn, *args, **kwargs)
+
+
 def in_storage_step(action: str) -> Callable[[F], F]:
     """Decorate a function whose first two parameters are a URI and its storage options: its
     whole call is one storage step named ``action``, with the storage deadline (on a remote store).
 
-    >>> @in_storage_step("listing uploads")  # doctest: +SKIP
-    ... def list_complete_uploads(uploads_root, storage_options=None): ...
+    >>> from robodata.storage import fsspec_filesystem
+    >>> @in_storage_step("counting uploads")
+    ... def count_uploads(uploads_root, storage_options=None):
+    ...     return len(fsspec_filesystem(uploads_root, storage_options).ls(uploads_root))
+    >>> count_uploads("uploads")
+    3
     """
 
     def decorate(fn: F) -> F:

@@ -53,7 +53,10 @@ def scan_upload_batches(uploads_root: str, storage_options: dict | None = None) 
     """Every batch folder under ``uploads_root`` holding at least one upload folder, sorted by
     id, from one recursive listing.
 
-    >>> [b.batch_id for b in scan_upload_batches("uploads")]  # doctest: +SKIP
+    >>> import shutil  # two batch folders, one upload each
+    >>> _ = shutil.copytree("uploads/episode_000000", "batches/2026-12-01/episode_000000")
+    >>> _ = shutil.copytree("uploads/episode_000001", "batches/2026-12-02/episode_000001")
+    >>> [b.batch_id for b in scan_upload_batches("batches")]
     ['2026-12-01', '2026-12-02']
     """
     root = str(uploads_root).rstrip("/")
@@ -69,7 +72,7 @@ def scan_upload_batches(uploads_root: str, storage_options: dict | None = None) 
     batches = []
     for batch_id, uploads in sorted(folders.items()):
         batch_uri = posixpath.join(root, batch_id)
-        listing = uploads_in(batch_uri, uploads)
+        listing = uploads_in(batch_uri, uploads, storage_options)
         batches.append(UploadBatch(batch_id, batch_uri, listing.complete, listing.incomplete))
     return batches
 

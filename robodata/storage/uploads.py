@@ -4,17 +4,20 @@ The root is listed once, recursively (on S3 one paginated ListObjectsV2 without 
 1,000 keys a page), and the files are grouped by their first folder: a folder per upload. This
 is what keeps a sensor tick cheap at thousands of uploads: listing each folder on its own costs
 one request per upload. A listing can also start after a folder (``after``): the sensor lists
-only the tail of the prefix on most ticks (see ``robodata.defs.upload_cursor``).
+only the tail of the prefix on most ticks (see ``robodata.ingest.upload_queue``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import posixpath
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import unquote_plus
 from xml.etree import ElementTree
+
+import xxhash
 
 from robodata.storage.failures import in_storage_step
 from robodata.storage.uris import fsspec_filesystem, is_remote
@@ -24,8 +27,9 @@ COMPLETE_MARKER = "episode.json"
 
 @dataclass(frozen=True)
 class UploadInfo:
-    """A complete upload: its episode id, its URI, a fingerprint that changes whenever any
-    of its files does, and when its newest file was written (seconds since the epoch)."""
+    """A complete upload: its episode id, its URI, a fingerprint of its content (it changes
+    whenever any file's bytes do, and only then), and when its newest file was written (seconds
+    since the epoch)."""
 
     episode_id: str
     uri: str
@@ -58,8 +62,8 @@ def scan_uploads(uploads_root: str, storage_options: dict | None = None, after: 
     (``folder_sorts_after``) are listed: on S3 one ListObjectsV2 that starts after that folder's
     keys, so its cost is that of the tail of the listing, not of the whole prefix.
 
-    >>> [u.episode_id for u in scan_uploads("demo/uploads").complete]  # doctest: +SKIP
-    ['episode_000000', 'episode_000001']
+    >>> [u.episode_id for u in scan_uploads("uploads").complete]
+    ['episode_000000', 'episode_000001', 'episode_000002']
     """
     root = str(uploads_root).rstrip("/")
     try:
@@ -71,7 +75,7 @@ def scan_uploads(uploads_root: str, storage_options: dict | None = None, after: 
         parts = relative.split("/")
         if len(parts) == 2 and folder_sorts_after(parts[0], after):
             folders.setdefault(parts[0], []).append(entry)
-    return uploads_in(root, folders)
+    return uploads_in(root, folders, storage_options)
 
 
 def list_files(root: str, storage_options: dict | None = None, after: str = "") -> list[tuple[str, dict]]:
@@ -79,27 +83,31 @@ def list_files(root: str, storage_options: dict | None = None, after: str = "") 
     listing: on S3 one paginated ListObjectsV2 (starting after folder ``after``'s keys), elsewhere
     fsspec's ``find`` (which ignores ``after``: callers filter with ``folder_sorts_after``).
 
-    >>> list_files("demo/uploads")[0]  # doctest: +SKIP
-    ('episode_000000/episode.json', {'name': '...', 'size': 412, ...})
+    >>> sorted(name for name, _ in list_files("uploads"))[:2]
+    ['episode_000000/episode.json', 'episode_000000/states.parquet']
     """
     if is_remote(root) and root.split("://", 1)[0] in ("s3", "s3a"):
         return _list_s3(root, storage_options, after)
     return _list_fsspec(root, storage_options)
 
 
-def uploads_in(root: str, files_by_folder: dict[str, list[dict]]) -> UploadListing:
+def uploads_in(root: str, files_by_folder: dict[str, list[dict]], storage_options: dict | None = None) -> UploadListing:
     """The upload folders under ``root`` given their listed files: complete once their
-    ``episode.json`` is listed, sorted by folder name.
+    ``episode.json`` is listed, sorted by folder name (``storage_options`` to read files whose
+    listing carries no content hash).
 
     >>> uploads_in("uploads", {})
     UploadListing(complete=[], incomplete=[])
     """
     complete, incomplete = [], []
+    fs = None
     for name, files in sorted(files_by_folder.items()):
         uri = posixpath.join(root, name)
         last_write = max(_written_at(f) for f in files)
         if any(posixpath.basename(f["name"]) == COMPLETE_MARKER for f in files):
-            complete.append(UploadInfo(name, uri, _fingerprint(files), last_write))
+            if fs is None and not all(f.get("ETag") for f in files):
+                fs = fsspec_filesystem(root, storage_options)
+            complete.append(UploadInfo(name, uri, _fingerprint(files, fs), last_write))
         else:
             incomplete.append(IncompleteUpload(name, uri, last_write))
     return UploadListing(complete, incomplete)
@@ -167,8 +175,8 @@ def _list_s3(root: str, storage_options: dict | None, after: str) -> list[tuple[
 def list_complete_uploads(uploads_root: str, storage_options: dict | None = None) -> list[UploadInfo]:
     """Every folder directly under ``uploads_root`` whose ``episode.json`` exists, sorted by id.
 
-    >>> [u.episode_id for u in list_complete_uploads("demo/uploads")]  # doctest: +SKIP
-    ['episode_000000', 'episode_000001']
+    >>> [u.episode_id for u in list_complete_uploads("uploads")]
+    ['episode_000000', 'episode_000001', 'episode_000002']
     """
     return scan_uploads(uploads_root, storage_options).complete
 
@@ -176,11 +184,12 @@ def list_complete_uploads(uploads_root: str, storage_options: dict | None = None
 def upload_fingerprint(upload_uri: str, storage_options: dict | None = None) -> str:
     """The fingerprint ``list_complete_uploads`` reports for the upload folder ``upload_uri``.
 
-    >>> upload_fingerprint("demo/uploads/episode_000000")  # doctest: +SKIP
-    '3f0c2a9d41b7e655'
+    >>> upload_fingerprint("uploads/episode_000000") == list_complete_uploads("uploads")[0].fingerprint
+    True
     """
     uri = str(upload_uri).rstrip("/")
-    return _fingerprint(fsspec_filesystem(uri, storage_options).ls(uri, detail=True))
+    fs = fsspec_filesystem(uri, storage_options)
+    return _fingerprint(fs.ls(uri, detail=True), fs)
 
 
 _LISTED = "RobodataContents"
@@ -197,13 +206,13 @@ def _read_listed_keys(response_dict: dict, customized_response_dict: dict, **kwa
     url_encoded = page.findtext(f"{ns}EncodingType") == "url"
     listed = []
     for item in page.findall(f"{ns}Contents"):
-        key = item.findtext(f"{ns}Key")
+        key = item.findtext(f"{ns}Key", "")
         listed.append(
             {
                 "Key": unquote_plus(key) if url_encoded else key,
-                "Size": int(item.findtext(f"{ns}Size")),
+                "Size": int(item.findtext(f"{ns}Size", "")),
                 "ETag": item.findtext(f"{ns}ETag"),
-                "LastModified": datetime.fromisoformat(item.findtext(f"{ns}LastModified")),
+                "LastModified": datetime.fromisoformat(item.findtext(f"{ns}LastModified", "")),
             }
         )
         page.remove(item)
@@ -211,14 +220,44 @@ def _read_listed_keys(response_dict: dict, customized_response_dict: dict, **kwa
     customized_response_dict[_LISTED] = listed
 
 
-def _fingerprint(files: list[dict]) -> str:
+def _fingerprint(files: list[dict], fs=None) -> str:
     """One fingerprint for an upload folder's files, whether they come from listing the folder
-    or the whole root (sub-folders are not part of an upload, so directory entries are left out)."""
+    or the whole root (sub-folders are not part of an upload, so directory entries are left out):
+    each file's name, size and content hash (its ETag, else its bytes hashed through ``fs``)."""
     digest = hashlib.sha256()
     for f in sorted((f for f in files if f.get("type") != "directory"), key=lambda f: f["name"]):
-        stamp = f.get("ETag") or f.get("mtime") or f.get("LastModified") or ""
-        digest.update(f"{posixpath.basename(f['name'])}|{f.get('size')}|{stamp}\n".encode())
+        content = f.get("ETag") or _content_digest(fs, f)
+        digest.update(f"{posixpath.basename(f['name'])}|{f.get('size')}|{content}\n".encode())
     return digest.hexdigest()[:16]
+
+
+_DIGESTS: dict[tuple, str] = {}  # (name, size, mtime, inode) -> xxh3-128 of the file's bytes
+_DIGESTS_LOCK = threading.Lock()
+_DIGESTS_MAX = 200_000  # ~40 MB at most; past it the cache starts afresh
+_CHUNK = 8 << 20
+
+
+def _content_digest(fs, entry: dict) -> str:
+    """The xxh3-128 of a listed file's bytes, read once per version of the file (its size,
+    modification time and inode; a copy that keeps the bytes but not the times is read again
+    and found identical)."""
+    if fs is None:
+        raise ValueError(f"{entry['name']}: no content hash listed and no filesystem to read it with")
+    key = (entry["name"], entry.get("size"), entry.get("mtime"), entry.get("ino"), entry.get("created"))
+    with _DIGESTS_LOCK:
+        known = _DIGESTS.get(key)
+    if known is not None:
+        return known
+    hasher = xxhash.xxh3_128()
+    with fs.open(entry["name"], "rb") as f:
+        while chunk := f.read(_CHUNK):
+            hasher.update(chunk)
+    value = hasher.hexdigest()
+    with _DIGESTS_LOCK:
+        if len(_DIGESTS) >= _DIGESTS_MAX:
+            _DIGESTS.clear()
+        _DIGESTS[key] = value
+    return value
 
 
 def _written_at(entry: dict) -> float:

@@ -4,6 +4,7 @@ go through fsspec, and secrets are scrubbed from anything shown to a person."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -18,6 +19,35 @@ _ENV_OPTIONS = {
     "aws_endpoint": "AWS_ENDPOINT_URL",
 }
 SECRET_KEYS = ("aws_secret_access_key", "aws_session_token", "aws_access_key_id")
+# Other spellings Lance (object_store) accepts for the same options: fsspec must see them too, or
+# it would ask the store without the credentials (and a missing bucket look like no answer).
+OPTION_ALIASES = {
+    "access_key_id": "aws_access_key_id",
+    "secret_access_key": "aws_secret_access_key",
+    "session_token": "aws_session_token",
+    "aws_token": "aws_session_token",
+    "token": "aws_session_token",
+    "endpoint": "aws_endpoint",
+    "endpoint_url": "aws_endpoint",
+    "aws_endpoint_url": "aws_endpoint",
+    "region": "aws_region",
+    "aws_default_region": "aws_region",
+}
+
+
+def canonical_options(storage_options: dict | None) -> dict:
+    """``storage_options`` with every accepted spelling of an option under its ``aws_`` name
+    (an explicit ``aws_`` name wins).
+
+    >>> canonical_options({"secret_access_key": "s", "endpoint": "http://x"})
+    {'aws_secret_access_key': 's', 'aws_endpoint': 'http://x'}
+    """
+    options: dict = {}
+    for key, value in (storage_options or {}).items():
+        name = OPTION_ALIASES.get(str(key).lower(), key)
+        if name not in options or key == name:
+            options[name] = value
+    return options
 
 
 def is_remote(uri: str) -> bool:
@@ -32,7 +62,7 @@ def join_uri(root: str | os.PathLike, *parts: str) -> str:
     return "/".join([root.rstrip("/"), *(p.strip("/") for p in parts)])
 
 
-def storage_options_from_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+def storage_options_from_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Lance storage options for s3:// from the standard AWS environment variables.
 
     ``AWS_ENDPOINT_URL`` points at an S3-compatible server; an http:// endpoint also sets
@@ -49,7 +79,8 @@ def env_storage_options() -> dict[str, str] | None:
     """``storage_options_from_env()``, or None when the environment sets none: what a command
     passes to the library when the user gave no options of their own.
 
-    >>> open_dataset("s3://lab/robodata", storage_options=env_storage_options())  # doctest: +SKIP
+    >>> robodata.open("data/demo", storage_options=env_storage_options()).version  # or an s3:// root
+    3
     """
     return storage_options_from_env() or None
 
@@ -59,9 +90,12 @@ def fsspec_filesystem(uri: str, storage_options: dict[str, str] | None = None):
     if not is_remote(uri):
         return fsspec.filesystem("file")
     protocol = str(uri).split("://", 1)[0]
-    options = storage_options or {}
+    options = canonical_options(storage_options)
     if protocol in ("s3", "s3a"):
         from robodata.storage.deadlines import botocore_config
+        from robodata.storage.log_secrets import remember_secrets
+
+        remember_secrets(options)  # botocore logs its requests' credentials at DEBUG
 
         client_kwargs = {}
         if options.get("aws_endpoint"):
@@ -87,7 +121,7 @@ def fsspec_filesystem(uri: str, storage_options: dict[str, str] | None = None):
 def redact(text: str, storage_options: dict[str, str] | None = None) -> str:
     """``text`` with every credential value from ``storage_options`` (and the environment)
     replaced by ``***``."""
-    secrets = {v for k, v in (storage_options or {}).items() if k in SECRET_KEYS and v}
+    secrets = {v for k, v in canonical_options(storage_options).items() if k in SECRET_KEYS and v}
     secrets |= {os.environ[_ENV_OPTIONS[k]] for k in SECRET_KEYS if os.environ.get(_ENV_OPTIONS[k])}
     for secret in sorted(secrets, key=len, reverse=True):
         text = text.replace(secret, "***")

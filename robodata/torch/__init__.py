@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 # name -> the module that defines it (imported on first use: torch only when needed)
 _EXPORTS = {
     "LeRobotCompatDataset": "robodata.torch.lerobot_compat",
-    "LeRobotMeta": "robodata.torch.lerobot_compat",
+    "LeRobotMeta": "robodata.torch.lerobot_meta",
     "RoboTorchDataset": "robodata.torch.torch_dataset",
     "TorchLoader": "robodata.torch.torch_dataset",
     "collate_batch": "robodata.torch.torch_dataset",

@@ -11,8 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from robodata.format.renditions import Rendition
 from robodata.format.schema import camera_of, image_column
 from robodata.reader import RoboDataset, open_dataset, to_numpy
+from robodata.reader.renditions import PIXEL_FORMATS
 from robodata.torch.delta_timestamps import resolve_delta_timestamps
 from robodata.torch.gop_cache import GopCache
 
@@ -44,9 +46,18 @@ class BatchReader:
         transform: Callable[[dict], dict] | None = None,
         budget_bytes: int = DEFAULT_BUDGET_BYTES,
         prefetch_batches: int = 4,
+        resolution: tuple[int, int] | None = None,
+        pixel_format: str = "rgb24",
     ) -> None:
         if image_dtype not in ("uint8", "float32"):
             raise ValueError(f"image_dtype must be 'uint8' or 'float32', got {image_dtype!r}")
+        if pixel_format not in PIXEL_FORMATS:
+            raise ValueError(f"pixel_format must be one of {PIXEL_FORMATS}, got {pixel_format!r}")
+        if pixel_format == "yuv420p" and (image_dtype != "uint8" or channels_first):
+            raise ValueError(
+                "pixel_format='yuv420p' hands over planar [H*3/2, W] uint8 frames: convert them on the training "
+                "device with robodata.torch.yuv.yuv420_to_rgb (leave image_dtype and channels_first unset)"
+            )
         self.uri = uri
         self.storage_options = storage_options
         self._dataset: RoboDataset | None = open_dataset(uri, version=version, storage_options=storage_options)
@@ -69,6 +80,10 @@ class BatchReader:
         self.transform = transform
         self.budget_bytes = int(budget_bytes)
         self.prefetch_batches = int(prefetch_batches)
+        # (H, W) of every camera's frames: a training rendition's GOPs when one fits (reader/renditions.py)
+        self.resolution = None if resolution is None else Rendition.parse(resolution).size
+        # yuv420p: half the bytes through the worker -> trainer queue, no RGB conversion in the worker
+        self.pixel_format = pixel_format
         self._cache: GopCache | None = None
 
     def _column_name(self, name: str, cameras: list[str]) -> str:
@@ -121,11 +136,11 @@ class BatchReader:
     def needed_gops(self, indices: np.ndarray) -> np.ndarray:
         """The GOP ref_ids a batch decodes from, windows included."""
         plain = [c for c in self.image_columns if c not in self.offsets]
-        refs = [self.dataset.gops.refs(indices, plain)] if plain else []
+        refs = [self.dataset.gops.refs(indices, plain, self.resolution)] if plain else []
         for column, offs in self.offsets.items():
             if column in self.image_columns:
                 rows, _ = self.dataset.gops.window_rows(indices, offs)
-                refs.append(self.dataset.gops.refs(rows.reshape(-1), column))
+                refs.append(self.dataset.gops.refs(rows.reshape(-1), column, self.resolution))
         return np.unique(np.concatenate(refs)) if refs else np.zeros(0, np.int64)
 
     def read(self, indices) -> dict[str, np.ndarray]:
@@ -148,15 +163,29 @@ class BatchReader:
         plain_images = [c for c in self.image_columns if c not in self.offsets]
         plain_columns = [c for c in self.columns if c not in self.offsets]
         if plain_images:
-            frames = ds.get_frames(indices, cameras=plain_images, gop_bytes=gop_bytes)
+            frames = ds.get_frames(
+                indices,
+                cameras=plain_images,
+                gop_bytes=gop_bytes,
+                resolution=self.resolution,
+                pixel_format=self.pixel_format,
+            )
             batch.update({name: frames.data[camera_of(name, ds.cameras)] for name in plain_images})
         if plain_columns:
-            table = ds.lance_dataset.take(indices.tolist(), columns=plain_columns)
+            table = ds.take_rows(indices, plain_columns)
             batch.update({name: to_numpy(table[name]) for name in plain_columns})
         for offs, names in _group_by_offsets(self.offsets).items():
             images = [name for name in names if name in self.image_columns]
             columns = [name for name in names if name not in self.image_columns]
-            window = ds.get_windows(indices, offs, cameras=images, columns=columns, gop_bytes=gop_bytes)
+            window = ds.get_windows(
+                indices,
+                offs,
+                cameras=images,
+                columns=columns,
+                gop_bytes=gop_bytes,
+                resolution=self.resolution,
+                pixel_format=self.pixel_format,
+            )
             for name in names:
                 batch[name] = window.data[camera_of(name, ds.cameras)] if name in images else window.columns[name]
                 batch[f"{name}_is_pad"] = window.is_pad

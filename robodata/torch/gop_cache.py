@@ -27,8 +27,15 @@ def batch_key(indices: np.ndarray) -> bytes:
 class GopCache:
     """GOP bytes by ref_id: pinned while a scheduled batch needs them, else an LRU cache.
 
-    >>> cache = GopCache(dataset, needed_refs, budget_bytes=256 << 20, depth=4)  # doctest: +SKIP
-    >>> cache.schedule(upcoming_batches); gop_bytes = cache.acquire(batch); ...; cache.release(batch)  # doctest: +SKIP
+    >>> from robodata.torch.batch_reader import BatchReader
+    >>> reader = BatchReader("data/demo", cameras=["top"])  # needed_gops: rows -> the GOPs they show
+    >>> cache = GopCache(reader.dataset, reader.needed_gops, budget_bytes=256 << 20, depth=4)
+    >>> batches = [np.array([0, 1, 2]), np.array([300, 301])]
+    >>> cache.schedule(batches)  # read ahead in a thread
+    >>> gop_bytes = cache.acquire(batches[0])  # ref_id -> bytes, pinned until released
+    >>> len(gop_bytes), cache.held_bytes == sum(len(b) for b in gop_bytes.values())
+    (1, True)
+    >>> cache.release(batches[0]); cache.close()
     """
 
     def __init__(

@@ -13,71 +13,65 @@ at 100 Hz) reads that many camera frames before or after the frame the row shows
 first row showing it. Anything else is refused with the rates it would have to match. Offsets
 past an episode's edge repeat the edge and are flagged in ``<key>_is_pad``.
 
->>> ds = LeRobotCompatDataset("data/demo", version="run-42", delta_timestamps={"action": [0, 0.01]})  # doctest: +SKIP
->>> ds[0]["observation.images.top"].shape, ds.meta.fps  # doctest: +SKIP
-(torch.Size([3, 480, 640]), 100)
+>>> version = robodata.open("data/demo").tag("run-42")
+>>> ds = LeRobotCompatDataset("data/demo", version="run-42", delta_timestamps={"action": [0, 0.01]})
+>>> ds[0]["observation.images.top"].shape, ds[0]["action"].shape, ds.meta.fps
+(torch.Size([3, 480, 640]), torch.Size([2, 14]), 100)
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import torch
 from torch.utils.data import Dataset
 
-from robodata.format import stats as feature_stats
 from robodata.format.provenance import UPLOAD_COLUMNS
 from robodata.format.schema import image_column, ref_columns
-from robodata.interop.lerobot_format import ACTION, STATE, feature_of_arrow, video_key
+from robodata.interop.lerobot_format import (
+    ACTION,
+    CODEBASE_VERSION,
+    DEFAULT_FEATURES,
+    STATE,
+    feature_of_arrow,
+    joint_names_feature,
+    recorded_cameras,
+    video_key,
+)
 from robodata.reader import open_dataset
 from robodata.reader import to_numpy as _to_numpy
-from robodata.reader.row_index import SharedArrays
+from robodata.reader.row_index import RowIndex, SharedArrays
 from robodata.torch.batch_reader import BatchReader, checked_indices
 from robodata.torch.delta_timestamps import resolve_delta_timestamps
+from robodata.torch.fork_safety import ForkedAfterLanceError, forked_from_lance, mark_lance_used, run_without_lance
+from robodata.torch.lerobot_meta import DatasetInfo, LeRobotMeta
+from robodata.torch.lerobot_version_stats import lerobot_stats_of
 from robodata.torch.sampler import PlannedBatch, RowSampler
-from robodata.torch.torch_dataset import (
-    SampleBatch,
-    adopt_shared_rows,
-    finish_sending_before_exit,
-    share_rows,
-)
+from robodata.torch.torch_dataset import SampleBatch, finish_sending_before_exit
 
 # robodata column -> LeRobot key for the columns whose names differ.
 RENAMED = {"observation_state": STATE, "action": ACTION}
-# Per-row columns that LeRobot items do not carry (or carry under another form).
-# Item keys LeRobot derives itself, and the upload provenance (not training data).
+# robodata's own per-row columns: not LeRobot features, so items carry them only when asked
+# (``extra_columns``). Item keys LeRobot derives itself, robodata's task/split (``task`` comes
+# from the task column), its provenance columns and the upload columns.
+ROBODATA_OWN = {"language_instruction", "source", "is_intervention"}
 NOT_IN_ITEMS = {"timestamp_ns", "task", "split", "episode_index", "frame_index", *UPLOAD_COLUMNS}
 
 
-@dataclass
-class LeRobotMeta:
-    """What LeRobot's ``dataset.meta`` offers that training code reads."""
-
-    fps: float
-    features: dict[str, dict]
-    camera_keys: list[str]
-    episodes: list[dict]  # {"episode_index", "length", "tasks"} per episode of the version
-    total_frames: int
-    tasks: list[str] = field(default_factory=list)  # task texts; an item's task_index points here
-    robot_type: str = ""
-    _stats: Callable[[], dict] | None = field(default=None, repr=False)
-
-    @property
-    def total_episodes(self) -> int:
-        return len(self.episodes)
-
-    @cached_property
-    def stats(self) -> dict[str, dict[str, np.ndarray]]:
-        """Per feature mean/std/min/max/count (numpy), aggregated from per-episode statistics
-        stored at ingest; image features are per channel, shaped [3, 1, 1]."""
-        return self._stats() if self._stats is not None else {}
+class ForkedWorkerError(ForkedAfterLanceError):
+    text = (
+        "LeRobotCompatDataset: this DataLoader worker was forked from a process that had already read "
+        "through Lance, which is not fork-safe; pass multiprocessing_context=robodata.torch.worker_context() "
+        "to the DataLoader (lerobot-train: --dataloader_multiprocessing_context=spawn, its default)"
+    )
 
 
 class LeRobotCompatDataset(Dataset):
-    """A robodata version with LeRobot's item layout; see the module docstring."""
+    """A robodata version as LeRobot's ``LeRobotDataset``; see the module docstring."""
 
     def __init__(
         self,
@@ -90,34 +84,73 @@ class LeRobotCompatDataset(Dataset):
         tolerance_s: float = 1e-4,
         return_uint8: bool = False,
         storage_options: dict | None = None,
+        extra_columns: Sequence[str] = (),
+        resolution: tuple[int, int] | None = None,
     ) -> None:
-        ds = open_dataset(uri, version=version, storage_options=storage_options)
-        refs = {c for cam in ds.cameras for c in ref_columns(cam)}
-        self.item_columns = [c for c in ds.columns if c not in refs and c not in NOT_IN_ITEMS]
-        self.reader = BatchReader(
-            uri, version=ds.version, storage_options=storage_options, columns=self.item_columns, budget_bytes=0
-        )
-        self.uri, self.version = uri, ds.version
-        ds = self.reader.dataset  # the reader's handle: one row index in this process, shared with workers
         self.image_transforms = image_transforms
         self.return_uint8 = bool(return_uint8)
         self.tolerance_s = float(tolerance_s)
-        self.control_hz = float(ds.metadata.control_hz)
-        self.cameras = list(ds.cameras)
-        rows = ds.rows  # RoboDataset's RowIndex (built once here, mapped by workers)
-        sorted_rows = np.asarray(rows.order)
-        if episodes is not None:
-            wanted = np.asarray(sorted(set(int(e) for e in episodes)), dtype=np.int64)
-            present = np.unique(rows.episode_index)
-            unknown = np.setdiff1d(wanted, present)
-            if unknown.size:
-                raise ValueError(f"{uri}: version {ds.version} has no episode {unknown.tolist()}")
-            sorted_rows = sorted_rows[np.isin(rows.episode_index[sorted_rows], wanted)]
+        self.delta_timestamps = dict(delta_timestamps) if delta_timestamps is not None else None
+        self.episodes = None if episodes is None else sorted(set(int(e) for e in episodes))
+        self._owner_pid, self._unpickled = os.getpid(), False
+        # Owned by this process (named after it), filled by whichever process reads the dataset.
         self._shared = SharedArrays("lerobot")
+        self._shared_rows = SharedArrays("rows")
+        self._arrays: dict[str, np.ndarray] = {}
+        # Every Lance read of the construction happens in a short-lived helper process when this
+        # one has not used Lance, so DataLoader workers can still be forked from it (fork_safety).
+        before = set(self.__dict__)
+
+        def read() -> dict:
+            self._read(uri, version, storage_options, extra_columns, resolution)
+            return {k: v for k, v in self.__dict__.items() if k not in before}
+
+        self.__dict__.update(run_without_lance(read))
+        self.meta = self._make_meta()
+
+    def _read(
+        self, uri: str, version, storage_options, extra_columns: Sequence[str], resolution: tuple[int, int] | None
+    ) -> None:
+        """Everything the dataset needs from Lance, as plain Python and numpy, the row index and
+        the item order written to the shared files."""
+        ds = open_dataset(uri, version=version, storage_options=storage_options)
+        refs = {c for cam in ds.cameras for c in ref_columns(cam)}
+        unknown = [c for c in extra_columns if c not in ds.columns or c in refs]
+        if unknown:
+            raise ValueError(f"{uri}: version {ds.version} has no column {unknown}; its columns are {ds.columns}")
+        wanted = set(extra_columns)
+        self.item_columns = [
+            c
+            for c in ds.columns
+            if c not in refs and (c in wanted or (c not in NOT_IN_ITEMS and c not in ROBODATA_OWN))
+        ]
+        self.reader = BatchReader(
+            uri,
+            version=ds.version,
+            storage_options=storage_options,
+            columns=self.item_columns,
+            budget_bytes=0,
+            resolution=resolution,  # frames of (H, W) from a training rendition when one fits
+        )
+        self.uri, self.version = uri, ds.version
+        self.repo_id, self.root, self.revision = uri, uri, str(ds.version)
+        ds = self.reader.dataset
+        self.control_hz = float(ds.metadata.control_hz)
+        self.cameras = recorded_cameras(ds.metadata, list(ds.cameras))
+        rows = ds.rows
+        for key, array in rows.arrays.items():
+            self._shared_rows.put(key, array)
+        self._total_frames = len(rows.order)
+        sorted_rows = np.asarray(rows.order)
+        if self.episodes is not None:
+            wanted_episodes = np.asarray(self.episodes, dtype=np.int64)
+            unknown_episodes = np.setdiff1d(wanted_episodes, np.unique(rows.episode_index))
+            if unknown_episodes.size:
+                raise ValueError(f"{uri}: version {ds.version} has no episode {unknown_episodes.tolist()}")
+            sorted_rows = sorted_rows[np.isin(rows.episode_index[sorted_rows], wanted_episodes)]
         self._shared.put("rows", sorted_rows)
-        self._arrays: dict[str, np.ndarray] = {"rows": sorted_rows}
         self.offsets = resolve_delta_timestamps(
-            delta_timestamps or {},
+            self.delta_timestamps or {},
             control_hz=self.control_hz,
             camera_fps=lambda key: {image_column(c): ds.metadata.cameras[c].fps for c in self.cameras}.get(
                 self._key_column(key)  # raises for a key that is not a feature
@@ -126,12 +159,42 @@ class LeRobotCompatDataset(Dataset):
         )
         if any(kind == "camera" for per_key in self.offsets.values() for kind, _ in per_key):
             for cam in self.cameras:
-                shown = self._shown_frames(ds, cam)
-                self._shared.put(f"shown.{cam}", shown)
-                self._arrays[f"shown.{cam}"] = shown
-        self._task_index, tasks_text = self._tasks(ds, rows)
-        self.meta = self._make_meta(ds, rows, tasks_text)
-        self._shared_rows: SharedArrays | None = None
+                self._shared.put(f"shown.{cam}", self._shown_frames(ds, cam))
+        self._task_index, self._tasks_text = self._tasks(ds, rows)
+        self._features_read = self._features(ds)
+        self._robot_type = ds.metadata.robot_type or None
+
+    # --- LeRobotDataset's attributes -------------------------------------------------------------
+    @property
+    def fps(self) -> int | float:
+        return self.meta.fps
+
+    @property
+    def features(self) -> dict[str, dict]:
+        return self.meta.features
+
+    @property
+    def num_frames(self) -> int:
+        """Frames of the selected episodes (all of the version's without ``episodes``)."""
+        return len(self)
+
+    @property
+    def num_episodes(self) -> int:
+        return len(self.episodes) if self.episodes is not None else self.meta.total_episodes
+
+    @property
+    def absolute_to_relative_idx(self) -> dict[int, int] | None:
+        """``index`` -> item position, for a selection of episodes (None without), as LeRobot's."""
+        if self.episodes is None:
+            return None
+        index = self._row_index().rank[self._array("rows")]
+        return dict(zip(np.asarray(index).tolist(), range(len(index)), strict=True))
+
+    def set_image_transforms(self, image_transforms: Callable | None) -> None:
+        self.image_transforms = image_transforms
+
+    def clear_image_transforms(self) -> None:
+        self.image_transforms = None
 
     # --- construction helpers --------------------------------------------------------------------
     def _key_column(self, key: str) -> str:
@@ -158,15 +221,11 @@ class LeRobotCompatDataset(Dataset):
 
     def _tasks(self, ds, rows) -> tuple[np.ndarray, list[str]]:
         """task_index per episode (tasks in order of first appearance, as the export numbers them)
-        and the task texts: the language instruction, else the task name."""
+        and the task texts: robodata's task column (an imported LeRobot dataset's task)."""
         episodes, first = np.unique(rows.episode_index[rows.order], return_index=True)
         first_rows = np.asarray(rows.order)[first]
-        columns = [c for c in ("task", "language_instruction") if c in ds.columns]
-        table = ds.lance_dataset.take(first_rows.tolist(), columns=columns)
-        texts_of_episode = []
-        for i in range(table.num_rows):
-            instruction = table["language_instruction"][i].as_py() if "language_instruction" in columns else ""
-            texts_of_episode.append(instruction or table["task"][i].as_py() or "")
+        table = ds.take_rows(first_rows, ["task"])
+        texts_of_episode = [text or "" for text in table["task"].to_pylist()]
         tasks: list[str] = []
         index = np.zeros(int(episodes.max()) + 1 if len(episodes) else 0, dtype=np.int64)
         for episode, text in zip(episodes, texts_of_episode, strict=True):
@@ -177,47 +236,100 @@ class LeRobotCompatDataset(Dataset):
         self._episode_task = dict(zip(episodes.tolist(), texts_of_episode, strict=True))
         return index, tasks
 
-    def _make_meta(self, ds, rows, tasks: list[str]) -> LeRobotMeta:
+    def _features(self, ds) -> dict[str, dict]:
+        """LeRobot's features in the export's order: state, action, cameras (recorded order),
+        the other per-row columns, then LeRobot's index columns; shapes are tuples, as
+        LeRobotDataset's are once its info is loaded."""
         features: dict[str, dict] = {}
+        schema = ds.lance_dataset.schema
+        for column in ("observation_state", "action"):
+            if column in self.item_columns:
+                feature = feature_of_arrow(column, schema.field(column).type)
+                feature["names"] = joint_names_feature(ds.metadata)
+                features[RENAMED[column]] = feature
         for cam in self.cameras:
             info = ds.metadata.cameras[cam]
+            height, width = self.reader.resolution or (info.height, info.width)
             features[video_key(cam)] = {
                 "dtype": "video",
-                "shape": [info.height, info.width, 3],
+                "shape": (height, width, 3),
                 "names": ["height", "width", "channels"],
-                "fps": info.fps,
+                "info": {
+                    "video.height": height,
+                    "video.width": width,
+                    "video.channels": 3,
+                    "video.fps": info.fps,
+                    "video.is_depth_map": False,
+                    "has_audio": False,
+                },
             }
-        schema = ds.lance_dataset.schema
         for column in self.item_columns:
-            feature = feature_of_arrow(column, schema.field(column).type)
-            if column in RENAMED:
-                feature["names"] = list(ds.metadata.joint_names)
-            features[RENAMED.get(column, column)] = feature
-        for name, dtype in (
-            ("timestamp", "float32"),
-            ("frame_index", "int64"),
-            ("episode_index", "int64"),
-            ("index", "int64"),
-            ("task_index", "int64"),
-        ):
-            features[name] = {"dtype": dtype, "shape": [1], "names": None}
-        selected = set(rows.episode_index[self._arrays["rows"]].tolist()) if len(self._arrays["rows"]) else set()
-        episodes = [
-            {"episode_index": e, "length": n, "tasks": [self._episode_task[e]]}
-            for e, n in self._episode_lengths.items()
-            if e in selected
-        ]
-        fps = self.control_hz
-        return LeRobotMeta(
-            fps=int(fps) if float(fps).is_integer() else fps,
+            if column not in RENAMED:
+                features[column] = feature_of_arrow(column, schema.field(column).type)
+        features.update({k: dict(v) for k, v in DEFAULT_FEATURES.items()})
+        for feature in features.values():
+            feature["shape"] = tuple(feature["shape"])
+        return features
+
+    def _make_meta(self) -> LeRobotMeta:
+        fps = int(self.control_hz) if self.control_hz.is_integer() else self.control_hz
+        features = self._features_read
+        episode_rows, start = [], 0
+        for episode, length in self._episode_lengths.items():
+            episode_rows.append(
+                {
+                    "episode_index": int(episode),
+                    "tasks": [self._episode_task[episode]],
+                    "length": int(length),
+                    "dataset_from_index": start,
+                    "dataset_to_index": start + int(length),
+                }
+            )
+            start += int(length)
+        info = DatasetInfo(
+            codebase_version=CODEBASE_VERSION,
+            fps=fps,
             features=features,
-            camera_keys=[video_key(c) for c in self.cameras],
-            episodes=episodes,
-            total_frames=len(self._arrays["rows"]),
-            tasks=tasks,
-            robot_type=ds.metadata.robot_type,
-            _stats=lambda: version_stats(ds, self._episode_lengths),
+            total_episodes=len(episode_rows),
+            total_frames=self._total_frames,
+            total_tasks=len(self._tasks_text),
+            robot_type=self._robot_type,
         )
+        columns = [c for c in self.item_columns if c not in ROBODATA_OWN or c in features]
+
+        def compute() -> dict:
+            ds = self._lance_dataset()
+            computed = lerobot_stats_of(
+                ds,
+                order=np.asarray(ds.rows.order),
+                columns=columns,
+                cameras=self.cameras,
+                fps=self.control_hz,
+                task_index=self._task_index,
+            )
+            return {key: computed[key] for key in features if key in computed}
+
+        return LeRobotMeta(
+            uri=self.uri,
+            version=self.version,
+            info=info,
+            episode_rows=episode_rows,
+            tasks=self._tasks_text,
+            stats=lambda: run_without_lance(compute),  # one read of the data, in a helper process
+        )
+
+    def _lance_dataset(self):
+        """The pinned version's Lance-backed dataset in this process, on the shared row index."""
+        ds = self.reader.dataset
+        ds.adopt_rows(self._shared_rows)
+        return ds
+
+    def _row_index(self) -> RowIndex:
+        """The row index, memory-mapped from the shared files (no Lance)."""
+        index = self.__dict__.get("_rows_mapped")
+        if index is None:
+            index = self._rows_mapped = RowIndex.mapped(self._shared_rows, self.cameras)
+        return index
 
     # --- Dataset ---------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -226,7 +338,10 @@ class LeRobotCompatDataset(Dataset):
     def _array(self, key: str) -> np.ndarray:
         array = self._arrays.get(key)
         if array is None:
-            array = self._arrays[key] = self._shared.get(key)
+            shared = self._shared.get(key)
+            if shared is None:  # its owner, the training process, has exited and removed it
+                raise RuntimeError(f"{self.uri}: the shared array {key!r} is gone")
+            array = self._arrays[key] = shared
         return array
 
     def __getitem__(self, index: int) -> dict:
@@ -234,18 +349,21 @@ class LeRobotCompatDataset(Dataset):
 
     def __getitems__(self, indices: Sequence[int]) -> SampleBatch:
         """A batch of items: one coalesced GOP read and one decode per GOP for every camera."""
+        if forked_from_lance() and not self._unpickled and os.getpid() != self._owner_pid:
+            raise ForkedWorkerError
         finish_sending_before_exit()
-        adopt_shared_rows(self.reader, self._shared_rows)
         items = checked_indices(indices, len(self), self.uri, self.version)
-        ds = self.reader.dataset
+        if os.getpid() == self._owner_pid:
+            mark_lance_used()  # reading here: children forked from now on are not safe
+        ds = self._lance_dataset()
         index = ds.rows
         rows = np.asarray(self._array("rows")[items])
-        batch: dict[str, object] = {}
+        batch: dict[str, Any] = {}
         windows = {key: self._window(index, rows, key, per_delta) for key, per_delta in self.offsets.items()}
         # Per-row columns: one Lance take over every row any key needs.
         needed = [rows] + [w for key, (w, _) in windows.items() if self._key_column(key) in self.item_columns]
         unique, inverse = np.unique(np.concatenate([n.reshape(-1) for n in needed]), return_inverse=True)
-        table = ds.lance_dataset.take(unique.tolist(), columns=self.item_columns) if self.item_columns else None
+        table = ds.take_rows(unique, self.item_columns) if self.item_columns else pa.table({})
         positions, cursor = {}, 0
         for name, array in zip(
             ["__rows__", *[k for k in windows if self._key_column(k) in self.item_columns]], needed, strict=True
@@ -259,8 +377,8 @@ class LeRobotCompatDataset(Dataset):
         for cam in self.cameras:
             key = video_key(cam)
             cam_rows = windows[key][0] if key in windows else rows
-            frames = ds.get_frames(cam_rows.reshape(-1), cameras=cam)[cam]
-            frames = torch.from_numpy(frames.reshape(cam_rows.shape + frames.shape[1:]))
+            decoded = ds.get_frames(cam_rows.reshape(-1), cameras=cam, resolution=self.reader.resolution)[cam]
+            frames = torch.from_numpy(decoded.reshape(cam_rows.shape + decoded.shape[1:]))
             frames = frames.movedim(-1, -3)  # HWC -> CHW
             batch[key] = frames.contiguous() if self.return_uint8 else frames.float().div_(255)
         frame_index = index.frame_index[rows]
@@ -277,11 +395,16 @@ class LeRobotCompatDataset(Dataset):
                 key = video_key(cam)
                 batch[key] = torch.stack([self.image_transforms(frame) for frame in batch[key]])
         batch["task"] = [self._episode_task[int(e)] for e in episode_index]
+        # LeRobot's key order: cameras, the per-frame columns, the pad masks, task.
+        cameras = [video_key(c) for c in self.cameras]
+        pads = [f"{key}_is_pad" for key in self.offsets]
+        rest = [k for k in batch if k not in cameras and k not in pads and k != "task"]
+        batch = {k: batch[k] for k in cameras + rest + pads + ["task"]}
         if isinstance(indices, PlannedBatch):  # from a RowSampler: flag rows that only pad the last step
             batch["padding"] = torch.tensor(indices.padding, dtype=torch.bool)
         return SampleBatch(batch)
 
-    def _window(self, index, rows: np.ndarray, key: str, per_delta: list[tuple[str, int]]):
+    def _window(self, index, rows: np.ndarray, key: str, per_delta: Sequence[tuple[str, int]]):
         """[N, T] rows read for ``key`` and the [N, T] pad mask."""
         out = np.empty((len(rows), len(per_delta)), dtype=np.int64)
         pad = np.zeros(out.shape, dtype=bool)
@@ -310,8 +433,14 @@ class LeRobotCompatDataset(Dataset):
         """A resumable, DDP-safe ``batch_sampler`` over this dataset's items (equal steps per
         rank, ``state_dict`` the same on every rank).
 
-        >>> sampler = ds.sampler(batch_size=32, rank=r, world_size=w)  # doctest: +SKIP
-        >>> DataLoader(ds, batch_sampler=sampler, collate_fn=collate_batch)  # doctest: +SKIP
+        >>> from torch.utils.data import DataLoader
+        >>> from robodata.torch.torch_dataset import collate_batch
+        >>> ds = LeRobotCompatDataset("data/demo")
+        >>> sampler = ds.sampler(batch_size=32, rank=1, world_size=2)
+        >>> loader = DataLoader(ds, batch_sampler=sampler, collate_fn=collate_batch)
+        >>> len(loader), next(iter(loader))["action"].shape  # 591 items: 10 steps of 32 per rank
+        (10, torch.Size([32, 14]))
+
         """
         return RowSampler(
             len(self),
@@ -326,9 +455,13 @@ class LeRobotCompatDataset(Dataset):
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_arrays"] = {}  # workers map the shared files instead
-        state["_shared_rows"] = share_rows(self.reader) if self.reader._dataset is not None else self._shared_rows
+        state.pop("_rows_mapped", None)
         state["meta"] = None  # stats and episode lists stay in the training process
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._unpickled = True  # a spawned worker opens its own Lance handles
 
     def __repr__(self) -> str:
         return (
@@ -341,31 +474,3 @@ def _as_torch(values: np.ndarray):
     if values.dtype == object:
         return values.tolist()
     return torch.from_numpy(np.ascontiguousarray(values))
-
-
-def version_stats(ds, episode_lengths: dict[int, int]) -> dict[str, dict[str, np.ndarray]]:
-    """LeRobot-keyed statistics of ``ds``'s version from the per-episode moments stored at ingest;
-    episodes without stored moments (ingested before robodata kept them) are computed here."""
-    found, missing = feature_stats.episode_moments_at(ds.uri, ds.version, episode_lengths, ds.storage_options)
-    for episode in missing:
-        found[episode] = _compute_moments(ds, episode)
-    aggregated = feature_stats.aggregate([found[e] for e in sorted(found)])
-    keyed = {image_column(c): video_key(c) for c in ds.cameras}
-    return {keyed.get(name, RENAMED.get(name, name)): value for name, value in aggregated.items()}
-
-
-def _compute_moments(ds, episode: int) -> dict[str, dict]:
-    """What ingest stores for ``episode``, from the dataset: state and action of every row, and
-    the first frame of the sampled GOPs among those its rows show (in time order)."""
-    rows = np.flatnonzero(np.asarray(ds.rows.episode_index) == episode)
-    table = ds.lance_dataset.take(rows.tolist(), columns=["observation_state", "action"])
-    moments = {name: feature_stats.vector_moments(_to_numpy(table[name])) for name in ("observation_state", "action")}
-    for cam in ds.cameras:
-        first = rows[np.asarray(ds.rows.frame_in_gop[cam])[rows] == 0]
-        first = first[np.argsort(np.asarray(ds.rows.frame_index)[first], kind="stable")]
-        _, keep = np.unique(np.asarray(ds.rows.ref_id[cam])[first], return_index=True)
-        keep = np.sort(keep)[feature_stats.sampled_gops(len(keep))]
-        column = image_column(cam)
-        frames = ds.get_frames(first[keep], cameras=column)[column] if len(keep) else []
-        moments[image_column(cam)] = feature_stats.pixel_moments(list(frames))
-    return moments

@@ -78,10 +78,13 @@ class TrainingLoader(ResumableLoader):
     """Batches for one rank in this process (no PyTorch needed), GOPs prefetched in a thread.
     Each batch has a ``padding`` mask: rows repeated only to give every rank the same steps.
 
-    >>> loader = TrainingLoader.create(  # doctest: +SKIP
-    ...     "s3://bucket/ds", version="run-42", batch_size=64, rank=0, world_size=8
+    >>> loader = TrainingLoader.create(  # an s3:// root alike
+    ...     "data/demo", version=3, batch_size=64, cameras=["top"], sampler_options={"rank": 0, "world_size": 2}
     ... )
-    >>> for batch in loader: train_step(batch)  # doctest: +SKIP
+    >>> batch = next(iter(loader))
+    >>> len(loader), batch["observation_images_top"].shape, int(batch["padding"].sum())
+    (5, (64, 480, 640, 3), 0)
+
     """
 
     @classmethod

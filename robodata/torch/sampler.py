@@ -73,8 +73,11 @@ def current_worker() -> WorkerShard:
 class RowSampler:
     """Batches of row indices for one rank: exactly-once per epoch, deterministic, resumable.
 
-    >>> sampler = RowSampler.for_dataset(ds, batch_size=32, rank=0, world_size=2, seed=7)  # doctest: +SKIP
-    >>> for batch in sampler: ...  # doctest: +SKIP
+    >>> sampler = RowSampler.for_dataset(ds, batch_size=32, rank=0, world_size=2, seed=7)
+    >>> batches = list(sampler)  # rank 0's share of the 591 rows
+    >>> len(batches), sum(len(b) for b in batches)  # 10 equal steps per rank: one row repeated
+    (10, 296)
+
     """
 
     def __init__(
@@ -123,7 +126,10 @@ class RowSampler:
     def for_dataset(cls, dataset, *, batch_size: int, **options) -> RowSampler:
         """A sampler over every row of ``dataset`` (a RoboDataset) at its version.
 
-        >>> RowSampler.for_dataset(ds, batch_size=64, shuffle="episode", pool_episodes=4)  # doctest: +SKIP
+        >>> sampler = RowSampler.for_dataset(ds, batch_size=64, shuffle="episode", pool_episodes=4)
+        >>> len(sampler), sorted(np.concatenate(list(sampler)).tolist()) == list(range(591))
+        (10, True)
+
         """
         episode_index = None
         if options.get("shuffle") == "episode":
@@ -153,7 +159,8 @@ class RowSampler:
                 shared = self._make_order()
                 if self._shared.owner:  # share it, and map it here too rather than keep a copy
                     self._shared.put(key, shared, keep=2)
-                    shared = self._shared.get(key)
+                    mapped = self._shared.get(key)
+                    shared = shared if mapped is None else mapped
             self._order_cache = (self.epoch, shared)
         return self._order_cache[1]
 
@@ -163,6 +170,7 @@ class RowSampler:
             return np.arange(self.num_rows, dtype=np.int64)
         if self.shuffle == "global":
             return rng.permutation(self.num_rows).astype(np.int64)
+        assert self._episode_index is not None  # kept when shuffle is "episode"
         episodes, inverse = np.unique(self._episode_index, return_inverse=True)
         episode_order = rng.permutation(len(episodes))
         pool_of_episode = np.empty(len(episodes), dtype=np.int64)
@@ -209,10 +217,13 @@ class RowSampler:
         """Batches ``first`` .. ``first + count - 1`` of worker ``shard``'s share (rows only):
         what its prefetcher needs next, computed without listing the whole epoch.
 
-        >>> sampler.worker_batches(WorkerShard(1, 2), first=8, count=4)  # doctest: +SKIP
+        >>> sampler = RowSampler.for_dataset(ds, batch_size=8, shuffle="none")
+        >>> [b.tolist()[:2] for b in sampler.worker_batches(WorkerShard(1, 2), first=0, count=2)]  # batches 1, 3
+        [[8, 9], [24, 25]]
+
         """
         total = len(self)
-        order = self.order() if self.num_rows else None
+        order = self.order() if self.num_rows else np.empty(0, dtype=np.int64)
         picked = []
         for i in range(first, first + count):
             j = shard.worker_id + i * shard.num_workers
@@ -276,7 +287,10 @@ class RowSampler:
 
         The same on every rank, so saving rank 0's state is enough.
 
-        >>> state = sampler.state_dict(batches_consumed=120)  # doctest: +SKIP
+        >>> sampler = RowSampler.for_dataset(ds, batch_size=32, seed=7)
+        >>> sampler.state_dict(batches_consumed=12)
+        {'seed': 7, 'epoch': 0, 'consumed': 384, 'num_rows': 591, 'shuffle': 'global', 'pool_episodes': 8, 'dataset_version': 3}
+
         """
         return {
             "seed": self.seed,

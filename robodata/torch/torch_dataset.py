@@ -74,7 +74,12 @@ def collate_batch(samples):
     """DataLoader ``collate_fn``: the batch ``__getitems__`` already stacked (no copy); other
     inputs go through PyTorch's default collate.
 
-    >>> DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_batch)  # doctest: +SKIP
+    >>> from robodata.torch.batch_reader import BatchReader
+    >>> dataset = RoboTorchDataset(BatchReader("data/demo", cameras=[]))
+    >>> loader = DataLoader(dataset, batch_sampler=[[0, 1, 2], [3, 4]], collate_fn=collate_batch)
+    >>> [batch["action"].shape for batch in loader]
+    [torch.Size([3, 14]), torch.Size([2, 14])]
+
     """
     if isinstance(samples, SampleBatch):
         return samples.stacked
@@ -115,7 +120,9 @@ def worker_context(start_method: str = "spawn"):
     keeps the environment it started with: another library's forkserver children (Dagster's
     multiprocess executor) would be forked from it too, which is why it is not the default.
 
-    >>> DataLoader(ds, num_workers=2, multiprocessing_context=worker_context("forkserver"))  # doctest: +SKIP
+    >>> context = worker_context("spawn")  # what DataLoader(..., multiprocessing_context=context) takes
+    >>> context.get_start_method()
+    'spawn'
     """
     if start_method not in START_METHODS:
         raise ValueError(f"start_method must be one of {START_METHODS}, got {start_method!r}")
@@ -221,7 +228,12 @@ def finish_sending_before_exit() -> None:
     finalizes removes the race; the queue was closed first, so a feeder ends once its last
     batch is in the pipe, and DataLoader terminates a worker that is still waiting after 5 s.
 
-    >>> def __getitems__(self, indices): finish_sending_before_exit(); ...  # doctest: +SKIP
+    ``RoboTorchDataset.__getitems__`` (and ``LeRobotCompatDataset``'s) calls it in every worker;
+    elsewhere it does nothing:
+
+    >>> finish_sending_before_exit()  # not in a DataLoader worker
+    >>> _exit_wait_registered
+    False
     """
     global _exit_wait_registered
     if _exit_wait_registered or torch.utils.data.get_worker_info() is None:
@@ -344,7 +356,8 @@ def make_dataloader(
     **reader_options
         Passed to BatchReader: ``version``, ``storage_options``, ``cameras``, ``columns``,
         ``offsets``, ``delta_timestamps``, ``image_dtype``, ``channels_first``, ``transform``,
-        ``budget_bytes``, ``prefetch_batches``.
+        ``budget_bytes``, ``prefetch_batches``, ``resolution`` ((H, W): a training rendition where one
+        fits), ``pixel_format`` ("yuv420p": planar YUV 4:2:0, see ``robodata.torch.yuv``).
 
     Returns
     -------

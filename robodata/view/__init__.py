@@ -2,8 +2,8 @@
 action plotted under a cursor that follows playback, labels and interventions as coloured
 bands. Reads the dataset only; nothing below this package imports it.
 
->>> write_episode_page("data/demo", 3, "episode_3.html")  # doctest: +SKIP
-'episode_3.html'
+>>> write_episode_page("data/demo", 0, "episode_0.html")
+'episode_0.html'
 """
 
 from robodata.view.page import episode_page, episode_page_uri, render_episode_page, write_episode_page

@@ -1,8 +1,10 @@
 """The page's style sheet and its player script, inlined into every page (no network, no files).
 
-The player keeps one clock for the episode. Paused, every video is seeked to the clock's time,
-so all cameras show the frame of the same row; playing, the videos run by themselves and any
-that drifts more than a few frames from the clock is put back on it. The plot cursor, the
+The player keeps one clock for the episode, and every video is seeked to the clock's time, paused
+or playing, so all cameras show the frame of the same row. Playing, the videos never run by
+themselves (a video that decodes late would drift from the others, by 0.7 s under load): on each
+animation frame every camera is seeked to the clock, and the clock waits while any camera is
+still seeking, so a slow machine plays slower, never out of step. The plot cursor, the
 slider and the label read-out follow the clock. Once every video has decoded its first frame
 (and seeked to the row named by ``#row=N`` in the address, if any) the page sets
 ``data-ready="true"`` on <body> and records each camera's and the plot's box,
@@ -83,16 +85,17 @@ PLAYER_JS = r"""
     if (t >= data.duration - 1e-6) show(0);
     playing = true; last = null; play.textContent = "\u275a\u275a pause";
     seekVideos(t);
-    for (const v of videos) { v.playbackRate = Number(speedBox.value); v.play().catch(() => {}); }
     requestAnimationFrame(tick);
   }
   function tick(stamp) {
     if (!playing) return;
-    if (last !== null) t += (stamp - last) / 1000 * Number(speedBox.value);
+    // The master clock: it advances only while every camera shows its time.
+    const busy = videos.some((v) => v.seeking);
+    if (last !== null && !busy) t += (stamp - last) / 1000 * Number(speedBox.value);
     last = stamp;
     if (t >= data.duration) { show(data.duration); pause(); return; }
     show(t);
-    for (const v of videos) if (!v.seeking && Math.abs(v.currentTime - t) > 0.1) v.currentTime = t;
+    if (!busy) seekVideos(t);
     requestAnimationFrame(tick);
   }
   function stepRow(delta) {
@@ -103,7 +106,6 @@ PLAYER_JS = r"""
 
   play.addEventListener("click", () => (playing ? pause() : start()));
   scrub.addEventListener("input", () => { if (playing) pause(); show(seconds[Number(scrub.value)]); seekVideos(t); });
-  speedBox.addEventListener("change", () => { for (const v of videos) v.playbackRate = Number(speedBox.value); });
   frame.addEventListener("click", (event) => {
     const r = frame.getBoundingClientRect(), x = (event.clientX - r.left) / r.width;
     const time = (x - box.left) / (box.right - box.left) * data.duration;

@@ -7,14 +7,16 @@ import io
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import matplotlib
 import numpy as np
 import pyarrow as pa
-from matplotlib.figure import Figure
-from matplotlib.patches import Patch
 
+from robodata.errors import import_extra
 from robodata.view.episode_rows import SEGMENT_COLUMNS, EpisodeRows
+
+if TYPE_CHECKING:
+    from matplotlib.patches import Patch
 
 # Colours people read without a legend: red for an intervention, blue a human, green a policy.
 KNOWN_COLOURS = {"intervention": "#d62728", "human": "#1f77b4", "policy": "#2ca02c"}
@@ -80,9 +82,13 @@ def intervention_segments(rows: EpisodeRows) -> list[Segment]:
 def episode_plot(rows: EpisodeRows, joint_names: list[str]) -> EpisodePlot:
     """State and action over time, interventions shaded, one band row per label column.
 
-    >>> episode_plot(load_episode(ds, 0), ds.metadata.joint_names).svg[:4]  # doctest: +SKIP
+    >>> from robodata.view.episode_rows import load_episode
+    >>> episode_plot(load_episode(ds, 0), ds.metadata.joint_names).svg[:4]
     '<?xm'
     """
+    matplotlib = import_extra("matplotlib", "plots", "an episode page's plots")
+    from matplotlib.figure import Figure
+
     bands = band_columns(rows)
     heights = [3.0, 3.0] + [0.45] * len(bands)
     fig = Figure(figsize=(12, sum(heights) + 1.1), dpi=100)
@@ -132,6 +138,8 @@ def episode_plot(rows: EpisodeRows, joint_names: list[str]) -> EpisodePlot:
 
 
 def _band_row(ax, rows: EpisodeRows, column: str, palette: Iterator[str]) -> list[Patch]:
+    from matplotlib.patches import Patch
+
     values = rows.table[column].to_pylist()
     ax.set_yticks([])
     ax.set_ylabel(column, rotation=0, ha="right", va="center", fontsize=8)

@@ -8,8 +8,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class PageServer(ThreadingHTTPServer):
     """An HTTP server on 127.0.0.1 that answers ``/`` with one page (``port=0``: a free port).
 
-    >>> with PageServer(html) as server:  # doctest: +SKIP
-    ...     print(server.url); server.serve_forever()
+    >>> import threading, urllib.request
+    >>> with PageServer("<p>episode 0</p>") as server:
+    ...     threading.Thread(target=server.serve_forever, daemon=True).start()
+    ...     page = urllib.request.urlopen(server.url).read()
+    ...     server.shutdown()
+    >>> page
+    b'<p>episode 0</p>'
     """
 
     daemon_threads = True
@@ -20,14 +25,13 @@ class PageServer(ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}/"
+        return f"http://127.0.0.1:{self.server_port}/"
 
 
 class _PageHandler(BaseHTTPRequestHandler):
     server: PageServer
 
-    def do_GET(self) -> None:  # noqa: N802 - the name http.server dispatches to
+    def do_GET(self) -> None:  # the name http.server dispatches to
         if self.path.split("?", 1)[0] not in ("/", "/index.html"):
             self.send_error(404, "only / is served")
             return
@@ -38,5 +42,5 @@ class _PageHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(self.server.page)
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - http.server's signature
+    def log_message(self, format: str, *args) -> None:  # http.server's signature
         pass  # one line per request would bury the address the user needs

@@ -141,7 +141,7 @@ def test_baseline_reader_returns_robodata_frames(run):
     ref, _, in_gop = ref_columns("top")
     refs = ds.to_table(columns=[ref, in_gop])
     assert len(reader) == len(set(zip(refs[ref].to_pylist(), refs[in_gop].to_pylist(), strict=True))) < len(ds)
-    top = ds.take_blobs_decoded(np.arange(len(ds)), "observation_images_top")["observation_images_top"]
+    top = ds.get_frames(np.arange(len(ds)), cameras="top")["top"]
     shown = [int(paired[row]) for row in range(len(ds))]
     assert sorted(set(shown)) == list(range(len(reader)))  # every baseline sample is some row's frame
     for row in (0, 1, 2, 3, len(ds) // 2, len(ds) // 2 + 1, len(ds) - 1):
@@ -219,7 +219,7 @@ def test_baseline_reader_names_a_folder_that_is_not_a_lerobot_dataset(tmp_path):
 def test_benchmark_report_asset_names_a_missing_peers_venv(dataset_copy, tmp_path):
     import dagster as dg
 
-    from robodata.defs.benchmark import benchmark_report
+    from robodata.defs.reports.benchmark import benchmark_report
     from robodata.defs.resources import DatasetStore
 
     store = DatasetStore(root=dataset_copy, uploads_root=str(tmp_path / "uploads"))

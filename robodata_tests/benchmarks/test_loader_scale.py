@@ -16,9 +16,8 @@ def test_synthetic_rows_repeat_the_base_as_new_episodes(ingested, tmp_path):
     assert len(big) == 1500
     episodes = big.to_table(columns=["episode_index"])["episode_index"].to_numpy()
     assert np.array_equal(np.unique(episodes), np.arange(8))  # 2 copies of 3 episodes, then 197 + 121 rows
-    column = "observation_images_wrist_left"
-    got = big.take_blobs_decoded(columns=column, indices=[5, 591 + 5, 1200])[column]
-    expected = base.take_blobs_decoded(columns=column, indices=[5, 5, 1200 - 2 * 591])[column]
+    got = big.get_frames([5, 591 + 5, 1200], cameras="wrist_left")["wrist_left"]
+    expected = base.get_frames([5, 5, 1200 - 2 * 591], cameras="wrist_left")["wrist_left"]
     assert np.array_equal(got, expected)
     figures = worker_memory(uri, batches=3, num_workers=1)
     assert figures["rows"] == 1500 and len(figures["workers"]) == 1

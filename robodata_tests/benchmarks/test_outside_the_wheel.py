@@ -55,7 +55,7 @@ def test_without_a_checkout_the_cli_prints_one_line_and_exits_2(no_checkout, cap
 
 @pytest.mark.dagster
 def test_without_a_checkout_the_benchmark_asset_fails_saying_why(no_checkout, tmp_path):
-    from robodata.defs.benchmark import BenchmarkConfig, benchmark_report
+    from robodata.defs.reports.benchmark import BenchmarkConfig, benchmark_report
     from robodata.defs.resources import DatasetStore
 
     store = DatasetStore(root=str(tmp_path / "ds"), uploads_root=str(tmp_path / "uploads"))

@@ -25,7 +25,7 @@ def test_a_codec_added_in_codec_only_is_written_and_read_back(sample_uploads, tm
     assert set(table["codec"].to_pylist()) == {"mpeg4"}
 
     rows = [0, 37, len(ds) - 1]
-    got = ds.take_blobs_decoded(rows, "observation_images_top")["observation_images_top"]
+    got = ds.get_frames(rows, cameras="top")["top"]
     ref_id, _, in_gop = ref_columns("top")
     pointers = ds.lance_dataset.take(rows, columns=[ref_id, in_gop]).to_pylist()
     row_ids = dict(zip(table["ref_id"].to_pylist(), table["_rowid"].to_pylist(), strict=True))

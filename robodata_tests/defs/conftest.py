@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from robodata.defs import checks, episodes
+from robodata.defs.ingest import checks, episodes
 from robodata.defs.resources import DatasetStore
 from robodata.sample_data import write_sample_uploads
 

@@ -9,9 +9,12 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.defs import annotations, benchmark, episodes, snapshots
+from robodata.defs.ingest import episodes
+from robodata.defs.labels import annotations
 from robodata.defs.lineage import CODE_VERSION
+from robodata.defs.reports import benchmark
 from robodata.defs.resources import DatasetStore
+from robodata.defs.training import snapshots
 from robodata.format.tables import gops_uri
 from robodata_tests.defs.conftest import (
     EPISODE_KEYS,
@@ -80,7 +83,7 @@ def test_every_materialization_carries_lineage_and_data_version(pipeline):
     for result, assets in [
         (runs[0], ["raw_episodes", "gop_blobs", "aligned_frames"]),
         (runs[1], ["raw_episodes", "gop_blobs", "aligned_frames"]),
-        (tail, ["annotations", "training_snapshot", "benchmark_report"]),
+        (tail, ["annotations"]),
     ]:
         for asset in assets:
             metadata = metadata_of(result, asset)
@@ -94,9 +97,24 @@ def test_every_materialization_carries_lineage_and_data_version(pipeline):
             version = metadata[f"{table}_version"]
             assert data_version_of(result, asset) == f"{table}.lance@{version}"
             assert metadata["dagster/uri"] == f"{store.root}/{table}.lance"
-            rows = lance.dataset(metadata["dagster/uri"], version=version).count_rows()
-            assert metadata["dagster/row_count"] == rows > 0
-    assert metadata_of(tail, "training_snapshot")["tag"] == "run-a"
+            if asset == "annotations":  # the whole table's rows, labelled
+                rows = lance.dataset(metadata["dagster/uri"], version=version).count_rows()
+                assert metadata["dagster/row_count"] == rows == 2 * 97
+            else:  # one partition: that episode's rows (97) or GOPs (3 cameras x 8), not the table's
+                assert metadata["dagster/row_count"] == (24 if asset == "gop_blobs" else 97)
+    assert metadata_of(runs[1], "aligned_frames")["input_gops_version"] == "gops.lance@2"
+
+    # Each asset names what it stands for: the snapshot its tag, the benchmark its report.
+    snapshot_meta = metadata_of(tail, "training_snapshot")
+    version = snapshot_meta["frames_version"]
+    assert snapshot_meta["tag"] == "run-a" and SECRET not in repr(snapshot_meta)
+    assert snapshot_meta["dagster/uri"] == f"{store.root}/frames.lance/_refs/tags/run-a.json"
+    assert Path(snapshot_meta["dagster/uri"]).is_file()  # where Lance keeps the tag
+    assert data_version_of(tail, "training_snapshot") == f"run-a=frames.lance@{version}"
+    assert snapshot_meta["dagster/row_count"] == 2 * 97
+    report_meta = metadata_of(tail, "benchmark_report")
+    assert report_meta["dagster/uri"] == report_meta["report_path"] and Path(report_meta["report_path"]).is_file()
+    assert data_version_of(tail, "benchmark_report").startswith(f"readpath_v{version}.md#")
     # downstream materializations name the upstream data version they were built from
     [snapshot] = [
         e for e in tail.get_asset_materialization_events() if e.asset_key.to_user_string() == "training_snapshot"

@@ -1,6 +1,6 @@
-"""A multi-episode backfill: one run per partition, each with the multiprocess executor (every
-step in a process of its own), against a real SQLite instance; every episode lands exactly once
-in one dataset.
+"""A multi-episode backfill: one run per partition, each on the code location's executor (every
+step in the run's own process, none started per step), against a real SQLite instance; every
+episode lands exactly once in one dataset.
 
 The runs go one after another from this process: Dagster's in-process run API is not
 thread-safe, and a separate run-worker process per partition costs minutes of imports on a
@@ -15,38 +15,33 @@ import lance
 import numpy as np
 
 import robodata
-from robodata.defs.instance import prepare_dagster_home
+from robodata.dagster_home import prepare_dagster_home
 from robodata.format.tables import frames_uri, gops_uri
 from robodata_tests.defs.conftest import EPISODE_KEYS, make_store
 
 REPO = Path(__file__).resolve().parents[2]
-# Steps fork from one server that has already imported the heavy, fork-safe modules (not Lance:
-# it is not fork-safe), so a step process does not import Dagster, Arrow and PyAV again.
-PRELOAD = ["dagster", "numpy", "pyarrow", "pyarrow.dataset", "pandas", "av"]
-MULTIPROCESS = {
-    "execution": {
-        "config": {
-            "multiprocess": {
-                "max_concurrent": 4,
-                "start_method": {"forkserver": {"preload_modules": PRELOAD}},
-            }
-        }
-    }
-}
 
 
 def backfill_job() -> dg.JobDefinition:
-    """The episode assets of the production definitions, without their checks (tested elsewhere),
-    loaded the way a code location loads them (a reconstructable target)."""
+    """An asset job over the episode assets of the production definitions, without their checks
+    (tested elsewhere), as a backfill launched from the UI makes one: it runs on the executor the
+    definitions set. The store is made now, from ROBODATA_* (this process may have loaded the
+    definitions before the test set them)."""
     from robodata.definitions import defs
-    from robodata.defs.episodes import aligned_frames, gop_blobs, raw_episodes
+    from robodata.defs.ingest.episodes import aligned_frames, gop_blobs, raw_episodes
+    from robodata.defs.resources import store_from_env
 
     selection = dg.AssetSelection.assets(raw_episodes, gop_blobs, aligned_frames).without_checks()
     job = dg.define_asset_job("backfill_episodes", selection=selection)
-    return dg.Definitions.merge(defs, dg.Definitions(jobs=[job])).resolve_job_def("backfill_episodes")
+    return dg.Definitions(
+        assets=defs.assets,
+        executor=defs.executor,
+        resources={**defs.resources, "store": store_from_env()},
+        jobs=[job],
+    ).resolve_job_def("backfill_episodes")
 
 
-def test_backfill_with_multiprocess_executor_lands_each_episode_once(tmp_path, short_uploads, monkeypatch):
+def test_backfill_runs_steps_in_the_run_process_and_lands_each_episode_once(tmp_path, short_uploads, monkeypatch):
     store = make_store(tmp_path, short_uploads)
     monkeypatch.setenv("ROBODATA_ROOT", store.root)  # read by the step processes' resource
     monkeypatch.setenv("ROBODATA_UPLOADS", store.uploads_root)
@@ -61,7 +56,6 @@ def test_backfill_with_multiprocess_executor_lands_each_episode_once(tmp_path, s
             result = dg.execute_job(
                 dg.reconstructable(backfill_job),
                 instance=instance,
-                run_config=MULTIPROCESS,
                 tags={"dagster/partition": key},
             )
             assert result.success, key
@@ -72,10 +66,10 @@ def test_backfill_with_multiprocess_executor_lands_each_episode_once(tmp_path, s
         assert {run.status for run in runs} == {dg.DagsterRunStatus.SUCCESS}
         records = instance.fetch_materializations(dg.AssetKey("aligned_frames"), limit=100).records
         assert sorted(r.asset_materialization.partition for r in records) == EPISODE_KEYS
-        # each run ran its steps in processes of their own
+        # an ad-hoc asset job, as a UI backfill makes: the Definitions' executor, no process per step
         for run in runs:
             starts = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)
-            assert len({event.dagster_event.pid for event in starts}) == 3
+            assert len(starts) == 3 and {event.dagster_event.pid for event in starts} == {os.getpid()}
 
     frames = lance.dataset(frames_uri(store.root))
     keys = frames.to_table(columns=["episode_index", "frame_index"])

@@ -14,12 +14,15 @@ import dagster as dg
 import pytest
 
 import robodata
-from robodata.defs import batches, checks, resources
-from robodata.defs.batches import BATCH_ASSETS, register_upload_batches, upload_batch_sensor, upload_batches
-from robodata.defs.episodes import FINGERPRINT_TAG
-from robodata.defs.jobs import ingest_batch_job
+from robodata.dagster_home import migrate_partitioning
+from robodata.defs import resources
+from robodata.defs.batches import batches
+from robodata.defs.batches.batches import BATCH_ASSETS, register_upload_batches, upload_batch_sensor, upload_batches
+from robodata.defs.ingest import checks
+from robodata.defs.ingest.episodes import FINGERPRINT_TAG
+from robodata.defs.ingest.jobs import ingest_batch_job
+from robodata.defs.ingest.sensor import ATTEMPT_TAG
 from robodata.defs.resources import DatasetStore
-from robodata.defs.sensors import ATTEMPT_TAG
 from robodata.format.provenance import stored_uploads
 from robodata.format.versions import current_versions
 from robodata.ingest.upload_summary import upload_state_samples
@@ -56,27 +59,25 @@ def tick(instance, store, cursor, **settings):
     return evaluate(instance, store, cursor, sensor=upload_batch_sensor, **settings)
 
 
-def test_batch_partitioning_loads_as_dagster_and_dg_load_it():
+def test_batch_partitioning_loads():
     script = (
         "import json, pathlib, dagster as dg\n"
         "from robodata.definitions import defs\n"
         "dg.Definitions.validate_loadable(defs)\n"
-        f"folder = dg.components.load_from_defs_folder(path_within_project=pathlib.Path({str(REPO)!r}))\n"
         "def summary(d):\n"
         "    repo = d.get_repository_def()\n"
         "    return {'jobs': sorted(j for j in repo.job_names if not j.startswith('__')),\n"
         "            'sensors': sorted(s.name for s in repo.sensor_defs),\n"
         "            'checks': len(repo.asset_graph.asset_check_keys),\n"
         "            'partitions': str(repo.asset_graph.get(dg.AssetKey('aligned_frames')).partitions_def)}\n"
-        "print(json.dumps([summary(defs), summary(folder)]))\n"
+        "print(json.dumps(summary(defs)))\n"
     )
     env = dict(os.environ, ROBODATA_PARTITIONING="batch", PYTHONPATH=str(REPO))
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    module, folder = json.loads(done.stdout.strip().splitlines()[-1])
-    assert module == folder
+    module = json.loads(done.stdout.strip().splitlines()[-1])
     assert module["partitions"] == 'Dynamic partitions: "upload_batches"'
     assert module["sensors"] == ["upload_batch_sensor"] and "ingest_batch" in module["jobs"]
     assert "ingest_episode" not in module["jobs"] and module["checks"] == 6
@@ -196,6 +197,19 @@ def test_switching_to_batches_does_not_ingest_stored_episodes_again(tmp_path, ei
     shutil.copytree(eight_short_uploads[3], uploads / "legacy" / eight_short_uploads[3].name)
     assert scan_uploads(store.uploads_root).complete == []
 
+    # The instance still holds the per-episode partitions: the switch is refused, naming the command.
+    refused = tick(instance, store, None)
+    assert refused.run_requests == [] and "`robodata repartition batch`" in refused.skip_reason.skip_message
+    instance.add_dynamic_partitions(upload_batches.name, ["legacy"])  # as a person in the UI might
+    run = dg.materialize(
+        BATCH_ASSETS, partition_key="legacy", instance=instance, resources={"store": store}, raise_on_error=False
+    )
+    [failure] = [e for e in run.all_events if e.is_step_failure]
+    assert "`robodata repartition batch`" in failure.step_failure_data.user_failure_data.description
+    assert migrate_partitioning(instance, store, "batch") == {"stored": [], "new": ["legacy", "new"]}
+    assert instance.get_dynamic_partitions("episodes") == []
+    assert instance.get_dynamic_partitions(upload_batches.name) == ["legacy", "new"]
+
     first = tick(instance, store, None)
     assert sorted(r.partition_key for r in first.run_requests) == ["legacy", "new"]
     # 'legacy' holds one new episode: only it is ingested, the stored two are skipped.
@@ -217,6 +231,27 @@ def test_switching_to_batches_does_not_ingest_stored_episodes_again(tmp_path, ei
     assert tick(fresh, store, None).run_requests == []
     assert fresh.get_dynamic_partitions(upload_batches.name) == ["legacy"]
     assert batches.register_upload_batches(fresh, store) == ["legacy"]
+
+
+def test_migrating_records_batches_already_ingested_per_episode(tmp_path, eight_short_uploads):
+    store = make_store(tmp_path, eight_short_uploads[:2])
+    instance = new_instance(store)
+    for upload in eight_short_uploads[:2]:
+        assert materialize_episode(instance, store, upload.name).success
+    uploads = Path(store.uploads_root)
+    for upload in eight_short_uploads[:2]:
+        shutil.move(uploads / upload.name, uploads / "legacy" / upload.name)
+    assert migrate_partitioning(instance, store, "batch") == {"stored": ["legacy"], "new": []}
+    [record] = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("aligned_frames"), asset_partitions=["legacy"]), limit=5
+    ).records
+    assert record.asset_materialization.metadata["episodes"].value == ", ".join(u.name for u in eight_short_uploads[:2])
+    # the per-episode history stays in the event log under its old partition keys
+    old = instance.fetch_materializations(dg.AssetKey("aligned_frames"), limit=10).records
+    assert {r.asset_materialization.partition for r in old} == {"legacy", *(u.name for u in eight_short_uploads[:2])}
+    assert tick(instance, store, None).run_requests == []  # nothing to ingest
+    with pytest.raises(ValueError, match="'daily'"):
+        migrate_partitioning(instance, store, "daily")
 
 
 def test_a_batch_repeating_an_episode_of_another_batch_is_skipped(tmp_path, eight_short_uploads):
@@ -264,8 +299,8 @@ def test_bench_batches_prints_runs_and_versions_of_both_partitionings(capsys):
 
 
 def test_a_batch_released_by_a_stalled_folder_is_requested_though_its_files_are_old():
-    from robodata.defs.batches import batch_listing
-    from robodata.defs.upload_cursor import TickSettings, UploadCursor, plan_tick
+    from robodata.defs.batches.batches import batch_listing
+    from robodata.ingest.upload_queue import TickSettings, UploadCursor, plan_tick
     from robodata.storage.upload_batches import UploadBatch
     from robodata.storage.uploads import IncompleteUpload, UploadInfo
 
@@ -288,7 +323,7 @@ def test_a_batch_released_by_a_stalled_folder_is_requested_though_its_files_are_
 
 def test_register_uploads_adds_batches_without_runs_in_batch_mode(tmp_path, eight_short_uploads, monkeypatch, capsys):
     from robodata.cli import main
-    from robodata.defs.instance import prepare_dagster_home
+    from robodata.dagster_home import prepare_dagster_home
 
     store = batch_store(tmp_path, {"2026-12-01": eight_short_uploads[:1], "2026-12-02": eight_short_uploads[1:2]})
     shutil.copytree(eight_short_uploads[2], Path(store.uploads_root) / eight_short_uploads[2].name)  # no batch

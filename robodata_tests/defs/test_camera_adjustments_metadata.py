@@ -6,7 +6,7 @@ from __future__ import annotations
 from robodata.defs.resources import DatasetStore
 from robodata.format.provenance import stored_uploads
 from robodata_tests.defs.conftest import materialize_episode, metadata_of, new_instance
-from robodata_tests.test_bad_input import marked_frame, write_camera_upload
+from robodata_tests.ingest.test_bad_input import marked_frame, write_camera_upload
 
 
 def test_an_odd_frame_size_is_in_the_run_metadata_and_the_dataset(tmp_path):

@@ -5,7 +5,8 @@ import dagster as dg
 import lance
 
 import robodata
-from robodata.defs import checks, episodes, snapshots
+from robodata.defs.ingest import checks, episodes
+from robodata.defs.training import snapshots
 from robodata.format.tables import gops_uri
 from robodata.format.versions import current_versions
 from robodata.integrity.verify import verify_dataset
@@ -98,9 +99,11 @@ def test_a_corrupt_gop_fails_the_checks_and_a_reingest_repairs_it(store):
     assert sorted(n for n, e in found.items() if not e.passed) == ["gops_match_checksums", "sampled_frames_decode"]
     assert "GOP 3 of episode 0, camera 'wrist_right'" in found["sampled_frames_decode"].description
     assert "episode 0: GOP 3 of episode 0, camera 'wrist_right'" in found["gops_match_checksums"].description
-    # Re-ingesting rewrites the episode's stored GOPs with the freshly encoded bytes; the audit
-    # then finds every GOP sound and the checks pass again.
-    again = materialize_episode(instance, store, key)
+    # Re-ingesting (forced: the dataset holds this upload already) rewrites the episode's stored
+    # GOPs with the freshly encoded bytes; the audit then finds every GOP sound and the checks pass.
+    force = {"ops": {"gop_blobs": {"config": {"force": True}}}}
+    assert materialize_episode(instance, store, key, raise_on_error=False).success is False  # skipped: still corrupt
+    again = materialize_episode(instance, store, key, run_config=force)
     assert again.success and current_versions(store.root).frames > version
     assert all(e.passed for e in evaluations(again).values())
     assert verify_dataset(store.root).ok

@@ -1,5 +1,5 @@
 """The Dagster project as its users meet it: commands run from the repository root without
-DAGSTER_HOME, `dg`'s defs-folder loading, the instance config in a wheel, and a store resource
+DAGSTER_HOME, the instance config in a wheel, and a store resource
 whose fields say where the data lives."""
 
 import json
@@ -13,7 +13,8 @@ from pathlib import Path
 import dagster as dg
 
 import robodata
-from robodata.defs import instance, resources
+from robodata import dagster_home as instance
+from robodata.defs import resources
 
 REPO = Path(__file__).resolve().parents[2]
 INSTANCE_IN_PACKAGE = instance.INSTANCE_CONFIG
@@ -41,29 +42,9 @@ def test_definitions_validate_from_the_repository_root_without_dagster_home():
     assert set(REPO.iterdir()) == before  # Dagster's temporary instance folder is gone again
 
 
-def _summary(defs: dg.Definitions) -> dict:
-    repo = defs.get_repository_def()
-    return {
-        "assets": sorted(k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()),
-        "checks": sorted(k.to_user_string() for k in repo.asset_graph.asset_check_keys),
-        "jobs": sorted(j for j in repo.job_names if not j.startswith("__")),
-        "sensors": sorted(s.name for s in repo.sensor_defs),
-        "resources": sorted(repo.get_top_level_resources()),
-    }
-
-
-def test_dg_defs_folder_loads_the_same_definitions_as_the_module():
-    from robodata.definitions import defs
-
-    through_dg = dg.components.load_from_defs_folder(path_within_project=REPO)
-    expected = _summary(defs)
-    assert _summary(through_dg) == expected
-    assert "imported_episodes" in expected["assets"] and "store" in expected["resources"]
-
-
 def test_instance_config_ships_in_the_wheel(tmp_path):
-    assert INSTANCE_IN_PACKAGE.parent == Path(robodata.__file__).parent / "defs"
-    assert INSTANCE_IN_PACKAGE.read_bytes() == (REPO / "dagster.yaml").read_bytes()  # one config, two places
+    assert INSTANCE_IN_PACKAGE.parent == Path(robodata.__file__).parent / "dagster_home"
+    assert not (REPO / "dagster.yaml").exists()  # one instance config, shipped in the package
     source = tmp_path / "src"
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -78,7 +59,7 @@ def test_instance_config_ships_in_the_wheel(tmp_path):
     )
     [wheel] = tmp_path.glob("robodata-*.whl")
     with zipfile.ZipFile(wheel) as archive:
-        assert archive.read("robodata/defs/dagster.yaml") == INSTANCE_IN_PACKAGE.read_bytes()
+        assert archive.read("robodata/dagster_home/dagster.yaml") == INSTANCE_IN_PACKAGE.read_bytes()
 
 
 def test_prepared_home_holds_the_packaged_config(tmp_path, monkeypatch):
@@ -87,6 +68,12 @@ def test_prepared_home_holds_the_packaged_config(tmp_path, monkeypatch):
     assert (home / "dagster.yaml").read_bytes() == INSTANCE_IN_PACKAGE.read_bytes()
     with dg.DagsterInstance.get() as dagster_instance:
         assert dagster_instance.root_directory == str(home)  # SQLite storage inside the home
+        # No run hangs: stuck starts and cancels time out, a dead worker's run fails and is
+        # retried (twice), but a failed step is not re-run as a whole run (a bad upload fails once).
+        assert dagster_instance.run_monitoring_enabled
+        assert dagster_instance.run_monitoring_start_timeout_seconds == 180
+        assert dagster_instance.run_retries_enabled and dagster_instance.run_retries_max_retries == 2
+        assert dagster_instance.run_retries_retry_on_asset_or_op_failure is False
 
 
 def _configured(store: resources.DatasetStore) -> dict:

@@ -6,24 +6,29 @@ from pathlib import Path
 import dagster as dg
 
 import robodata
-from robodata.defs.instance import prepare_dagster_home
+from robodata.dagster_home import prepare_dagster_home
 from robodata_tests.defs.conftest import EPISODE_KEYS, make_store
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def ingest_job() -> dg.JobDefinition:
-    """The production job with its assets and checks, and a store made now (from ROBODATA_*)."""
-    from robodata.defs.checks import episode_checks
-    from robodata.defs.jobs import ingest_episode_job
+    """The production job with its assets and checks, the code location's executor, and a store
+    made now (from ROBODATA_*)."""
+    from robodata.defs import execution
+    from robodata.defs.ingest.checks import episode_checks
+    from robodata.defs.ingest.jobs import ingest_episode_job
     from robodata.defs.resources import DatasetStore
     from robodata_tests.defs.conftest import EPISODE_ASSETS
 
-    defs = dg.Definitions(
-        assets=EPISODE_ASSETS,
-        asset_checks=episode_checks,
-        jobs=[ingest_episode_job],
-        resources={"store": DatasetStore()},
+    defs = dg.Definitions.merge(
+        execution.defs,
+        dg.Definitions(
+            assets=EPISODE_ASSETS,
+            asset_checks=episode_checks,
+            jobs=[ingest_episode_job],
+            resources={"store": DatasetStore()},
+        ),
     )
     return defs.resolve_job_def("ingest_episode")
 

@@ -7,7 +7,7 @@ import dagster as dg
 import robodata
 from robodata.cli import main
 from robodata.definitions import defs
-from robodata.defs.maintenance import dataset_maintenance, nightly_maintenance
+from robodata.defs.maintenance.upkeep import dataset_maintenance, nightly_maintenance
 from robodata.defs.resources import DatasetStore
 from robodata.format.tables import frames_uri, open_table
 from robodata_tests.edits.test_upkeep import assert_reads_exactly, write_tiny

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 import robodata
-from robodata.defs import episodes
+from robodata.defs.ingest import episodes
 from robodata.format.provenance import stored_uploads
 from robodata_tests.defs.conftest import EPISODE_ASSETS, make_store, materialize_episode, metadata_of, new_instance
 
@@ -31,7 +31,10 @@ def test_aligned_frames_reports_kept_labels_and_replace_is_a_config_flag(uploads
             }
         ),
     )
-    again = metadata_of(materialize_episode(instance, store, key, assets=EPISODE_ASSETS), "aligned_frames")
+    force = {"ops": {"gop_blobs": {"config": {"force": True}}}}  # the same upload: stored already
+    again = metadata_of(
+        materialize_episode(instance, store, key, assets=EPISODE_ASSETS, run_config=force), "aligned_frames"
+    )
     assert (again["labels_kept_rows"], again["labels_dropped_rows"]) == (rows, 0)
     assert robodata.open(store.root).to_table(["success"])["success"].to_pylist() == [True] * rows
 

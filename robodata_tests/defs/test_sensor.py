@@ -11,13 +11,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from robodata.defs import sensors
-from robodata.defs.episodes import FINGERPRINT_TAG, aligned_frames, episode_partitions, gop_blobs, raw_episodes
-from robodata.defs.jobs import ingest_episode_job
+from robodata.defs.ingest import sensor as sensors
+from robodata.defs.ingest.episodes import FINGERPRINT_TAG, aligned_frames, episode_partitions, gop_blobs, raw_episodes
+from robodata.defs.ingest.jobs import ingest_episode_job
+from robodata.defs.ingest.sensor import ATTEMPT_TAG, UploadSensorSettings, upload_sensor
 from robodata.defs.resources import DatasetStore
-from robodata.defs.sensors import ATTEMPT_TAG, UploadSensorSettings, upload_sensor
-from robodata.defs.upload_cursor import RunOutcome, TickSettings, UploadCursor, listing_start, plan_tick
 from robodata.format.provenance import StoredUpload
+from robodata.ingest.upload_queue import RunOutcome, TickSettings, UploadCursor, listing_start, plan_tick
 from robodata.storage import fsspec_filesystem
 from robodata.storage.uploads import (
     IncompleteUpload,
@@ -130,9 +130,38 @@ def run_ingest(instance, store: DatasetStore, request: dg.RunRequest) -> dg.Exec
     )
 
 
-def test_sensor_retries_a_failed_run_and_gives_up_after_max_attempts(store, tmp_path):
+def lost_run(
+    instance, store: DatasetStore, request: dg.RunRequest, retry_of: dg.DagsterRun | None = None
+) -> dg.DagsterRun:
+    """A run of the request whose worker died: run monitoring fails it, no step failed. With
+    ``retry_of``, the run Dagster's run retries started for that failed run (its tags, its group)."""
+    job = dg.Definitions(
+        assets=[raw_episodes, gop_blobs, aligned_frames], jobs=[ingest_episode_job], resources={"store": store}
+    ).resolve_job_def(ingest_episode_job.name)
+    tags = {**request.tags, "dagster/partition": request.partition_key}
+    if retry_of is not None:
+        tags.update(retry_tags(retry_of))
+    run = instance.create_run_for_job(
+        job_def=job,
+        tags=tags,
+        root_run_id=tags.get("dagster/root_run_id"),
+        parent_run_id=tags.get("dagster/parent_run_id"),
+    )
+    instance.report_run_failed(run, message="run worker lost")
+    return instance.get_run_by_id(run.run_id)
+
+
+def retry_tags(parent: dg.DagsterRun) -> dict[str, str]:
+    """The run-group tags Dagster's run retries give the retry of ``parent`` (its tags are copied)."""
+    return {
+        "dagster/root_run_id": parent.root_run_id or parent.run_id,
+        "dagster/parent_run_id": parent.run_id,
+        "dagster/retry_number": str(int(parent.tags.get("dagster/retry_number", "0")) + 1),
+    }
+
+
+def test_sensor_retries_a_lost_run_and_gives_up_after_max_attempts(store):
     instance = dg.DagsterInstance.ephemeral()
-    broken = DatasetStore(root=store.root, uploads_root=str(tmp_path / "nowhere"))  # the run fails
     cursor, attempts = None, []
     for _ in range(3):
         tick = evaluate(instance, store, cursor, max_attempts=2)
@@ -140,10 +169,50 @@ def test_sensor_retries_a_failed_run_and_gives_up_after_max_attempts(store, tmp_
         attempts.append(sorted((r.partition_key, r.tags[ATTEMPT_TAG]) for r in tick.run_requests))
         for request in tick.run_requests:
             if request.partition_key == EPISODE_KEYS[0]:
-                assert not run_ingest(instance, broken, request).success
+                lost_run(instance, store, request)
     assert attempts == [[(k, "1") for k in EPISODE_KEYS], [(EPISODE_KEYS[0], "2")], []]
     assert EPISODE_KEYS[0] in json.loads(cursor)["failed"]  # given up until the upload changes
     assert set(json.loads(cursor)["pending"]) == set(EPISODE_KEYS[1:])  # not finished: not done
+
+
+def test_sensor_leaves_a_run_that_dagster_retries_to_its_retry_and_counts_the_chain_once(store):
+    """Run retries on (as every shipped dagster.yaml has them): a failed run tagged
+    dagster/will_retry=true is not the attempt's outcome; the retry's is, once."""
+    with dg.instance_for_test(overrides={"run_retries": {"enabled": True, "max_retries": 1}}) as instance:
+        first = evaluate(instance, store, None)
+        [lost, landed] = [r for r in first.run_requests if r.partition_key in EPISODE_KEYS[:2]]
+        lost_root = lost_run(instance, store, lost)
+        landed_root = lost_run(instance, store, landed)
+        assert lost_root.tags["dagster/will_retry"] == landed_root.tags["dagster/will_retry"] == "true"
+        waiting = evaluate(instance, store, first.cursor)
+        assert waiting.run_requests == []  # the retry daemon retries them: no attempt 2 beside it
+        assert json.loads(waiting.cursor)["pending"][lost.partition_key][1] == 1
+
+        # The retries: one lost again (Dagster's last retry: will_retry=false), one succeeds.
+        assert lost_run(instance, store, lost, retry_of=lost_root).tags["dagster/will_retry"] == "false"
+        retried = dg.RunRequest(
+            partition_key=landed.partition_key,
+            tags={**landed.tags, **retry_tags(landed_root)},
+        )
+        assert run_ingest(instance, store, retried).success
+        settled = evaluate(instance, store, waiting.cursor)
+        # The lost chain counts as one failed attempt: attempt 2, once; the landed one is done.
+        assert [(r.partition_key, r.tags[ATTEMPT_TAG]) for r in settled.run_requests] == [(lost.partition_key, "2")]
+        pending = json.loads(settled.cursor)["pending"]
+        assert landed.partition_key not in pending and pending[lost.partition_key][1] == 2
+        again = evaluate(instance, store, settled.cursor)  # the same outcomes seen again (a minute back)
+        assert again.run_requests == [] and json.loads(again.cursor)["pending"][lost.partition_key][1] == 2
+
+
+def test_sensor_gives_up_at_once_on_a_run_that_failed_on_bad_input(store, tmp_path):
+    instance = dg.DagsterInstance.ephemeral()
+    broken = DatasetStore(root=store.root, uploads_root=str(tmp_path / "nowhere"))  # no such upload
+    first = evaluate(instance, store, None, max_attempts=3)
+    [request] = [r for r in first.run_requests if r.partition_key == EPISODE_KEYS[0]]
+    assert not run_ingest(instance, broken, request).success
+    second = evaluate(instance, store, first.cursor, max_attempts=3)
+    assert second.run_requests == []
+    assert EPISODE_KEYS[0] in json.loads(second.cursor)["failed"]
 
 
 def test_sensor_marks_an_upload_done_only_when_its_run_succeeded(store):
@@ -255,10 +324,11 @@ def test_sensor_lists_the_tail_and_finds_an_out_of_order_upload_on_a_full_listin
     assert first.run_requests == [] and json.loads(first.cursor)["after"] == EPISODE_KEYS[-1]
     shutil.copytree(uploads / EPISODE_KEYS[0], uploads / "episode_000009")  # sorts last: in the tail
     shutil.copytree(uploads / EPISODE_KEYS[0], uploads / f"{EPISODE_KEYS[0]}-b")  # sorts before the tail
-    tail = evaluate(instance, store, first.cursor, full_listing_every_s=600)
+    tail_only = {"full_listing_every_s": 600, "full_listing_budget_s": 0}  # as on a root too big to list each tick
+    tail = evaluate(instance, store, first.cursor, **tail_only)
     assert keys_of(tail) == ["episode_000009"]
-    assert evaluate(instance, store, tail.cursor, full_listing_every_s=600).run_requests == []
-    full = evaluate(instance, store, tail.cursor, full_listing_every_s=0)
+    assert evaluate(instance, store, tail.cursor, **tail_only).run_requests == []
+    full = evaluate(instance, store, tail.cursor, full_listing_every_s=0, full_listing_budget_s=0)
     assert keys_of(full) == [f"{EPISODE_KEYS[0]}-b"]
 
 
@@ -284,7 +354,7 @@ def test_one_listing_fingerprints_an_upload_as_listing_its_folder_does(where, re
     listed = scan_uploads(root, options).complete
     assert [u.episode_id for u in listed] == EPISODE_KEYS
     for u in listed:
-        assert u.fingerprint == _fingerprint(fs.ls(u.uri, detail=True))
+        assert u.fingerprint == _fingerprint(fs.ls(u.uri, detail=True), fs)
 
 
 def test_a_tick_lists_an_s3_root_with_one_paginated_listing(s3):
@@ -353,7 +423,7 @@ def test_folder_order_is_the_order_s3_lists_keys_in():
 
 
 def test_idle_ticks_list_only_the_tail_and_a_new_upload_is_found_on_the_next_tick(tmp_path):
-    lab = Lab(tmp_path / "uploads", full_listing_every_s=600)
+    lab = Lab(tmp_path / "uploads", full_listing_every_s=600, full_listing_budget_s=0)
     for i in range(5):
         lab.upload(f"episode_{i:06d}")
     now = time.time()
@@ -369,7 +439,7 @@ def test_idle_ticks_list_only_the_tail_and_a_new_upload_is_found_on_the_next_tic
 
 
 def test_an_out_of_order_or_changed_upload_is_found_by_the_next_full_listing(tmp_path):
-    lab = Lab(tmp_path / "uploads", full_listing_every_s=600)
+    lab = Lab(tmp_path / "uploads", full_listing_every_s=600, full_listing_budget_s=0)
     for i in (0, 1, 3):
         lab.upload(f"episode_{i:06d}")
     now = time.time()
@@ -387,7 +457,7 @@ def test_an_out_of_order_or_changed_upload_is_found_by_the_next_full_listing(tmp
 
 
 def test_a_folder_still_uploading_holds_the_tail_until_it_completes_or_stalls(tmp_path):
-    lab = Lab(tmp_path / "uploads", full_listing_every_s=600, stalled_after_s=3600)
+    lab = Lab(tmp_path / "uploads", full_listing_every_s=600, full_listing_budget_s=0, stalled_after_s=3600)
     lab.upload("episode_000000")
     lab.upload("episode_000001", complete=False)  # a slow upload: a later one completes first
     lab.upload("episode_000002")
@@ -409,7 +479,7 @@ def test_a_folder_still_uploading_holds_the_tail_until_it_completes_or_stalls(tm
 
 
 def test_a_failing_upload_is_retried_from_the_tail_and_stays_given_up_after_the_mark_passes(tmp_path):
-    lab = Lab(tmp_path / "uploads", full_listing_every_s=600, max_attempts=2)
+    lab = Lab(tmp_path / "uploads", full_listing_every_s=600, full_listing_budget_s=0, max_attempts=2)
     lab.upload("episode_000000")
     lab.upload("episode_000001")
     lab.failing.add("episode_000000")

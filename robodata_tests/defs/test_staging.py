@@ -46,7 +46,7 @@ def test_garbage_collection_keeps_staged_gops_until_they_commit(short_uploads, t
     commit_staged_frames(read_upload(str(short_uploads[1])), root)
     ds = robodata.open(root)
     assert ds.episodes()["episode_index"].to_pylist() == [0, 1]
-    assert ds.take_blobs_decoded([len(ds) - 1], "observation_images_top")["observation_images_top"].shape == (
+    assert ds.get_frames([len(ds) - 1], cameras="top")["top"].shape == (
         1,
         480,
         640,

@@ -1,5 +1,6 @@
 """A real dagster-webserver on 127.0.0.1 over this repository's workspace.yaml, driven over
-GraphQL: the one way the UI tests start it, launch partition runs and stop it."""
+GraphQL: the one way the UI tests start it, launch partition runs or a backfill and stop it
+(and, for backfills, the dagster-daemon that carries them out)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from robodata.defs.instance import INSTANCE_CONFIG
+from robodata.dagster_home import INSTANCE_CONFIG
 
 REPO = Path(__file__).resolve().parents[2]
 WEBSERVER = Path(sys.executable).with_name("dagster-webserver")
@@ -29,6 +30,12 @@ LAUNCH = """mutation($params: ExecutionParams!) { launchRun(executionParams: $pa
   __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message }
   ... on RunConfigValidationInvalid { errors { message } } } }"""
 RUN_STATUS = "query($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
+BACKFILL = """mutation($params: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $params) {
+  __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message }
+  ... on InvalidSubsetError { message } ... on UnauthorizedError { message } } }"""
+BACKFILL_STATUS = """query($id: String!) { partitionBackfillOrError(backfillId: $id) {
+  ... on PartitionBackfill { status } ... on PythonError { message } } }"""
+DAEMON = Path(sys.executable).with_name("dagster-daemon")
 
 
 def instance_home(path: Path) -> Path:
@@ -47,6 +54,7 @@ class Webserver:
     port: int
     process: subprocess.Popen
     location: str = ""
+    last_backfill: str = ""
 
     def graphql(self, query: str, variables: dict | None = None) -> dict:
         body = json.dumps({"query": query, "variables": variables or {}}).encode()
@@ -89,6 +97,21 @@ class Webserver:
             run_ids.append(launched["run"]["runId"])
         return [self.wait_for(lambda i=i: self._finished(i), timeout, "the runs to finish") for i in run_ids]
 
+    def backfill_assets(self, assets: list[str], partitions: list[str], timeout: float = 600) -> str:
+        """Launch a backfill of ``assets`` over ``partitions`` as the UI's *Materialize* does (a
+        daemon must be running to carry it out); return its final status."""
+        params = {"assetSelection": [{"path": [a]} for a in assets], "partitionNames": partitions}
+        launched = self.graphql(BACKFILL, {"params": params})["launchPartitionBackfill"]
+        assert launched["__typename"] == "LaunchBackfillSuccess", launched
+        backfill_id = launched["backfillId"]
+
+        def finished():
+            status = self.graphql(BACKFILL_STATUS, {"id": backfill_id})["partitionBackfillOrError"]["status"]
+            return status if status in ("COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED") else None
+
+        self.last_backfill = backfill_id
+        return self.wait_for(finished, timeout, "the backfill to finish")
+
     def _loaded(self):
         entries = self.graphql(LOCATIONS)["workspaceOrError"]["locationEntries"]
         for entry in entries:
@@ -126,6 +149,40 @@ def running_webserver(home: Path, env: dict[str, str], log: Path, load_timeout: 
             [location] = server.wait_for(server._loaded, load_timeout, "the code location to load")
             server.location = location["name"]
             yield server
+        finally:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+@contextmanager
+def running_daemon(
+    home: Path, env: dict[str, str], log: Path, stop_sensors: tuple[str, ...] = ()
+) -> Iterator[subprocess.Popen]:
+    """dagster-daemon over the same workspace and instance (backfills, run queue, monitoring,
+    sensors), with ``stop_sensors`` stopped first; its process group is stopped on exit."""
+    environment = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        **env,
+    }
+    dagster = Path(sys.executable).with_name("dagster")
+    for sensor in stop_sensors:
+        subprocess.run(
+            [str(dagster), "sensor", "stop", sensor, "-w", "workspace.yaml"],
+            cwd=REPO, env=environment, check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            [str(DAEMON), "run", "-w", "workspace.yaml"],
+            cwd=REPO, env=environment, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        try:
+            yield process
         finally:
             os.killpg(process.pid, signal.SIGTERM)
             try:

@@ -100,7 +100,7 @@ def test_annotations_beside_compactions_always_land(dataset_copy, uploads):
             start.wait()
             try:
                 fn()
-            except BaseException as exc:  # noqa: BLE001 - collected for the assertion below
+            except BaseException as exc:
                 errors.append(exc)
 
         labels = pa.table({"episode_index": [0, 1, 2], "frame_index": [round_] * 3, name: [round_] * 3})

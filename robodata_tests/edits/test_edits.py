@@ -21,7 +21,7 @@ def _gops_data_files(root: str) -> dict[str, str]:
 
 def _frames(root, version=None):
     ds = robodata.open(root, version=version)
-    return ds.take_blobs_decoded([0, 77, len(ds) - 1], ds.image_columns)
+    return ds.get_frames([0, 77, len(ds) - 1]).data
 
 
 def test_delete_leaves_video_untouched_and_old_version_readable(dataset_copy):
@@ -100,4 +100,4 @@ def test_garbage_collection_removes_only_unreferenced_gops(dataset_copy):
     assert report.deleted == per_episode
     assert open_table(gops_uri(dataset_copy)).count_rows() == total - per_episode
     frames = robodata.open(dataset_copy)
-    frames.take_blobs_decoded(list(range(len(frames))), frames.image_columns)
+    frames.get_frames(list(range(len(frames))))

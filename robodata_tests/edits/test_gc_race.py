@@ -42,8 +42,8 @@ def _orphaned_episode(root: str, upload) -> int:
 
 def _all_frames_decode(root: str) -> int:
     ds = robodata.open(root)
-    decoded = ds.take_blobs_decoded(np.arange(len(ds)), ds.image_columns)
-    assert all(array.shape[0] == len(ds) for array in decoded.values())
+    decoded = ds.get_frames(np.arange(len(ds)))
+    assert all(array.shape[0] == len(ds) for array in decoded.data.values())
     return len(ds)
 
 

@@ -29,7 +29,7 @@ def assert_reads_exactly(ds, episodes: list[int]) -> None:
     pairs = sorted(zip(table["episode_index"].to_pylist(), table["frame_index"].to_pylist(), strict=True))
     assert pairs == [(e, f) for e in episodes for f in range(10)]  # one copy of each, no more
     rows = [int(i) for i in np.arange(len(ds))]
-    frames = ds.take_blobs_decoded(rows, "observation_images_cam")["observation_images_cam"]
+    frames = ds.get_frames(rows, cameras="cam")["cam"]
     for row, frame in zip(rows, frames, strict=True):
         episode, index = table["episode_index"][row].as_py(), table["frame_index"][row].as_py()
         seen = identify(frame)
@@ -104,7 +104,7 @@ def test_an_ingest_held_at_its_commit_survives_a_whole_upkeep(tiny_dataset, monk
     def ingest():
         try:
             write_tiny(tiny_dataset, [3, 9])  # a re-ingest, then a new episode
-        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+        except Exception as exc:  # reported by the assertion below
             errors.append(exc)
 
     thread = threading.Thread(target=ingest)

@@ -88,7 +88,7 @@ def test_reingest_replaces_the_episode_in_one_commit(uploads, tmp_path):
     for upload in uploads:
         robodata.ingest_episode(str(upload), root)
     before = robodata.open(root)
-    frame = before.take_blobs_decoded([10], "observation_images_top")["observation_images_top"]
+    frame = before.get_frames([10], cameras="top")["top"]
     gop_rows = open_table(gops_uri(root)).count_rows()
 
     result = robodata.ingest_episode(str(uploads[1]), root)
@@ -100,9 +100,7 @@ def test_reingest_replaces_the_episode_in_one_commit(uploads, tmp_path):
     assert open_table(gops_uri(root)).count_rows() == gop_rows
     keys = after.to_table(columns=["episode_index", "frame_index"]).to_pylist()
     assert len({(k["episode_index"], k["frame_index"]) for k in keys}) == len(keys)
-    np.testing.assert_array_equal(
-        after.take_blobs_decoded([10], "observation_images_top")["observation_images_top"], frame
-    )
+    np.testing.assert_array_equal(after.get_frames([10], cameras="top")["top"], frame)
 
 
 def test_reingest_with_new_states_swaps_old_copy_for_new(uploads, tmp_path):

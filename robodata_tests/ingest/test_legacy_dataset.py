@@ -58,5 +58,5 @@ def test_a_dataset_from_before_keys_and_upload_columns_takes_new_ingests(uploads
     ds = robodata.open(root)
     table = ds.to_table(["episode_index", "success"])
     assert table.filter(table["episode_index"].to_numpy() == 0)["success"].to_pylist() == [True] * n
-    decoded = ds.take_blobs_decoded(np.arange(len(ds)), ds.image_columns)
-    assert all(a.shape[0] == len(ds) for a in decoded.values())
+    decoded = ds.get_frames(np.arange(len(ds)))
+    assert all(a.shape[0] == len(ds) for a in decoded.data.values())

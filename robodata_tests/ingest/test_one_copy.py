@@ -70,8 +70,8 @@ def _rounds(monkeypatch, uploads, new_root, options) -> dict[str, int]:
         assert {r.gops for r in results} == {results[0].gops}
         assert held_creating == held == 4  # both writers were held at both of their commits
     ds = robodata.open(root, storage_options=options)
-    decoded = ds.take_blobs_decoded(np.arange(len(ds)), ds.image_columns)  # every reference resolves
-    assert all(a.shape[0] == len(ds) for a in decoded.values())
+    decoded = ds.get_frames(np.arange(len(ds)))  # every reference resolves
+    assert all(a.shape[0] == len(ds) for a in decoded.data.values())
     return counts
 
 

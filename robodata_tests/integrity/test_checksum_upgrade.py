@@ -20,9 +20,9 @@ TOP = "observation_images_top"
 
 
 def test_a_format_1_dataset_reads_refuses_appends_and_upgrades(dataset_copy, tmp_path, capsys):
-    frames = robodata.open(dataset_copy).take_blobs_decoded([0, 150], TOP)[TOP]
+    frames = robodata.open(dataset_copy).get_frames([0, 150], cameras=TOP)[TOP]
     lance.dataset(gops_uri(dataset_copy)).drop_columns(["gop_xxh3"])  # as format 1 wrote it
-    np.testing.assert_array_equal(robodata.open(dataset_copy).take_blobs_decoded([0, 150], TOP)[TOP], frames)
+    np.testing.assert_array_equal(robodata.open(dataset_copy).get_frames([0, 150], cameras=TOP)[TOP], frames)
 
     report = verify_dataset(dataset_copy)
     gops = lance.dataset(gops_uri(dataset_copy)).count_rows()
@@ -52,4 +52,4 @@ def test_a_format_1_dataset_reads_refuses_appends_and_upgrades(dataset_copy, tmp
     ref = int(ds.gops.refs([150], TOP)[0])
     flip_gop_bytes(dataset_copy, ds.gops.read([ref])[ref])
     with pytest.raises(CorruptGopError):
-        robodata.open(dataset_copy).take_blobs_decoded([150], TOP)
+        robodata.open(dataset_copy).get_frames([150], cameras=TOP)

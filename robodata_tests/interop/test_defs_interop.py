@@ -8,8 +8,8 @@ import pyarrow.compute as pc
 
 import robodata
 from robodata.cli import main
-from robodata.defs.instance import prepare_dagster_home
-from robodata.defs.interop import imported_episodes, register_import_partitions
+from robodata.dagster_home import prepare_dagster_home
+from robodata.defs.interop.imports import imported_episodes, register_import_partitions
 from robodata.defs.resources import DatasetStore
 from robodata.format.versions import current_versions
 

@@ -122,7 +122,7 @@ def test_both_image_encodings_import_exactly(recordings, tmp_path):
         assert set(table["task"].to_pylist()) == {"insertion"}
         for camera in CAMERAS:
             column = f"observation_images_{camera}"
-            got = ds.take_blobs_decoded(rows, column)[column]
+            got = ds.get_frames(rows, cameras=column)[column]
             original = source["images"][camera]
             if episode == 0:  # raw: only the H.264 re-encode stands between file and dataset
                 want = original

@@ -85,8 +85,8 @@ def test_import_gives_one_row_per_camera_frame_with_the_nearest_rows_state(inges
         assert got == states.take(want["offsets"]).to_pylist()  # exact: float32 in, float32 out
         for camera in back.cameras:
             column = f"observation_images_{camera}"
-            ours = original.take_blobs_decoded(want["offsets"], column)[column]
-            theirs = back.take_blobs_decoded(index, column)[column]
+            ours = original.get_frames(want["offsets"], cameras=column)[column]
+            theirs = back.get_frames(index, cameras=column)[column]
             worst = min(psnr(a, b) for a, b in zip(ours, theirs, strict=True))
             assert worst > ROUND_TRIP_PSNR_DB, (episode, camera, worst)
 

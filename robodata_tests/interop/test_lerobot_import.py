@@ -69,7 +69,7 @@ def test_round_trip_is_exact_and_resumable(ingested, exported, tmp_path):
         index = index[np.argsort(rows["frame_index"].to_numpy()[index])]
         for camera in back.cameras:
             column = f"observation_images_{camera}"
-            got = back.take_blobs_decoded(index, column)[column]
+            got = back.get_frames(index, cameras=column)[column]
             want = _source_frames(Path(exported), episode, f"observation.images.{camera}")
             worst = min(psnr(w, g) for w, g in zip(want, got, strict=True))
             assert worst > IMPORT_PSNR_DB, (episode["episode_index"], camera, worst)
@@ -111,9 +111,11 @@ def test_a_foreign_dataset_imports_every_frame_at_the_dataset_rate(lerobot_copy,
     original = _sorted(robodata.open(ingested)).filter(pa.compute.equal(pa.compute.field("episode_index"), 2))
     for column in ("frame_index", "timestamp_ns", "observation_state", "action", "source", "is_intervention"):
         assert table[column].equals(original[column]), column
-    assert table["task"][0].as_py() == "stack the blue cup on the green cup"  # the LeRobot task text
+    # The LeRobot task is the exported task column; the instruction came back as its own column.
+    assert table["task"][0].as_py() == "stack_cups" == original["task"][0].as_py()
+    assert table["language_instruction"][0].as_py() == "stack the blue cup on the green cup"
     episode = pq.read_table(lerobot_copy / "meta/episodes/chunk-000/file-000.parquet").to_pylist()[2]
-    got = ds.take_blobs_decoded(np.arange(len(ds)), "observation_images_wrist_left")["observation_images_wrist_left"]
+    got = ds.get_frames(np.arange(len(ds)), cameras="wrist_left")["wrist_left"]
     want = _source_frames(lerobot_copy, episode, "observation.images.wrist_left")
     assert min(psnr(w, g) for w, g in zip(want, got, strict=True)) > IMPORT_PSNR_DB
 

@@ -29,8 +29,8 @@ def test_lerobot_dataset_on_s3_imports_like_a_local_one(exported, s3, s3_root, t
     )
     rows = np.arange(len(a))
     np.testing.assert_array_equal(
-        a.take_blobs_decoded(rows, "observation_images_top")["observation_images_top"],
-        b.take_blobs_decoded(rows, "observation_images_top")["observation_images_top"],
+        a.get_frames(rows, cameras="top")["top"],
+        b.get_frames(rows, cameras="top")["top"],
     )
     assert a.metadata.extra["imported_from"]["repo_id"] == "sample"
 

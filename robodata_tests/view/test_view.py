@@ -146,6 +146,15 @@ def assert_cameras_show_row(ds, figures: dict, pixels: np.ndarray, row: int) -> 
         assert right < 12 and right * 2 < wrong, (camera, row, right, wrong)
 
 
+# While no camera is seeking: whether all are paused, and how far apart their times are.
+SPREAD = """(() => {
+  const vs = [...document.querySelectorAll('video')];
+  if (vs.some((v) => v.seeking)) return null;
+  const ts = vs.map((v) => v.currentTime);
+  return { paused: vs.every((v) => v.paused), spread: Math.max(...ts) - Math.min(...ts) };
+})()"""
+
+
 @pytest.mark.slow
 def test_chromium_plays_every_camera_in_sync_with_the_plot_cursor(labelled, tmp_path, capsys):
     page = tmp_path / "episode.html"
@@ -155,8 +164,12 @@ def test_chromium_plays_every_camera_in_sync_with_the_plot_cursor(labelled, tmp_
         tab = browser.open(f"{page.as_uri()}#row={ROW}")
         tab.wait_until("(document.body?.dataset.ready ?? 'false') !== 'false'")
         dom, pixels = tab.dom(), tab.screenshot()
-        # Play for a while, then pause: every video seeks to the clock's row.
+        # Play for a while, then pause: every video seeks to the clock's row. Playing, the videos
+        # do not run by themselves: each is seeked to the one clock, so no camera drifts.
         tab.evaluate("document.getElementById('play').click()")
+        spreads = []
+        while int(tab.evaluate("document.body.dataset.row")) <= ROW + 30:
+            spreads.append(tab.evaluate(SPREAD))
         tab.wait_until(f"Number(document.body.dataset.row) > {ROW + 30}")
         tab.evaluate("document.getElementById('play').click()")
         tab.wait_until("[...document.querySelectorAll('video')].every(v => v.paused && !v.seeking)")
@@ -177,6 +190,9 @@ def test_chromium_plays_every_camera_in_sync_with_the_plot_cursor(labelled, tmp_
     assert pixels.shape[:2] == (WINDOW[1], WINDOW[0])
     assert_cameras_show_row(ds, figures, pixels, ROW)
     assert played_to > ROW + 30
+    settled = [s for s in spreads if s is not None]
+    assert settled and all(s["paused"] for s in settled)  # driven by the clock, not playing alone
+    assert max(s["spread"] for s in settled) == 0  # every camera at the same time
     assert_cameras_show_row(ds, figures, after_play, played_to)
     x, y, w, h = box(plot)
     plot_pixels = pixels[y : y + h, x : x + w]

@@ -1,0 +1,89 @@
+"""Lance's raw messages, told as what happened: a full disk, a damaged manifest, a missing data
+file, each naming the table; never Lance's protobuf wording or the source paths of Lance's build
+machine (``/home/runner/work/lance/...rs:172:20``).
+
+>>> str(explain(OSError("LanceError(IO): file size is too small, /home/runner/work/lance/lance/rust/lance-io/src/utils.rs:172:20"), "ds/gops.lance", "opening the table"))
+'ds/gops.lance: the table is damaged: its manifest cannot be read while opening the table (file size is too small); restore the table from a backup or a replica'
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+
+from robodata.errors import StorageError
+
+# Where Lance's messages point into its own source: ", /home/runner/work/lance/.../x.rs:12:34".
+_SOURCE_PATH = re.compile(r",?\s*(?:/home/runner/work/\S+|/rustc/\S+|\S+\.rs:\d+:\d+)")
+_LANCE_PREFIX = re.compile(r"^(?:LanceError\(\w+\):\s*|External error:\s*|Generic \w+ error:\s*)+")
+_NOT_FOUND = re.compile(r"Not found: (\S+?)(?:,|\s|$)")
+# The HTTP status of an error the store answered with ("... non-2xx status code: 403 Forbidden: ...").
+ANSWER_STATUS = re.compile(r"non-2xx status code: (\d{3}(?: [A-Za-z ]+)?)")
+_NO_SPACE = ("No space left on device", "os error 28")
+# A manifest (or a file's footer) that is cut short or does not decode.
+_DAMAGED = (
+    "file size is too small",
+    "failed to decode",
+    "DecodeError",
+    "invalid wire type",
+    "buffer underflow",
+    "unexpected end of file",
+    "Invalid protobuf",
+    "invalid tag value",
+)
+
+
+def without_source_paths(text: str) -> str:
+    """``text`` without Lance's source locations and error-kind prefixes."""
+    return _LANCE_PREFIX.sub("", _SOURCE_PATH.sub("", text)).strip()
+
+
+def table_of(path: str, default: str) -> str:
+    """The ``*.lance`` table a file path lies in (``default`` when it lies in none)."""
+    found = re.search(r"^(.*?\.lance)(?:/|$)", path)
+    return found.group(1) if found else default
+
+
+def is_missing_table(exc: BaseException) -> bool:
+    """Whether Lance's ``exc`` says the table (or the version or tag asked for) is not there. A
+    request the store refused is not a missing table, although its answer may read "does not
+    exist" (S3's ``InvalidAccessKeyId``: "The AWS Access Key Id you provided does not exist in
+    our records"); a 404 answer (no such bucket) is.
+
+    >>> is_missing_table(ValueError("Dataset at path ds/frames.lance was not found: Not found: ds/frames.lance/_versions"))
+    True
+    >>> is_missing_table(ValueError("Ref not found error: tag nightly does not exist"))
+    True
+    >>> is_missing_table(ValueError("... non-2xx status code: 403 Forbidden: <?xml ...><Message>The AWS Access Key Id you provided does not exist in our records.</Message>"))
+    False
+    """
+    text = str(exc)
+    status = ANSWER_STATUS.search(text)
+    if status is not None and not status.group(1).startswith("404"):
+        return False
+    return "not found" in text.lower() or "does not exist" in text.lower()
+
+
+def explain(exc: BaseException, table_uri: str, action: str) -> StorageError | None:
+    """A StorageError saying what Lance's ``exc`` means for ``table_uri``, or None when ``exc``
+    is none of the failures named here."""
+    text = str(exc)
+    if getattr(exc, "errno", None) == errno.ENOSPC or any(m in text for m in _NO_SPACE):
+        where = getattr(exc, "filename", None) or table_uri
+        return StorageError(
+            f"{table_uri}: no space left on the device holding {where} while {action}; free some space and run it again"
+        )
+    missing = _NOT_FOUND.search(text)
+    if missing and (missing.group(1).endswith(".lance") or "/data/" in missing.group(1)):
+        path = missing.group(1)
+        path = path if path.startswith(("/", "s3://")) or "://" in table_uri else "/" + path
+        return StorageError(
+            f"{table_of(path, table_uri)}: data file {path} is missing (deleted or never fully written) "
+            f"while {action}; restore it from a backup or a replica"
+        )
+    if any(m in text for m in _DAMAGED):
+        return StorageError(
+            f"{table_uri}: the table is damaged: its manifest cannot be read while {action} "
+            f"({without_source_paths(text)}); restore the table from a backup or a replica"
+        )
+    return None

@@ -1,0 +1,288 @@
+"""Every Lance and fsspec call in the package runs under the storage deadline, or is listed here
+with the reason it need not (or does not yet): the test walks the package's syntax trees, finds
+each call that reaches storage, and fails on one that is neither under the deadline helper
+(``robodata.storage.deadlines.call_with_deadline``, through ``storage_call``,
+``@in_storage_step`` or ``RoboDataset`` reads) nor listed. A new call site cannot slip past it;
+a listed one that went away must leave the list.
+
+A call is under the deadline when it is not called in place but handed to the helper
+(``storage_call(action, uri, options, frames.take, rows)``), or when the function it is in runs
+under the helper (decorated with ``@in_storage_step``, or passed to it by name)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "robodata"
+# The demo runs on a local folder it makes itself.
+SKIPPED = ("demo.py",)
+HELPERS = {"call_with_deadline", "storage_call", "_read"}  # _read: RoboDataset's, over storage_call
+DECORATORS = {"in_storage_step"}
+
+# Methods of a Lance dataset, scanner, builder or tags object that talk to storage.
+LANCE_METHODS = {
+    "to_table", "take", "take_blobs", "read_blobs", "scanner", "count_rows", "merge_insert", "execute",
+    "checkout_version", "cleanup_old_versions", "compact_files", "add_columns", "create_scalar_index",
+    "create_index", "to_batches", "get_fragments", "versions", "alter_columns", "drop_columns", "restore",
+    "delete", "insert", "commit", "list", "create", "write_dataset", "dataset",
+}  # fmt: skip
+FS_METHODS = {
+    "open", "ls", "find", "info", "exists", "isdir", "isfile", "cat", "cat_file", "rm", "rm_file", "put",
+    "put_file", "get", "get_file", "glob", "walk", "makedirs", "mkdir", "pipe", "pipe_file", "mv", "copy",
+    "size", "touch", "du", "head", "modified",
+}  # fmt: skip
+# Receivers that are not storage objects although a method name matches.
+NOT_STORAGE = ("np", "pa", "pc", "torch", "self.__dict__", "records.staged", "json", "os", "Path")
+
+# (module, function, call) -> why it runs without the deadline helper. "local" means the call
+# only ever touches a local path; "pending" is a remote call still to be wrapped (#22.1).
+UNWRAPPED: dict[tuple[str, str, str], str] = {
+    ("defs/ingest/episodes.py", "_episode_rows", "table.count_rows"): "pending",
+    ("defs/ingest/episodes.py", "_staged", "fsspec_filesystem(uri, store.storage_options()).exists"): "pending",
+    ("defs/lineage.py", "table_metadata", "lance_table.count_rows"): "pending",
+    ("edits/annotate.py", "_split_unmatched", "frames.to_table"): "pending",
+    ("edits/annotate.py", "add_annotations", "frames.add_columns"): "pending",
+    ("edits/annotate.py", "add_annotations", "frames.merge_insert"): "pending",
+    ("edits/annotate.py", "add_annotations", "frames.merge_insert(KEYS).when_matched_update_all().execute"): "pending",
+    ("edits/delete.py", "delete_episodes", "frames.delete"): "pending",
+    ("edits/delete.py", "delete_episodes", "frames.to_table"): "pending",
+    ("edits/garbage.py", "_collect_once", "frames.checkout_version"): "pending",
+    ("edits/garbage.py", "_collect_once", "frames.versions"): "pending",
+    ("edits/garbage.py", "_collect_once", "gops.delete"): "pending",
+    ("edits/garbage.py", "_collect_once", "gops.to_table"): "pending",
+    ("edits/garbage.py", "_ref_ids_stored_before", "gops.checkout_version"): "pending",
+    ("edits/garbage.py", "_ref_ids_stored_before", "gops.versions"): "pending",
+    ("edits/label_files.py", "_per_row", "frames.to_table"): "pending",
+    ("edits/upkeep.py", "_compact", "open_table(table_uri, storage_options).get_fragments"): "pending",
+    ("edits/upkeep.py", "_index", "table.create_scalar_index"): "pending",
+    ("edits/upkeep.py", "_remove_old_versions", "table.cleanup_old_versions"): "pending",
+    ("format/keys.py", "declare_primary_key", "lance.dataset"): "pending",
+    ("format/provenance.py", "_read", "frames.to_table"): "pending",
+    ("format/stats.py", "episode_moments_at", "table.to_table"): "pending",
+    ("format/tables.py", "append_or_create", "lance.LanceOperation.Append"): "builds an operation, no I/O",
+    ("format/tables.py", "create_once", "lance.LanceOperation.Overwrite"): "builds an operation, no I/O",
+    ("ingest/episode_stats.py", "_first_frames", "gops.read_blobs"): "pending",
+    ("ingest/episode_stats.py", "_first_frames", "gops.to_table"): "pending",
+    ("ingest/label_counts.py", "count_labels", "frames.to_table"): "pending",
+    ("ingest/one_copy.py", "_with_upload_columns", "frames.add_columns"): "pending",
+    ("ingest/one_copy.py", "append_new_gops", "gops.merge_insert"): "pending",
+    (
+        "ingest/one_copy.py",
+        "append_new_gops",
+        "gops.merge_insert(list(GOPS_KEY)).when_matched_update_all().when_not_matched_insert_all().execute",
+    ): "pending",
+    ("ingest/one_copy.py", "append_new_gops", "gops.to_table"): "pending",
+    ("ingest/one_copy.py", "replace_episode_rows", "frames.merge_insert"): "pending",
+    ("ingest/two_step.py", "commit_episode_frames", "fsspec_filesystem(uri, storage_options).exists"): "pending",
+    ("ingest/two_step.py", "load_staged_gops", "fsspec_filesystem(uri, storage_options).cat_file"): "pending",
+    ("ingest/video_source.py", "_open", "fs.open"): "pending",
+    ("ingest/video_source.py", "probe_camera", "fs.info"): "pending",
+    ("integrity/checksum_upgrade.py", "add_gop_checksums", "gops.read_blobs"): "pending",
+    ("integrity/checksum_upgrade.py", "add_gop_checksums", "gops.to_table"): "pending",
+    ("integrity/episode_checks.py", "_gop_rows", "gops.to_table"): "pending",
+    (
+        "integrity/episode_checks.py",
+        "check_row_count",
+        "open_frames(dataset_uri, storage_options=storage_options).count_rows",
+    ): "pending",
+    ("integrity/episode_checks.py", "check_sample_decodes", "ds.to_table"): "pending",
+    ("integrity/episode_checks.py", "of_table", "frames.to_table"): "pending",
+    ("integrity/gop_checks.py", "check_gop_rows", "gops.read_blobs"): "pending",
+    ("integrity/gop_checks.py", "gop_rows", "gops.to_table"): "pending",
+    ("integrity/gop_checksums.py", "corrupt_gop_error", "gops.to_table"): "pending",
+    ("integrity/gop_leases.py", "read_records", "fs.cat_file"): "pending",
+    ("integrity/gop_leases.py", "read_records", "fs.ls"): "pending",
+    (
+        "integrity/gop_leases.py",
+        "release",
+        "fsspec_filesystem(lease_uri, {**(storage_options or {}), TIMEOUT_OPTION: str(wait)}).rm_file",
+    ): "pending",
+    ("integrity/gop_leases.py", "write_record", "fs.makedirs"): "pending",
+    ("integrity/gop_leases.py", "write_record", "fs.pipe_file"): "pending",
+    ("interop/hdf5_import.py", "find_hdf5_files", "fs.glob"): "pending",
+    ("interop/lerobot_export.py", "_camera_times", "self.gops.to_table"): "pending",
+    ("interop/lerobot_export.py", "_plan", "ds.to_table"): "a RoboDataset method: under the deadline inside",
+    ("interop/lerobot_import.py", "_video_facts", "source.fs.size"): "pending",
+    ("interop/lerobot_source.py", "_duration", "self.fs.open"): "pending",
+    ("interop/lerobot_source.py", "_read_info", "self.fs.open"): "pending",
+    ("interop/lerobot_source.py", "episodes", "self.fs.glob"): "pending",
+    ("storage/arrow_input.py", "arrow_input", "fs.open"): "pending",
+    ("storage/put_folder.py", "put_folder", "fs.makedirs"): "pending",
+    ("storage/put_folder.py", "put_folder", "fs.put_file"): "pending",
+    ("storage/uploads.py", "_content_digest", "fs.open"): "pending",
+    ("storage/uploads.py", "_list_fsspec", "fs.find"): "pending",
+    ("storage/uploads.py", "upload_fingerprint", "fs.ls"): "pending",
+    ("summary.py", "dataset_summary", "ds.versions"): "a RoboDataset method: under the deadline inside",
+    ("torch/lerobot_compat.py", "_shown_frames", "ds.to_table"): "a RoboDataset method: under the deadline inside",
+    ("torch/lerobot_version_stats.py", "lerobot_stats_of", "ds.to_table"): "pending",
+    ("torch/lerobot_version_stats.py", "lerobot_stats_of", "ds.to_table(columns=columns).take"): "pending",
+    ("torch/sampler.py", "for_dataset", "dataset.to_table"): "pending",
+    ("view/episode_rows.py", "load_episode", "ds.to_table"): "pending",
+    ("view/page.py", "write_episode_page", "fsspec_filesystem(out, storage_options).pipe_file"): "pending",
+}
+
+
+def _text(node: ast.AST) -> str:
+    return ast.unparse(node)
+
+
+def _is_storage_call(call: ast.Call) -> bool:
+    if not isinstance(call.func, ast.Attribute):
+        return False
+    receiver, name = _text(call.func.value), call.func.attr
+    if receiver.startswith(NOT_STORAGE):
+        return False
+    if receiver == "lance" or receiver.startswith("lance."):
+        return name in LANCE_METHODS or name[:1].isupper() and name != "LanceOperation"
+    lance_like = any(k in receiver.lower() for k in ("frames", "gops", "ds", "dataset", "table", "lance", "tags"))
+    fs_like = receiver.endswith(("fs", "filesystem")) or "fsspec_filesystem(" in receiver
+    return (name in LANCE_METHODS and lance_like) or (name in FS_METHODS and fs_like)
+
+
+class _Module(ast.NodeVisitor):
+    """One module's storage call sites, the names it hands to the deadline helper, and which of
+    its functions call which (by name)."""
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+        self.stack: list[ast.AST] = []
+        self.handed: set[str] = set()
+        self.calls: dict[str, set[str]] = {}  # function name -> names it calls
+        self.functions: dict[str, ast.AST] = {}
+        self.sites: list[tuple[str, str, list[ast.AST]]] = []  # (function path, call, enclosing defs)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        self.stack.append(node)
+        super().generic_visit(node)
+        self.stack.pop()
+
+    def _defs(self) -> list[ast.AST]:
+        return [
+            n for n in self.stack if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef)
+        ]
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self.functions.setdefault(node.name, node)
+        self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Call(self, node: ast.Call) -> None:
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if callee in HELPERS:
+            for arg in node.args:
+                if isinstance(arg, ast.Name | ast.Attribute):
+                    self.handed.add(_text(arg).split(".")[-1])
+        defs = self._defs()
+        for d in defs:
+            if not isinstance(d, ast.Lambda | ast.ClassDef):
+                self.calls.setdefault(d.name, set()).add(callee)
+        if _is_storage_call(node):
+            name = ".".join(getattr(f, "name", "<lambda>") for f in defs if not isinstance(f, ast.ClassDef))
+            self.sites.append((name or "<module>", _text(node.func), defs))
+        self.generic_visit(node)
+
+
+def _covered_functions(module: _Module, handed: set[str]) -> set[str]:
+    """Functions of ``module`` that run under the helper: decorated with it, handed to it
+    (by name, anywhere in the package; a class handed covers its methods), or private ones that
+    only functions under it call."""
+    covered = set()
+    for name, node in module.functions.items():
+        decorators = {_text(d.func if isinstance(d, ast.Call) else d).split(".")[-1] for d in node.decorator_list}
+        if decorators & DECORATORS or name in handed:
+            covered.add(name)
+    changed = True
+    while changed:
+        changed = False
+        for name in module.functions:
+            callers = {caller for caller, callees in module.calls.items() if name in callees and caller != name}
+            if name not in covered and name.startswith("_") and callers and callers <= covered:
+                covered.add(name)
+                changed = True
+    return covered
+
+
+def _under_deadline(defs: list[ast.AST], covered: set[str], handed: set[str], lambdas: set[int]) -> bool:
+    for node in defs:
+        if isinstance(node, ast.Lambda):
+            if id(node) in lambdas:
+                return True
+        elif node.name in covered or node.name in handed:
+            return True
+    return False
+
+
+def _modules() -> list[tuple[_Module, ast.AST]]:
+    modules = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = path.relative_to(PACKAGE).as_posix()
+        if name.startswith(SKIPPED):
+            continue
+        tree = ast.parse(path.read_text())
+        module = _Module(name)
+        module.visit(tree)
+        modules.append((module, tree))
+    return modules
+
+
+def _sites_of(modules: list[tuple[_Module, ast.AST]]) -> dict[tuple[str, str, str], bool]:
+    handed = set().union(*(m.handed for m, _ in modules))
+    found: dict[tuple[str, str, str], bool] = {}
+    for module, tree in modules:
+        covered = _covered_functions(module, handed)
+        lambdas = {
+            id(arg)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in HELPERS
+            for arg in node.args
+            if isinstance(arg, ast.Lambda)
+        }
+        for function, call, defs in module.sites:
+            key = (module.module, function, call)
+            found[key] = found.get(key, True) and _under_deadline(defs, covered, handed, lambdas)
+    return found
+
+
+def storage_call_sites() -> dict[tuple[str, str, str], bool]:
+    """Every storage call in the package -> whether it runs under the deadline helper."""
+    return _sites_of(_modules())
+
+
+def test_every_storage_call_is_under_the_deadline_or_listed():
+    sites = storage_call_sites()
+    assert len(sites) > 20  # the walk finds the package's calls (a broken walk finds none)
+    bare = {site for site, covered in sites.items() if not covered}
+    new = sorted(bare - UNWRAPPED.keys())
+    gone = sorted(UNWRAPPED.keys() - bare)
+    assert not new, "storage calls outside the deadline helper (wrap them in storage_call):\n" + "\n".join(
+        map(str, new)
+    )
+    assert not gone, "listed calls that are wrapped or gone now (remove them from UNWRAPPED):\n" + "\n".join(
+        map(str, gone)
+    )
+
+
+def test_the_walk_sees_a_bare_call_and_a_wrapped_one():
+    source = """
+def bare(frames):
+    return frames.to_table()
+
+def wrapped(uri, options, frames):
+    return storage_call("reading", uri, options, frames.to_table)
+
+@in_storage_step("listing")
+def listing(uri, options):
+    return _names(fsspec_filesystem(uri, options), uri)
+
+def _names(fs, uri):
+    return fs.ls(uri)
+"""
+    module = _Module("example.py")
+    tree = ast.parse(source)
+    module.visit(tree)
+    assert _sites_of([(module, tree)]) == {
+        ("example.py", "bare", "frames.to_table"): False,
+        ("example.py", "_names", "fs.ls"): True,
+    }

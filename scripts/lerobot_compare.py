@@ -1,0 +1,204 @@
+"""robodata against LeRobot's own copy of the same episodes, with real LeRobot (Python >= 3.12).
+
+    python scripts/lerobot_compare.py losses WORKDIR [--steps 5]
+    python scripts/lerobot_compare.py first-batch WORKDIR [--workers 2 --batch-size 32 --repeat 1]
+
+Both make sample data in WORKDIR (3 cameras, 100 Hz rows), ingest it into a robodata dataset,
+tag it ``compare`` and export that version with ``robodata export-lerobot`` (lossless RGB video,
+so both read the same pixels), unless WORKDIR already holds them.
+
+``losses`` runs the same ``lerobot-train`` command (a small ACT policy on CPU, seed 1, no
+pretrained backbone) twice: through ``robodata-train`` on the robodata dataset pinned to the tag,
+and as ``lerobot-train`` on the export; it prints the loss of every step of both and the largest
+difference, and exits 1 when that exceeds ``--tolerance``.
+
+``first-batch`` prints the seconds from creating a DataLoader (``num_workers`` workers, default
+collate, shuffled) to its first batch for ``LeRobotCompatDataset`` and for ``LeRobotDataset``
+on the export, each in a fresh process, with the platform's default start method (fork on
+Linux: a plain ``DataLoader(num_workers=N)``) and with lerobot-train's default (spawn);
+``--repeat R`` runs each R times and prints the median, min and max.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TAG = "compare"
+LOSS = re.compile(r"step:(\S+) .*?loss:([0-9.eE+-]+)")
+
+
+def prepare(work: Path, episodes: int, seconds: float) -> tuple[str, str]:
+    """The robodata dataset (tagged) and its LeRobot export under ``work``."""
+    import robodata
+    from robodata.interop.lerobot_export import export_lerobot
+    from robodata.sample_data import write_sample_uploads
+
+    dataset, export = work / "robodata", work / "lerobot"
+    if not (dataset / "frames.lance").is_dir():
+        shutil.rmtree(dataset, ignore_errors=True)
+        for upload in write_sample_uploads(work / "uploads", episodes=episodes, seconds=seconds, seed=3):
+            robodata.ingest_episode(str(upload), str(dataset))
+    ds = robodata.open(str(dataset))
+    if TAG not in ds.tags:
+        ds.tag(TAG)
+    if not (export / "meta" / "info.json").is_file():
+        shutil.rmtree(export, ignore_errors=True)
+        export_lerobot(
+            str(dataset), export, version=TAG, vcodec="libx264rgb", pix_fmt="rgb24", crf=0, g=2,
+            preset="ultrafast", progress=False,
+        )  # fmt: skip
+    return str(dataset), str(export)
+
+
+def train_args(steps: int, output: Path) -> list[str]:
+    return [
+        "--policy.type=act",
+        "--policy.device=cpu",
+        "--policy.push_to_hub=false",
+        "--policy.pretrained_backbone_weights=null",  # no download; the same random init for both
+        "--policy.chunk_size=10",
+        "--policy.n_action_steps=10",
+        "--policy.dim_model=64",
+        "--policy.dim_feedforward=128",
+        "--policy.n_encoder_layers=1",
+        "--policy.n_decoder_layers=1",
+        f"--steps={steps}",
+        "--batch_size=4",
+        "--num_workers=0",
+        "--log_freq=1",
+        "--save_checkpoint=false",
+        "--seed=1",
+        "--wandb.enable=false",
+        f"--output_dir={output}",
+    ]
+
+
+def run_training(command: list[str], log: Path) -> list[float]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
+    log.write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        raise SystemExit(f"{command[:3]} failed (exit {done.returncode}); its log: {log}")
+    return [float(m.group(2)) for m in LOSS.finditer(done.stdout + done.stderr)]
+
+
+def losses(args: argparse.Namespace) -> int:
+    work = Path(args.workdir)
+    dataset, export = prepare(work, args.episodes, args.seconds)
+    bin_dir = Path(sys.executable).parent
+    ours_out, theirs_out = work / "train-robodata", work / "train-lerobot"
+    for out in (ours_out, theirs_out):
+        shutil.rmtree(out, ignore_errors=True)
+    ours = run_training(
+        [sys.executable, "-m", "robodata.torch.lerobot_train", f"--dataset.repo_id={dataset}",
+         f"--dataset.revision={TAG}", *train_args(args.steps, ours_out)],
+        work / "robodata-train.log",
+    )  # fmt: skip
+    theirs = run_training(
+        [str(bin_dir / "lerobot-train"), "--dataset.repo_id=local/compare", f"--dataset.root={export}",
+         *train_args(args.steps, theirs_out)],
+        work / "lerobot-train.log",
+    )  # fmt: skip
+    if len(ours) != args.steps or len(theirs) != args.steps:
+        raise SystemExit(f"expected {args.steps} logged losses, got {len(ours)} (robodata) and {len(theirs)} (LeRobot)")
+    worst = max(abs(a - b) for a, b in zip(ours, theirs, strict=True))
+    print(json.dumps({"step_losses_robodata": ours, "step_losses_lerobot": theirs, "max_abs_diff": worst}))
+    for step, (a, b) in enumerate(zip(ours, theirs, strict=True), start=1):
+        print(f"step {step}: robodata-train {a:.3f}  lerobot-train {b:.3f}")
+    print(f"largest difference {worst:.3f} (tolerance {args.tolerance})")
+    return 0 if worst <= args.tolerance else 1
+
+
+FIRST_BATCH = """
+import sys, time, json
+import torch
+from torch.utils.data import DataLoader
+kind, path, workers, batch, context = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+started = time.perf_counter()
+if kind == "robodata":
+    from robodata.torch import LeRobotCompatDataset
+    dataset = LeRobotCompatDataset(path, version="compare", return_uint8=True)
+else:
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+    dataset = LeRobotDataset("local/compare", root=path, return_uint8=True)
+opened = time.perf_counter()
+loader = DataLoader(dataset, batch_size=batch, shuffle=True, num_workers=workers,
+                    multiprocessing_context=None if context == "default" or not workers else context)
+next(iter(loader))
+done = time.perf_counter()
+print(json.dumps({"open_s": round(opened - started, 2), "first_batch_s": round(done - opened, 2)}))
+"""
+
+
+def first_batch(args: argparse.Namespace) -> int:
+    work = Path(args.workdir)
+    dataset, export = prepare(work, args.episodes, args.seconds)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    rows = []
+    cases = [
+        (kind, path, context)
+        for context in ("default", "spawn")
+        for kind, path in (("robodata", dataset), ("lerobot", export))
+    ]
+    for kind, path, context in cases:
+        runs = []
+        for _ in range(args.repeat):
+            command = [sys.executable, "-c", FIRST_BATCH, kind, path, str(args.workers), str(args.batch_size), context]
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+            if done.returncode != 0:
+                raise SystemExit(f"{kind} ({context}) failed: {done.stderr[-2000:]}")
+            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        rows.append((kind, context, runs))
+    default = multiprocessing.get_start_method()
+    print(
+        f"workers={args.workers} batch={args.batch_size}, {args.repeat} fresh process(es) each; seconds, median [min-max]"
+    )
+    print("| dataset | start method | open s | DataLoader to first batch s |")
+    print("| --- | --- | --- | --- |")
+    for kind, context, runs in rows:
+        name = "LeRobotCompatDataset" if kind == "robodata" else "LeRobotDataset (export)"
+        method = f"{default} (default)" if context == "default" else context
+        cells = [spread([run[key] for run in runs]) for key in ("open_s", "first_batch_s")]
+        print(f"| {name} | {method} | {cells[0]} | {cells[1]} |")
+    return 0
+
+
+def spread(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]}"
+    return f"{statistics.median(values):.2f} [{min(values)}-{max(values)}]"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    for name in ("losses", "first-batch"):
+        s = sub.add_parser(name)
+        s.add_argument("workdir")
+        s.add_argument("--episodes", type=int, default=3)
+        s.add_argument("--seconds", type=float, default=2.0)
+    sub.choices["losses"].add_argument("--steps", type=int, default=5)
+    sub.choices["losses"].add_argument("--tolerance", type=float, default=0.002)
+    sub.choices["first-batch"].add_argument("--workers", type=int, default=2)
+    sub.choices["first-batch"].add_argument("--batch-size", type=int, default=32)
+    sub.choices["first-batch"].add_argument("--repeat", type=int, default=1)
+    args = p.parse_args()
+    started = time.perf_counter()
+    code = losses(args) if args.command == "losses" else first_batch(args)
+    print(f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
