@@ -13,6 +13,7 @@ from robodata.format.schema import FORMAT_VERSION, FRAMES_TABLE, GOPS_TABLE, REF
 from robodata.format.tables import open_table
 from robodata.format.versions import current_versions
 from robodata.storage import join_uri
+from robodata.storage.failures import storage_call
 
 # Assets that write the dataset produce what this format version says; a new format makes
 # every earlier materialization stale.
@@ -87,7 +88,12 @@ def table_metadata(store: DatasetStore, table: str, version: int | None, row_cou
     metadata: dict = {"dagster/uri": store.safe_uri(uri)}
     lance_table = open_table(uri, store.storage_options(), version) if version else None
     if row_count is None:
-        row_count = lance_table.count_rows() if lance_table is not None else 0
+        counting = f"counting the rows of {table}"
+        row_count = (
+            storage_call(counting, uri, store.storage_options(), lance_table.count_rows)
+            if lance_table is not None
+            else 0
+        )
     metadata["dagster/row_count"] = row_count
     if lance_table is not None and table == FRAMES_TABLE:
         metadata["dagster/column_schema"] = column_schema(lance_table.schema)

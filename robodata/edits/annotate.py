@@ -117,7 +117,9 @@ def add_annotations(uri: str, labels: pa.Table, *, storage_options: dict | None 
             frames.merge_insert(KEYS).when_matched_update_all().execute(matched.select(KEYS + existing))
         return AnnotationResult(frames.version, matched.num_rows, unmatched.num_rows, unmatched_episodes)
 
-    result = retry_commit(f"adding labels {label_names}", frames_uri(uri), annotate_once)
+    result = retry_commit(
+        f"adding labels {label_names}", frames_uri(uri), annotate_once, storage_options=storage_options
+    )
     record_frames_checksums(uri, storage_options)  # the label column files just added
     return result
 

@@ -59,4 +59,4 @@ def delete_episodes(uri: str, episodes: list[int] | int, *, storage_options: dic
         frames.delete(selected)
         return frames.version
 
-    return retry_commit(f"deleting episodes {wanted}", frames_uri(uri), delete_once)
+    return retry_commit(f"deleting episodes {wanted}", frames_uri(uri), delete_once, storage_options=storage_options)

@@ -17,6 +17,7 @@ from robodata.integrity.leftovers import (
     row_ids_filter,
     unreferenced_data_files,
 )
+from robodata.storage.failures import storage_call
 
 _ATTEMPTS = 5
 
@@ -82,7 +83,10 @@ def collect_garbage(
     """
     for _ in range(_ATTEMPTS):
         try:
-            return _collect_once(uri, dry_run, storage_options, min_age)
+            collecting = "collecting unreferenced GOPs"
+            return storage_call(
+                collecting, gops_uri(uri), storage_options, _collect_once, uri, dry_run, storage_options, min_age
+            )
         except _Preempted:
             continue  # an ingest touched GOPs meanwhile: decide again on the new versions
     raise CommitConflictError(

@@ -15,9 +15,10 @@ import pyarrow.parquet as pq
 
 from robodata.edits.annotate import KEYS
 from robodata.errors import NotFoundError
-from robodata.format.tables import open_frames
+from robodata.format.tables import frames_uri, open_frames
 from robodata.storage import fsspec_filesystem
 from robodata.storage.arrow_input import arrow_input
+from robodata.storage.failures import storage_call
 
 _READERS = {
     ".parquet": pq.read_table,
@@ -60,7 +61,9 @@ def _per_row(labels: pa.Table, dataset_uri: str, storage_options: dict | None) -
     """Per-episode labels repeated on every row of each episode the dataset holds; an episode
     the dataset lacks keeps one row with a null frame_index, so ``add_annotations`` reports it."""
     frames = open_frames(dataset_uri, storage_options=storage_options)
-    rows = frames.to_table(columns=KEYS)
+    rows = storage_call(
+        "reading the dataset's row keys", frames_uri(dataset_uri), storage_options, frames.to_table, columns=KEYS
+    )
     joined = rows.join(labels, keys="episode_index", join_type="right outer", use_threads=False)
     return joined.select(KEYS + [c for c in labels.column_names if c != "episode_index"])
 

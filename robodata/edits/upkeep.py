@@ -25,6 +25,7 @@ from robodata.errors import NotFoundError
 from robodata.format.commits import retry_commit
 from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.integrity.frames_checksums import record_frames_checksums
+from robodata.storage.failures import storage_call
 
 # The columns reads filter on: frames by episode (integrity checks, re-ingest, episode reads),
 # gops by ref_id (integrity, GC) and by episode (re-ingest reuses stored GOPs).
@@ -112,7 +113,7 @@ def _compact(table_uri: str, storage_options: dict | None) -> TableUpkeep:
         rewrites = [task.execute(table) for task in plan.tasks]
         _commit_compaction(table, rewrites)
 
-    retry_commit("compacting", table_uri, compact_once)
+    retry_commit("compacting", table_uri, compact_once, storage_options=storage_options)
     after = len(open_table(table_uri, storage_options).get_fragments())
     return TableUpkeep(fragments_before=before, fragments_after=after, versions_removed=0, bytes_removed=0)
 
@@ -129,8 +130,14 @@ def _remove_old_versions(
 ) -> None:
     table = open_table(table_uri, storage_options)
     report.version = table.version
-    stats = table.cleanup_old_versions(
-        older_than=older_than, retain_versions=retain_versions, error_if_tagged_old_versions=False
+    stats = storage_call(
+        "removing old versions",
+        table_uri,
+        storage_options,
+        table.cleanup_old_versions,
+        older_than=older_than,
+        retain_versions=retain_versions,
+        error_if_tagged_old_versions=False,
     )
     report.versions_removed = stats.old_versions
     report.bytes_removed = stats.bytes_removed
@@ -152,4 +159,4 @@ def _index(table_uri: str, columns: list[str], storage_options) -> list[str]:
                 done.append(f"{column} (created)")
         return done
 
-    return retry_commit(f"indexing {columns}", table_uri, index_once)
+    return retry_commit(f"indexing {columns}", table_uri, index_once, storage_options=storage_options)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from robodata.errors import CommitConflictError, RoboDataError
+from robodata.storage.deadlines import call_with_deadline
 
 T = TypeVar("T")
 
@@ -90,6 +91,7 @@ def retry_commit(
     uri: str,
     attempt: Callable[[], T],
     *,
+    storage_options: dict | None = None,
     attempts: int = ATTEMPTS,
     base_delay_s: float = BASE_DELAY_S,
     max_delay_s: float = MAX_DELAY_S,
@@ -103,7 +105,7 @@ def retry_commit(
     """
     for number in range(1, attempts + 1):
         try:
-            return attempt()
+            return call_with_deadline(uri, storage_options, attempt)  # each attempt has the deadline
         except Exception as exc:  # Lance raises OSError, ValueError or RuntimeError for a conflict
             vanished = is_vanished_version(exc)
             if not is_commit_conflict(exc) and not (vanished and number < attempts):

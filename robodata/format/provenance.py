@@ -19,6 +19,7 @@ import pyarrow as pa
 from robodata.format.ids import episode_filter
 from robodata.format.schema import frames_schema, read_metadata
 from robodata.format.tables import frames_uri, open_table
+from robodata.storage.failures import storage_call
 
 EPISODE_ID = "episode_id"
 UPLOAD_FINGERPRINT = "upload_fingerprint"
@@ -93,7 +94,10 @@ def stored_uploads(
     frames = open_table(frames_uri(root), storage_options, version)
     if frames is None:
         return {}
-    return {u.episode_id: u for u in _read(frames, _FIRST_ROW)}
+    return {
+        u.episode_id: u
+        for u in storage_call("reading stored uploads", frames_uri(root), storage_options, _read, frames, _FIRST_ROW)
+    }
 
 
 def stored_episodes(
@@ -110,7 +114,10 @@ def stored_episodes(
     frames = open_table(frames_uri(root), storage_options, version)
     if frames is None:
         return {}
-    return {u.episode_index: u for u in _read(frames, _FIRST_ROW, keep_unnamed=True)}
+    stored = storage_call(
+        "reading stored episodes", frames_uri(root), storage_options, _read, frames, _FIRST_ROW, keep_unnamed=True
+    )
+    return {u.episode_index: u for u in stored}
 
 
 def stored_upload_of(frames: lance.LanceDataset, episode_index: int) -> StoredUpload | None:

@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from robodata.format.tables import append_or_create, open_table
 from robodata.storage import join_uri
+from robodata.storage.failures import storage_call
 
 STATS_TABLE = "stats.lance"
 PIXEL_STRIDE = 4  # pixels kept per axis of a sampled frame
@@ -150,7 +151,10 @@ def episode_moments_at(
     table = open_table(stats_uri(root), storage_options)
     found: dict[int, dict[str, dict]] = {}
     if table is not None:
-        stored = table.to_table(filter=f"frames_version <= {int(version)}")
+        reading = "reading stored episode statistics"
+        stored = storage_call(
+            reading, stats_uri(root), storage_options, table.to_table, filter=f"frames_version <= {int(version)}"
+        )
         latest: dict[int, tuple[int, int, str]] = {}
         for episode, written, rows, text in zip(
             stored["episode_index"].to_pylist(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from robodata.format.tables import frames_uri, gops_uri, open_table
+from robodata.storage.failures import storage_step
 
 
 @dataclass(frozen=True)
@@ -19,8 +20,9 @@ def current_versions(dataset_uri: str, *, storage_options: dict | None = None) -
     >>> current_versions("data/demo")
     TableVersions(frames=3, gops=3)
     """
-    frames = open_table(frames_uri(dataset_uri), storage_options)
-    gops = open_table(gops_uri(dataset_uri), storage_options)
+    with storage_step("reading the dataset's versions", frames_uri(dataset_uri), storage_options):
+        frames = open_table(frames_uri(dataset_uri), storage_options)
+        gops = open_table(gops_uri(dataset_uri), storage_options)
     return TableVersions(
         frames=frames.version if frames is not None else None,
         gops=gops.version if gops is not None else None,

@@ -23,6 +23,7 @@ from robodata.codec import decode_gop_frames
 from robodata.format import stats
 from robodata.format.schema import image_column
 from robodata.format.tables import gops_uri, open_table
+from robodata.storage.failures import storage_call
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,9 @@ def episode_moments(episode, staged, dataset_uri: str, storage_options: dict | N
     gops = open_table(gops_uri(dataset_uri), storage_options)
     for camera, layout in sorted(staged.cameras.items()):
         sampled = [layout.ref_ids[i] for i in stats.sampled_gops(len(layout.ref_ids))]
-        moments[image_column(camera)] = stats.pixel_moments(_first_frames(gops, sampled))
+        reading = f"reading {camera}'s sampled GOPs"
+        frames = storage_call(reading, gops_uri(dataset_uri), storage_options, _first_frames, gops, sampled)
+        moments[image_column(camera)] = stats.pixel_moments(frames)
     return moments
 
 

@@ -20,7 +20,14 @@ from robodata.codec import EncoderSettings
 from robodata.errors import IncompatibleEpisodeError
 from robodata.format.alignment import nearest_frames
 from robodata.format.provenance import with_upload_fields
-from robodata.format.schema import CameraInfo, DatasetMetadata, frames_schema, read_metadata, ref_columns
+from robodata.format.schema import (
+    CameraInfo,
+    DatasetMetadata,
+    episode_text,
+    frames_schema,
+    read_metadata,
+    ref_columns,
+)
 from robodata.format.tables import frames_uri, open_table
 from robodata.ingest.camera_encoding import CameraGops
 from robodata.ingest.episode import EpisodeData
@@ -47,13 +54,13 @@ def build_rows(episode: EpisodeData, cameras: dict[str, CameraGops], schema: pa.
         "episode_index": np.full(n, episode.episode_index, dtype=np.int64),
         "frame_index": np.arange(n, dtype=np.int64),
         "timestamp_ns": episode.timestamps_ns.astype(np.int64),
-        "task": [episode.task] * n,
+        "task": episode_text(episode.task, n),
         "split": [episode.split] * n,
         "observation_state": pa.FixedSizeListArray.from_arrays(
             pa.array(episode.observation_state.reshape(-1), pa.float32()), joints
         ),
         "action": pa.FixedSizeListArray.from_arrays(pa.array(episode.action.reshape(-1), pa.float32()), joints),
-        "language_instruction": [episode.language_instruction] * n,
+        "language_instruction": episode_text(episode.language_instruction, n),
         "source": episode.source if episode.source is not None else ["human"] * n,
         "is_intervention": (
             episode.is_intervention

@@ -25,6 +25,7 @@ from robodata.ingest.episode import EpisodeData
 from robodata.ingest.frame_rows import conform
 from robodata.ingest.label_counts import LabelCounts, count_labels
 from robodata.storage.deadlines import DeadlineExceeded, call_with_deadline
+from robodata.storage.failures import storage_call
 
 
 def append_new_gops(
@@ -51,7 +52,9 @@ def append_new_gops(
         stats = builder.execute(table)
         return int(stats["num_inserted_rows"]), _video_bytes(table.filter(new)), gops.version
 
-    return retry_commit(f"writing episode {episode_index}'s GOPs", gops_uri(root), merge_once)
+    return retry_commit(
+        f"writing episode {episode_index}'s GOPs", gops_uri(root), merge_once, storage_options=storage_options
+    )
 
 
 def _video_bytes(gops: pa.Table) -> int:
@@ -61,7 +64,12 @@ def _video_bytes(gops: pa.Table) -> int:
 def check_episode_index_free(episode: EpisodeData, root: str, storage_options: dict | None) -> None:
     """EpisodeIndexTakenError if ``episode.episode_index`` holds a different episode (upload)."""
     frames = open_table(frames_uri(root), storage_options)
-    stored = stored_upload_of(frames, episode.episode_index) if frames is not None else None
+    checking = f"checking who holds episode {episode.episode_index}"
+    stored = (
+        storage_call(checking, frames_uri(root), storage_options, stored_upload_of, frames, episode.episode_index)
+        if frames is not None
+        else None
+    )
     _refuse_if_taken(stored, episode.episode_id, episode.episode_index, root)
 
 
@@ -124,7 +132,7 @@ def replace_episode_rows(
 
     # Any other writer's commit (an annotation, a compaction, a delete) that overtook this one
     # makes it plan again on the newer version.
-    return retry_commit(f"committing episode {index}'s rows", uri, replace_once)
+    return retry_commit(f"committing episode {index}'s rows", uri, replace_once, storage_options=storage_options)
 
 
 def _with_upload_columns(frames: lance.LanceDataset, storage_options) -> lance.LanceDataset:

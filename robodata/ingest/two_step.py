@@ -15,6 +15,7 @@ from robodata.ingest.episode import EpisodeData
 from robodata.ingest.writer import IngestResult, StagedGops, write_frames, write_gops
 from robodata.integrity.gop_leases import STAGING_DIR, release, staged_gops_uri, staged_ref_ids, write_record
 from robodata.storage import fsspec_filesystem
+from robodata.storage.failures import storage_call
 
 __all__ = ["STAGING_DIR", "commit_staged_frames", "load_staged_gops", "stage_gops", "staged_gops_uri", "staged_ref_ids"]
 
@@ -52,7 +53,8 @@ def load_staged_gops(dataset_uri: str, episode_index: int, storage_options: dict
     """
     uri = staged_gops_uri(dataset_uri, episode_index)
     try:
-        text = fsspec_filesystem(uri, storage_options).cat_file(uri)
+        fs = fsspec_filesystem(uri, storage_options)
+        text = storage_call(f"reading episode {episode_index}'s staged GOPs", uri, storage_options, fs.cat_file, uri)
     except FileNotFoundError:
         raise FileNotFoundError(
             f"{uri}: no staged GOPs for episode {episode_index}; write its GOPs (gop_blobs) first"
@@ -93,6 +95,7 @@ def commit_episode_frames(
     """
     uri = staged_gops_uri(dataset_uri, episode.episode_index)
     restaged = None
-    if not fsspec_filesystem(uri, storage_options).exists(uri):
+    looking = f"looking for episode {episode.episode_index}'s staged GOPs"
+    if not storage_call(looking, uri, storage_options, fsspec_filesystem(uri, storage_options).exists, uri):
         restaged = stage_gops(episode, dataset_uri, stored_settings(dataset_uri, storage_options), storage_options)
     return commit_staged_frames(episode, dataset_uri, storage_options), restaged

@@ -18,6 +18,7 @@ from robodata.errors import NotFoundError
 from robodata.format.commits import retry_commit
 from robodata.format.tables import gops_uri, open_table
 from robodata.integrity.gop_checksums import CHECKSUM_COLUMN, gop_checksum
+from robodata.storage.deadlines import call_with_deadline
 from robodata.storage.failures import storage_step
 
 READ_CHUNK = 256
@@ -32,11 +33,14 @@ def add_gop_checksums(uri: str, storage_options: dict | None = None) -> int:
             raise NotFoundError(f"no robodata dataset at {uri} (gops.lance does not exist)")
         if CHECKSUM_COLUMN in gops.schema.names:
             return 0
-        rows = gops.to_table(columns=["ref_id"], with_row_id=True)
+        rows = call_with_deadline(gops_uri(uri), storage_options, gops.to_table, columns=["ref_id"], with_row_id=True)
         checksums = []
         for start in range(0, rows.num_rows, READ_CHUNK):
             ids = rows["_rowid"].slice(start, READ_CHUNK).to_pylist()
-            checksums += [gop_checksum(data) for _, data in gops.read_blobs("gop", ids=ids, preserve_order=True)]
+            blobs = call_with_deadline(
+                gops_uri(uri), storage_options, gops.read_blobs, "gop", ids=ids, preserve_order=True
+            )
+            checksums += [gop_checksum(data) for _, data in blobs]
         # ref_ids are content-derived: rows sharing one hold the same bytes, so one checksum each.
         table = pa.table({"ref_id": rows["ref_id"], CHECKSUM_COLUMN: pa.array(checksums, pa.uint64())})
         first = pc.equal(pc.index_in(table["ref_id"], table["ref_id"]), pa.array(range(table.num_rows)))
@@ -44,5 +48,6 @@ def add_gop_checksums(uri: str, storage_options: dict | None = None) -> int:
             "adding GOP checksums",
             gops_uri(uri),
             lambda: open_table(gops_uri(uri), storage_options).merge(table.filter(first), left_on="ref_id"),
+            storage_options=storage_options,
         )
     return rows.num_rows

@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 from robodata.format.alignment import alignment_tolerance_ns
 from robodata.format.ids import episode_filter, ref_id_filters
 from robodata.format.schema import GOPS_SCHEMA, METADATA_KEY, DatasetMetadata, read_metadata, ref_columns
-from robodata.format.tables import gops_uri, open_frames, open_table
+from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
+from robodata.storage.failures import storage_call
 
 REQUIRED_METADATA = (
     "control_hz",
@@ -144,7 +145,11 @@ def check_row_count(
     dataset_uri: str, episode_index: int, expected_rows: int, storage_options: dict | None = None
 ) -> IntegrityResult:
     """The episode has exactly ``expected_rows`` rows (its upload's state samples)."""
-    rows = open_frames(dataset_uri, storage_options=storage_options).count_rows(episode_filter(episode_index))
+    frames = open_frames(dataset_uri, storage_options=storage_options)
+    counting = f"counting episode {episode_index}'s rows"
+    rows = storage_call(
+        counting, frames_uri(dataset_uri), storage_options, frames.count_rows, episode_filter(episode_index)
+    )
     return row_count_result(rows, expected_rows, f"episode {episode_index}")
 
 
@@ -230,7 +235,15 @@ class RowRefs:
         meta = read_metadata(frames.schema)
         columns = ["episode_index", "frame_index", "timestamp_ns"]
         columns += [c for cam in sorted(meta.cameras) for c in ref_columns(cam)]
-        return cls.of_rows(dataset_uri, frames.to_table(columns=columns, filter=filter), meta, storage_options)
+        rows = storage_call(
+            "reading row references",
+            frames_uri(dataset_uri),
+            storage_options,
+            frames.to_table,
+            columns=columns,
+            filter=filter,
+        )
+        return cls.of_rows(dataset_uri, rows, meta, storage_options)
 
     def _lookup(self, camera: str) -> tuple[np.ndarray, np.ndarray]:
         ref_id = self._refs[camera][0]
@@ -275,8 +288,12 @@ def _gop_rows(dataset_uri: str, ref_ids: np.ndarray, storage_options: dict | Non
     if gops is None or len(ref_ids) == 0:
         return pa.schema([GOPS_SCHEMA.field(c) for c in columns]).empty_table()
     if len(ref_ids) > 20_000:  # most of the table (a whole version): one scan beats many filters
-        table = gops.to_table(columns=columns)
+        table = storage_call("reading GOP rows", gops_uri(dataset_uri), storage_options, gops.to_table, columns=columns)
         table = table.filter(pc.is_in(table["ref_id"], pa.array(ref_ids, pa.int64())))
         return table.sort_by("ref_id").combine_chunks()
-    parts = [gops.to_table(columns=columns, filter=f) for f in ref_id_filters(ref_ids)]
+    read = gops.to_table
+    parts = [
+        storage_call("reading GOP rows", gops_uri(dataset_uri), storage_options, read, columns=columns, filter=f)
+        for f in ref_id_filters(ref_ids)
+    ]
     return pa.concat_tables(parts).sort_by("ref_id").combine_chunks()

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from robodata.codec import decode_gop_frames
 from robodata.integrity.gop_checksums import CHECKSUM_COLUMN, checksum_problem
+from robodata.storage.deadlines import call_with_deadline
 
 GOP_COLUMNS = ["ref_id", "episode_index", "camera", "gop_index", "n_frames", "packet_sizes", "width", "height", "codec"]
 READ_CHUNK = 256  # GOPs per coalesced blob read: bounds memory on a dataset of any size
@@ -44,7 +45,7 @@ class GopCheck:
 def gop_rows(gops, filter: str | None = None) -> pa.Table:
     """The small columns (and row ids) of the gops.lance rows ``filter`` selects (all without one)."""
     columns = GOP_COLUMNS + ([CHECKSUM_COLUMN] if CHECKSUM_COLUMN in gops.schema.names else [])
-    return gops.to_table(columns=columns, filter=filter, with_row_id=True)
+    return call_with_deadline(gops.uri, None, gops.to_table, columns=columns, filter=filter, with_row_id=True)
 
 
 def check_gop_rows(gops, rows: pa.Table, *, decode: bool, concurrency: int | None = None) -> GopCheck:
@@ -56,7 +57,8 @@ def check_gop_rows(gops, rows: pa.Table, *, decode: bool, concurrency: int | Non
     with ThreadPoolExecutor(workers, thread_name_prefix="robodata-verify") as pool:
         for start in range(0, rows.num_rows, READ_CHUNK):
             chunk = rows.slice(start, READ_CHUNK).to_pylist()
-            blobs = gops.read_blobs("gop", ids=[r["_rowid"] for r in chunk], preserve_order=True)
+            ids = [r["_rowid"] for r in chunk]  # one deadline per chunk: a whole verify may take long
+            blobs = call_with_deadline(gops.uri, None, gops.read_blobs, "gop", ids=ids, preserve_order=True)
             jobs = [(row, data, decode) for row, (_, data) in zip(chunk, blobs, strict=True)]
             for problem in pool.map(_check_one, jobs):
                 result.checked += 1

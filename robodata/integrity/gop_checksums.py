@@ -22,6 +22,7 @@ import numpy as np
 import xxhash
 
 from robodata.errors import CorruptGopError
+from robodata.storage.deadlines import call_with_deadline
 
 CHECKSUM_COLUMN = "gop_xxh3"
 CHECKSUM_ALGORITHM = "xxh3_64"
@@ -67,7 +68,8 @@ def verify_gop_bytes(
 
 def corrupt_gop_error(gops, ref_id: int, problem: str, *, uri: str, version: int | None) -> CorruptGopError:
     """The error for GOP ``ref_id``, naming its episode, camera and GOP index (read from gops.lance)."""
-    row = gops.to_table(columns=["episode_index", "camera", "gop_index"], filter=f"ref_id = {int(ref_id)}")
+    columns, where = ["episode_index", "camera", "gop_index"], f"ref_id = {int(ref_id)}"
+    row = call_with_deadline(gops.uri, None, gops.to_table, columns=columns, filter=where)
     if row.num_rows == 0:
         return CorruptGopError.of(uri, version, -1, "?", -1, ref_id, problem)
     first = {name: row[name][0].as_py() for name in row.column_names}

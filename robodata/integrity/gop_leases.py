@@ -25,7 +25,8 @@ from datetime import timedelta
 from robodata.errors import StorageError, StorageUnreachableError
 from robodata.format.ids import validate_episode_index
 from robodata.storage import fsspec_filesystem, is_remote, join_uri
-from robodata.storage.deadlines import TIMEOUT_OPTION, storage_timeout_s
+from robodata.storage.deadlines import TIMEOUT_OPTION, call_with_deadline, storage_timeout_s
+from robodata.storage.failures import in_storage_step
 from robodata.storage.uris import redact
 
 STAGING_DIR = "_staging"
@@ -85,7 +86,8 @@ def release(lease_uri: str, storage_options: dict | None = None) -> None:
     # Best effort after a failure must not keep the user waiting a full deadline (twice) more.
     wait = min(storage_timeout_s(storage_options), RELEASE_WAIT_S)
     try:
-        fsspec_filesystem(lease_uri, {**(storage_options or {}), TIMEOUT_OPTION: str(wait)}).rm_file(lease_uri)
+        options = {**(storage_options or {}), TIMEOUT_OPTION: str(wait)}
+        call_with_deadline(lease_uri, options, fsspec_filesystem(lease_uri, options).rm_file, lease_uri)
     except Exception:  # never hide the error that made the ingest release early
         pass
 
@@ -94,7 +96,7 @@ def write_record(uri: str, text: str, storage_options: dict | None = None) -> No
     fs = fsspec_filesystem(uri, storage_options)
     if not is_remote(uri):
         fs.makedirs(uri.rsplit("/", 1)[0], exist_ok=True)
-    fs.pipe_file(uri, text.encode())  # one put: a reader never sees half a record
+    call_with_deadline(uri, storage_options, fs.pipe_file, uri, text.encode())  # one put: never half a record
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,7 @@ def _holder_alive(body: dict) -> bool | None:
     return True
 
 
+@in_storage_step("reading ingest leases")
 def read_records(dataset_uri: str, storage_options: dict | None = None) -> Records:
     """Every staged layout and lease under ``<dataset_uri>/_staging/``.
 

@@ -46,6 +46,7 @@ from robodata.interop.episode_source import import_episodes
 from robodata.interop.import_result import ImportResult
 from robodata.interop.source_fingerprint import source_fingerprint
 from robodata.storage import fsspec_filesystem, is_remote
+from robodata.storage.failures import storage_call
 
 if TYPE_CHECKING:
     import h5py
@@ -72,7 +73,10 @@ def find_hdf5_files(path_or_glob: str, *, storage_options: dict | None = None) -
     if is_remote(path_or_glob):
         fs = fsspec_filesystem(path_or_glob, storage_options)
         protocol = path_or_glob.split("://", 1)[0]
-        found = [f"{protocol}://{p}" for p in fs.glob(path_or_glob)]
+        found = [
+            f"{protocol}://{p}"
+            for p in storage_call("listing HDF5 files", path_or_glob, storage_options, fs.glob, path_or_glob)
+        ]
     else:
         found = globlib.glob(path_or_glob)
     if not found:

@@ -68,6 +68,7 @@ from robodata.interop.lerobot_format import (
 from robodata.interop.lerobot_rate import Rate, camera_rate_rows, export_fps
 from robodata.interop.lerobot_video import LIBSVTAV1_DEFAULT_PRESET, SharedVideoWriter, probe_video_info
 from robodata.reader import open_dataset
+from robodata.storage.failures import storage_call
 
 _DECODE_BATCH = 64  # rows decoded per take: bounds memory for long episodes
 
@@ -364,7 +365,11 @@ class _Writer:
 
     def _camera_times(self, episode: _Episode) -> dict[str, np.ndarray]:
         """The timestamp of the camera frame each row shows (from the GOPs' frame times)."""
-        gops = self.gops.to_table(columns=["ref_id", "timestamps_ns"], filter=episode_filter(episode.source_index))
+        columns, where = ["ref_id", "timestamps_ns"], episode_filter(episode.source_index)
+        reading = f"reading episode {episode.source_index}'s GOP times"
+        gops = storage_call(
+            reading, gops_uri(self.ds.uri), self.ds.storage_options, self.gops.to_table, columns=columns, filter=where
+        )
         times_of = dict(zip(gops["ref_id"].to_pylist(), gops["timestamps_ns"].to_pylist(), strict=True))
         out = {}
         for camera in self.ds.cameras:

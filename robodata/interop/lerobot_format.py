@@ -166,6 +166,8 @@ _ARROW_OF_DTYPE = {
 
 
 def _scalar_dtype(arrow_type: pa.DataType) -> str | None:
+    if pa.types.is_dictionary(arrow_type):  # an episode text, stored once (format.schema.EPISODE_TEXT)
+        arrow_type = arrow_type.value_type
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
         return "string"
     for dtype, candidate in _ARROW_OF_DTYPE.items():

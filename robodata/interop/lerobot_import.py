@@ -48,6 +48,7 @@ from robodata.interop.lerobot_format import (
 from robodata.interop.lerobot_source import LeRobotSource, SourceEpisode, VideoFeature, matrix
 from robodata.interop.lerobot_video import decode_span
 from robodata.interop.source_fingerprint import source_fingerprint
+from robodata.storage.failures import storage_call
 
 # LeRobot features that land in robodata's own columns rather than as extra columns.
 _NATIVE = {"language_instruction": pa.string(), "source": pa.string(), "is_intervention": pa.bool_()}
@@ -126,7 +127,7 @@ def _video_facts(source: LeRobotSource, episode: SourceEpisode, sizes: dict[str,
     for video in source.videos:
         path = source.video_path(episode, video.key)
         if path not in sizes:
-            sizes[path] = int(source.fs.size(path))
+            sizes[path] = int(storage_call("sizing a video", path, source.storage_options, source.fs.size, path))
         facts.append([video.key, episode.video_location(video.key), sizes[path], episode.span(video.key)])
     return facts
 

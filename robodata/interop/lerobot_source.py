@@ -27,6 +27,7 @@ from robodata.interop.lerobot_format import (
 )
 from robodata.storage import fsspec_filesystem, is_remote
 from robodata.storage.arrow_input import arrow_input
+from robodata.storage.failures import storage_call
 
 
 @dataclass
@@ -74,6 +75,7 @@ class LeRobotSource:
     def __init__(self, root: str, *, storage_options: dict | None = None) -> None:
         self.root = str(root).rstrip("/")
         self.fs = fsspec_filesystem(self.root, storage_options)
+        self.storage_options = storage_options
         self.info = self._read_info()
         self.fps = int(self.info["fps"])
         self.features: dict[str, dict] = self.info["features"]
@@ -94,8 +96,9 @@ class LeRobotSource:
     def _read_info(self) -> dict:
         path = self.path(INFO_PATH)
         try:
-            with self.fs.open(path, "rb") as handle:
-                info = json.loads(handle.read().decode("utf-8"))
+            info = json.loads(
+                storage_call("reading info.json", path, self.storage_options, self.fs.cat_file, path).decode("utf-8")
+            )
         except FileNotFoundError:
             raise LeRobotFormatError(f"{path}: is missing; is {self.root} a LeRobot dataset?") from None
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -185,7 +188,8 @@ class LeRobotSource:
 
     @cached_property
     def episodes(self) -> list[SourceEpisode]:
-        files = sorted(self.fs.glob(self.path("meta/episodes/*/*.parquet")))
+        pattern = self.path("meta/episodes/*/*.parquet")
+        files = sorted(storage_call("listing episode files", self.root, self.storage_options, self.fs.glob, pattern))
         if not files:
             raise LeRobotFormatError(f"{self.path('meta/episodes')}: holds no episodes Parquet files")
         tables = []
@@ -223,7 +227,7 @@ class LeRobotSource:
 
     def _duration(self, path: str) -> float:
         try:
-            handle = self.fs.open(path, "rb")
+            handle = storage_call("opening a video", path, self.storage_options, self.fs.open, path, "rb")
         except FileNotFoundError:
             raise LeRobotFormatError(f"{path}: video file is missing") from None
         try:

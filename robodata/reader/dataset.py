@@ -16,7 +16,7 @@ import pyarrow as pa
 from robodata.errors import RoboDataDeprecationWarning
 from robodata.format.commits import retry_commit
 from robodata.format.provenance import label_columns
-from robodata.format.schema import camera_of, image_column, read_metadata, ref_columns
+from robodata.format.schema import camera_of, image_column, plain_strings, read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
 from robodata.integrity.frames_checksums import verify_frames_on_read
 from robodata.integrity.gop_checksums import verify_gop_bytes
@@ -666,7 +666,8 @@ class RoboDataset:
 
     def _read(self, action: str, fn: Callable[..., T], /, *args, **kwargs) -> T:
         """``fn`` (a call on frames.lance) as a storage step, under the storage deadline."""
-        return storage_call(action, frames_uri(self.uri), self._storage_options, fn, *args, **kwargs)
+        result = storage_call(action, frames_uri(self.uri), self._storage_options, fn, *args, **kwargs)
+        return plain_strings(result) if isinstance(result, pa.Table) else result  # texts as users know them
 
     def _check_indices(self, indices: RowIndices) -> np.ndarray:
         if isinstance(indices, str):  # the columns given where the rows belong (the old order)

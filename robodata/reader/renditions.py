@@ -1,7 +1,7 @@
 """Reading frames at a requested size: which GOPs to decode (a stored training rendition when
 one fits, see ``robodata.format.renditions``) and what to scale them to afterwards.
 
-``RoboDataset.take_blobs_decoded(..., resolution=(h, w))`` and everything built on it (windows,
+``RoboDataset.get_frames(..., resolution=(h, w))`` and everything built on it (windows,
 the torch datasets) go through ``decode_requests``: a row whose GOP has a fitting rendition
 decodes that rendition's GOP and never the full frame; a GOP without one yet (an episode the
 rendition has not been added to) decodes at full resolution and is scaled with the same resize

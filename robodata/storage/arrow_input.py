@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from robodata.storage.deadlines import call_with_deadline
+
 _CHUNK_BYTES = 8 << 20
 
 
@@ -35,8 +37,20 @@ def arrow_input(fs, path: str) -> pa.BufferReader:
     >>> pq.read_table(arrow_input(fsspec_filesystem(path), path)).num_rows
     197
     """
+    # The caller's storage step names the failure; here only the deadline (the environment's).
+    return call_with_deadline(_uri(fs, path), None, _read_whole, fs, path)
+
+
+def _read_whole(fs, path: str) -> pa.BufferReader:
     sink = pa.BufferOutputStream()  # Arrow's memory: no Python object for its threads to release
     with fs.open(path, "rb") as handle:
         while chunk := handle.read(_CHUNK_BYTES):
             sink.write(chunk)
     return pa.BufferReader(sink.getvalue())
+
+
+def _uri(fs, path: str) -> str:
+    """``path`` as a URI (fsspec lists remote paths without their protocol), so that the
+    deadline applies to a remote store."""
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    return path if "://" in path or protocol in ("file", "local") else f"{protocol}://{path}"

@@ -26,6 +26,19 @@ _ANSWER_CODE = re.compile(r"<Code>([^<]*)</Code>")
 _ANSWER_MESSAGE = re.compile(r"<Message>([^<]*)</Message>")
 
 
+# Lance's words for a commit another writer's commit preempted (its message also says LanceError(IO)).
+_CONFLICT_MARKERS = ("commit conflict", "preempted by concurrent")
+
+
+def is_commit_conflict(exc: BaseException) -> bool:
+    """Whether ``exc`` is Lance refusing a commit because another writer committed first.
+
+    >>> is_commit_conflict(OSError("LanceError(IO): Retryable commit conflict for version 7: ... Please retry"))
+    True
+    """
+    return any(marker in str(exc).lower() for marker in _CONFLICT_MARKERS)
+
+
 # botocore (s3fs) errors that mean the store did not answer; matched by name, not imported.
 _BOTOCORE_UNREACHABLE = ("ReadTimeoutError", "ConnectTimeoutError", "EndpointConnectionError", "ConnectionClosedError")
 
@@ -118,8 +131,8 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
         if refused is not None:  # s3fs's [Errno 22] / 13 for what the store answered
             message = f"{uri}: {where} refused a request while {action}: {refused}"
             raise StorageError(redact(message, storage_options)) from None
-        if not is_storage_failure(exc):
-            raise
+        if not is_storage_failure(exc) or is_commit_conflict(exc):
+            raise  # a commit conflict: another writer won, the store answered; the caller handles it
         if _ANSWERED_MARKER in str(exc):
             message = f"{uri}: {where} refused a request while {action}: {store_answer(str(exc))}"
             raise StorageError(redact(message, storage_options)) from None

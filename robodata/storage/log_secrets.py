@@ -58,9 +58,8 @@ def _scrub(text: str, secrets: list[str]) -> str:
 
 
 def _is_storage_logger(name: str | None) -> bool:
-    if not name:  # Dagster makes records from dicts, some without a logger name
-        return False
-    return any(name == root or name.startswith(root + ".") for root in STORAGE_LOGGERS)
+    # ``logging.makeLogRecord({})`` (Dagster's log manager calls it) makes a record named None.
+    return isinstance(name, str) and any(name == root or name.startswith(root + ".") for root in STORAGE_LOGGERS)
 
 
 def _install() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from robodata.storage.failures import storage_call
 from robodata.storage.uris import fsspec_filesystem, is_remote, join_uri
 
 
@@ -23,5 +24,5 @@ def put_folder(local: str | Path, uri: str, storage_options: dict | None = None,
         target = join_uri(uri, *path.relative_to(local).parts)
         if not is_remote(uri):
             fs.makedirs(str(Path(target).parent), exist_ok=True)
-        fs.put_file(str(path), target)
+        storage_call(f"copying {path.name}", target, storage_options, fs.put_file, str(path), target)
     return uri

@@ -19,7 +19,7 @@ from xml.etree import ElementTree
 
 import xxhash
 
-from robodata.storage.failures import in_storage_step
+from robodata.storage.failures import in_storage_step, storage_call
 from robodata.storage.uris import fsspec_filesystem, is_remote
 
 COMPLETE_MARKER = "episode.json"
@@ -127,7 +127,7 @@ def _list_fsspec(root: str, storage_options: dict | None) -> list[tuple[str, dic
     """(path relative to ``root``, entry) of every file under ``root`` (local disks, other stores)."""
     fs = fsspec_filesystem(root, storage_options)
     listed_root = fs._strip_protocol(root).rstrip("/")
-    entries = fs.find(root, detail=True)
+    entries = storage_call("listing uploads", root, storage_options, fs.find, root, detail=True)
     return [
         (name[len(listed_root) :].strip("/"), entry)
         for name, entry in entries.items()
@@ -181,6 +181,7 @@ def list_complete_uploads(uploads_root: str, storage_options: dict | None = None
     return scan_uploads(uploads_root, storage_options).complete
 
 
+@in_storage_step("reading the upload's fingerprint")
 def upload_fingerprint(upload_uri: str, storage_options: dict | None = None) -> str:
     """The fingerprint ``list_complete_uploads`` reports for the upload folder ``upload_uri``.
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from robodata.reader import RoboDataset, open_dataset
 from robodata.storage import fsspec_filesystem, is_remote, join_uri, safe_uri
+from robodata.storage.failures import storage_call
 from robodata.view.episode_rows import EpisodeRows, camera_frames, decoded_frames, load_episode
 from robodata.view.player import PAGE_CSS, PLAYER_JS
 from robodata.view.plots import band_columns, episode_plot, label_segments
@@ -109,7 +110,10 @@ def write_episode_page(
     page = episode_page(uri, episode, version=version, storage_options=storage_options).encode()
     out = out or episode_page_uri(uri, episode)
     if is_remote(out):
-        fsspec_filesystem(out, storage_options).pipe_file(out, page)  # one PUT: whole or nothing
+        put = fsspec_filesystem(out, storage_options).pipe_file
+        storage_call(
+            f"writing episode {episode}'s page", out, storage_options, put, out, page
+        )  # one PUT: whole or nothing
         return out
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)

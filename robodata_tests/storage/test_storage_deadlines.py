@@ -125,3 +125,31 @@ def test_a_commit_whose_store_goes_silent_ends_with_the_error(silent_store, s3, 
     _assert_names_store_and_step(error, proxy, "committing episode 1's rows", s3.secret_key)
     monkeypatch.undo()
     assert robodata.open(root, storage_options=s3.storage_options).version == first.frames_version
+
+
+def test_a_commit_conflict_under_a_storage_step_stays_a_conflict():
+    """Wrapping an edit's commit in the deadline helper must not make another writer's win look
+    like an unreachable store (Lance's conflict message also says LanceError(IO)): the caller
+    sees the conflict and can retry it."""
+    from robodata.storage.failures import storage_call
+
+    conflict = OSError("LanceError(IO): Retryable commit conflict for version 7: preempted by concurrent Rewrite")
+
+    def commit():
+        raise conflict
+
+    with pytest.raises(OSError) as error:
+        storage_call("adding label columns", "s3://lab/ds/frames.lance", None, commit)
+    assert error.value is conflict
+    with pytest.raises(StorageUnreachableError):  # a store that did not answer still is one
+        storage_call(
+            "adding label columns",
+            "s3://lab/ds/frames.lance",
+            None,
+            _raise,
+            OSError("LanceError(IO): error sending request"),
+        )
+
+
+def _raise(exc: BaseException):
+    raise exc

@@ -27,6 +27,7 @@ from robodata.ingest.two_step import commit_episode_frames, stage_gops
 from robodata.ingest.upload_summary import describe_upload
 from robodata.integrity.gop_leases import staged_gops_uri
 from robodata.storage import fsspec_filesystem
+from robodata.storage.failures import storage_call
 from robodata.storage.uploads import list_complete_uploads, upload_fingerprint
 
 episode_partitions = dg.DynamicPartitionsDefinition(name=PARTITIONS_OF[PER_EPISODE])
@@ -80,7 +81,10 @@ def already_stored(context: dg.AssetExecutionContext, store: DatasetStore) -> St
 
 def _episode_rows(store: DatasetStore, table_uri: str, episode_index: int) -> int:
     table = open_table(table_uri, store.storage_options())
-    return table.count_rows(filter=f"episode_index = {episode_index}") if table is not None else 0
+    if table is None:
+        return 0
+    count = f"counting episode {episode_index}'s rows"
+    return storage_call(count, table_uri, store.storage_options(), table.count_rows, f"episode_index = {episode_index}")
 
 
 def _skipped(store: DatasetStore, stored: StoredUpload, table: str) -> dg.MaterializeResult:
@@ -226,7 +230,10 @@ def aligned_frames(
 def _staged(store: DatasetStore, episode_index: int) -> bool:
     """Whether GOPs wait staged for ``episode_index`` (a forced gop_blobs in this run)."""
     uri = staged_gops_uri(store.root, episode_index)
-    return fsspec_filesystem(uri, store.storage_options()).exists(uri)
+    fs = fsspec_filesystem(uri, store.storage_options())
+    return storage_call(
+        f"looking for episode {episode_index}'s staged GOPs", uri, store.storage_options(), fs.exists, uri
+    )
 
 
 def register_uploads(instance: dg.DagsterInstance, store: DatasetStore) -> list[str]:
