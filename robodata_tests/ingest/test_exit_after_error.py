@@ -122,22 +122,7 @@ def test_a_failed_read_then_exit_never_aborts(sample_uploads, tmp_path):
     big_states(upload)
     script = tmp_path / "scenario.py"
     script.write_text(SCENARIO)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    codes, errors = [], []
-    for _ in range(RUNS // 2):  # two at a time: the machine has two cores
-        runs = [
-            subprocess.Popen([sys.executable, str(script), str(upload)], env=env, stderr=subprocess.PIPE, text=True)
-            for _ in range(2)
-        ]
-        for run in runs:
-            try:
-                _, err = run.communicate(timeout=90)
-                codes.append(run.returncode)
-            except subprocess.TimeoutExpired:  # hung at exit, the other face of the same race
-                run.kill()
-                err = run.communicate()[1]
-                codes.append("hung")
-            errors.append(err)
+    codes, errors = _run_pairs(script, upload, RUNS)
     assert codes == [2] * RUNS, [e[-300:] for e in errors]
     assert all("states.parquet: is not a readable Parquet file" in e and "connection reset" in e for e in errors)
     assert not any("terminate called" in e for e in errors)

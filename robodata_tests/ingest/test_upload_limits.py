@@ -5,10 +5,7 @@ its peak RSS), and 100,000-deep nesting is a clear error, not a RecursionError t
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,35 +13,12 @@ import pytest
 from robodata.errors import BadUploadError
 from robodata.ingest import read_upload
 from robodata.ingest.upload_limits import MAX_JSON_DEPTH, float_matrix, parse_episode_json
+from robodata_tests.peak_memory import robodata_peak_rss_mb
 
 REPO = Path(__file__).resolve().parents[2]
 # Peak RSS of a refusal: the interpreter with robodata, Lance, pyarrow and PyAV imported is some
 # 300-500 MB; reading a 200 MB text (and one string per row from it) would add gigabytes.
 PEAK_RSS_BOUND_MB = 1200
-
-
-# The child reports its own high-water mark (VmHWM) as it exits: a new program's memory starts
-# afresh at exec, where wait4's ru_maxrss keeps the RSS the child was forked with (a big pytest).
-_REPORT_PEAK = (
-    "import atexit, os, sys\n"
-    "def _peak():\n"
-    "    kb = next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1]\n"
-    "    open(os.environ['PEAK_RSS_FILE'], 'w').write(kb)\n"
-    "atexit.register(_peak)\n"
-)
-
-
-def _peak_rss_mb(argv: list[str], env: dict[str, str], report: Path) -> tuple[int, str, float]:
-    """Run ``python -c CODE ARGS`` (``argv``) with the peak-RSS report prepended to CODE."""
-    python, flag, code, *args = argv
-    process = subprocess.run(
-        [python, flag, _REPORT_PEAK + code, *args],
-        env={**env, "PEAK_RSS_FILE": str(report)},
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    return process.returncode, process.stderr, int(report.read_text()) / 1024
 
 
 def _write_huge_task(path: Path, meta: dict, text_mb: int) -> None:
@@ -65,9 +39,7 @@ def test_a_200_mb_task_is_refused_in_bounded_memory(sample_uploads, tmp_path):
     meta = json.loads((upload / "episode.json").read_text())
     _write_huge_task(upload / "episode.json", meta, 200)
     assert (upload / "episode.json").stat().st_size > 200_000_000
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    cli = [sys.executable, "-c", "import sys; from robodata.cli import main; sys.exit(main())"]
-    code, err, peak_mb = _peak_rss_mb([*cli, "ingest", str(upload), str(tmp_path / "ds")], env, tmp_path / "peak")
+    code, err, peak_mb = robodata_peak_rss_mb("ingest", str(upload), str(tmp_path / "ds"))
     print(f"200 MB task: exit {code}, peak RSS {peak_mb:.0f} MB: {err.strip()}")
     assert code == 2, err
     assert "episode.json: is " in err and "bytes; episode.json may be at most 1,048,576" in err, err

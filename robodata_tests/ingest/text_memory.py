@@ -1,5 +1,5 @@
 """Peak memory of ``robodata ingest`` for an episode with many rows and long episode texts
-(``task``, ``language_instruction``), measured in a subprocess (its ru_maxrss).
+(``task``, ``language_instruction``), measured in a subprocess (its own peak RSS).
 
     python -m robodata_tests.ingest.text_memory --rows 200000 --chars 4000
 
@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from fractions import Fraction
 from pathlib import Path
@@ -23,6 +20,8 @@ import av
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from robodata_tests.peak_memory import robodata_peak_rss_mb
 
 REPO = Path(__file__).resolve().parents[2]
 JOINTS = 2
@@ -74,18 +73,7 @@ def write_upload(folder: Path, rows: int, chars: int) -> Path:
 
 def peak_ingest_rss_mb(upload: Path, dataset: Path) -> tuple[int, str, float]:
     """(exit code, stderr, peak RSS in MB) of ``robodata ingest upload dataset`` in a subprocess."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    argv = [sys.executable, "-c", "import sys; from robodata.cli import main; sys.exit(main())"]
-    process = subprocess.Popen(
-        [*argv, "ingest", str(upload), str(dataset)],
-        env=env,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    err = process.stderr.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    return os.waitstatus_to_exitcode(status), err, usage.ru_maxrss / 1024
+    return robodata_peak_rss_mb("ingest", str(upload), str(dataset))
 
 
 def main() -> None:
