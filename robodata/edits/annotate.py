@@ -10,6 +10,7 @@ from robodata.format.commits import retry_commit
 from robodata.format.ids import episode_filter
 from robodata.format.tables import frames_uri, open_frames
 from robodata.integrity.frames_checksums import record_frames_checksums
+from robodata.integrity.gop_leases import holding_writes
 
 KEYS = ["episode_index", "frame_index"]
 _PROTECTED = {"episode_index", "frame_index", "timestamp_ns"}
@@ -117,9 +118,10 @@ def add_annotations(uri: str, labels: pa.Table, *, storage_options: dict | None 
             frames.merge_insert(KEYS).when_matched_update_all().execute(matched.select(KEYS + existing))
         return AnnotationResult(frames.version, matched.num_rows, unmatched.num_rows, unmatched_episodes)
 
-    result = retry_commit(
-        f"adding labels {label_names}", frames_uri(uri), annotate_once, storage_options=storage_options
-    )
+    open_frames(uri, storage_options=storage_options)  # no dataset: NotFoundError, and no lease left there
+    action = f"adding labels {label_names}"
+    with holding_writes(uri, action, storage_options):  # version cleanup keeps what this is checked against
+        result = retry_commit(action, frames_uri(uri), annotate_once, storage_options=storage_options)
     record_frames_checksums(uri, storage_options)  # the label column files just added
     return result
 

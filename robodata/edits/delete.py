@@ -6,6 +6,7 @@ from robodata.errors import EpisodeNotFoundError
 from robodata.format.commits import retry_commit
 from robodata.format.ids import episode_filter
 from robodata.format.tables import frames_uri, open_frames
+from robodata.integrity.gop_leases import holding_writes
 
 
 def delete_episodes(uri: str, episodes: list[int] | int, *, storage_options: dict | None = None) -> int:
@@ -59,4 +60,7 @@ def delete_episodes(uri: str, episodes: list[int] | int, *, storage_options: dic
         frames.delete(selected)
         return frames.version
 
-    return retry_commit(f"deleting episodes {wanted}", frames_uri(uri), delete_once, storage_options=storage_options)
+    open_frames(uri, storage_options=storage_options)  # no dataset: NotFoundError, and no lease left there
+    action = f"deleting episodes {wanted}"
+    with holding_writes(uri, action, storage_options):  # version cleanup keeps what this is checked against
+        return retry_commit(action, frames_uri(uri), delete_once, storage_options=storage_options)

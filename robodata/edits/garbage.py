@@ -3,6 +3,7 @@ ingest, a re-ingest with new video, or deleted episodes)."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -10,7 +11,7 @@ from robodata.errors import CommitConflictError
 from robodata.format.ids import ref_id_filters
 from robodata.format.renditions import without_renditions_of_kept_gops
 from robodata.format.tables import frames_uri, gops_uri, open_table
-from robodata.integrity.gop_leases import read_records, remove_records
+from robodata.integrity.gop_leases import holding_writes, read_records, remove_records
 from robodata.integrity.leftovers import (
     duplicate_gop_rows,
     referenced_ref_ids,
@@ -81,14 +82,20 @@ def collect_garbage(
     >>> report.unreferenced, report.deleted
     (0, 0)
     """
-    for _ in range(_ATTEMPTS):
-        try:
-            collecting = "collecting unreferenced GOPs"
-            return storage_call(
-                collecting, gops_uri(uri), storage_options, _collect_once, uri, dry_run, storage_options, min_age
-            )
-        except _Preempted:
-            continue  # an ingest touched GOPs meanwhile: decide again on the new versions
+    collecting = "collecting unreferenced GOPs"
+    holding: contextlib.AbstractContextManager[str]
+    if dry_run or open_table(gops_uri(uri), storage_options) is None:
+        holding = contextlib.nullcontext("")  # nothing to write (or nowhere): no lease
+    else:
+        holding = holding_writes(uri, collecting, storage_options)  # cleanup keeps what the delete is checked against
+    with holding:
+        for _ in range(_ATTEMPTS):
+            try:
+                return storage_call(
+                    collecting, gops_uri(uri), storage_options, _collect_once, uri, dry_run, storage_options, min_age
+                )
+            except _Preempted:
+                continue  # an ingest touched GOPs meanwhile: decide again on the new versions
     raise CommitConflictError(
         f"{gops_uri(uri)}: garbage collection was preempted by concurrent ingests {_ATTEMPTS} times; "
         "nothing unsafe was deleted, run it again"
@@ -125,7 +132,7 @@ def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta |
     orphans = without_renditions_of_kept_gops(gops, orphans, storage_options)  # training renditions follow their source
     # Extra copies of a GOP stored twice (identical bytes under one ref_id): every copy but the
     # first goes, by row id, in the same delete.
-    duplicates, _ = duplicate_gop_rows(gops)
+    duplicates, _ = duplicate_gop_rows(gops, storage_options)
     if (orphans or duplicates) and not dry_run:
         # One delete planned on ``gops``'s version, without Lance's retries (which would plan it
         # again on a newer version, where these ids may be in use again).

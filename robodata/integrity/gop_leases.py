@@ -1,5 +1,6 @@
 """Records under ``<root>/_staging/`` that keep garbage collection away from GOPs an ingest is
-about to reference, and the staged layouts of the two-step (Dagster) ingest.
+about to reference, keep version cleanup away from the versions a running write must be checked
+against, and the staged layouts of the two-step (Dagster) ingest.
 
 Between an ingest's GOP commit and its frames commit, no version of frames.lance points at the
 episode's GOPs yet. The ingest writes a lease listing their ref_ids *before* its GOP commit and
@@ -9,6 +10,12 @@ then reads every record here, then the frames versions, so a GOP is either liste
 referenced by a frames version, or touched by a GOP commit later than the one garbage collection
 read (which makes its delete conflict): see docs/reliability.md. Ingest writes these records and
 edits (garbage collection) read them, so they live in this room, below both.
+
+Every lease also holds back version cleanup: Lance checks a commit for conflicts only against the
+versions committed after the one it planned on that are still on disk, so a cleanup that removed
+them mid-write would let two writers of one episode both insert it. ``Records.writes_began``
+says since when the versions must stay; annotate, delete, compaction and gc take a lease
+without GOPs (``holding_writes``) for the same reason.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ import posixpath
 import socket
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -61,10 +70,37 @@ def hold_gops(
     [123, 456]
     >>> release(lease)
     """
-    uri = join_uri(dataset_uri, STAGING_DIR, f"{LEASE_PREFIX}{int(episode_index)}-{uuid.uuid4().hex}.json")
+    name = f"{int(episode_index)}-{uuid.uuid4().hex}"
+    return _take_lease(
+        dataset_uri, name, {"episode_index": int(episode_index), "ref_ids": sorted(ref_ids)}, storage_options, action
+    )
+
+
+@contextmanager
+def holding_writes(dataset_uri: str, action: str, storage_options: dict | None = None) -> Iterator[str]:
+    """A lease without GOPs for the length of a write (planning, commit and its retries): version
+    cleanup keeps every version committed meanwhile, which Lance checks this write against.
+
+    >>> with holding_writes("data/demo", "adding labels") as lease:
+    ...     read_records("data/demo").writes_began() is not None
+    True
+    """
+    lease = _take_lease(
+        dataset_uri, f"{WRITE_LEASE}{uuid.uuid4().hex}", {"ref_ids": [], "action": action}, storage_options, action
+    )
+    try:
+        yield lease
+    finally:
+        release(lease, storage_options)
+
+
+WRITE_LEASE = "write-"
+
+
+def _take_lease(dataset_uri: str, name: str, body: dict, storage_options: dict | None, action: str) -> str:
+    uri = join_uri(dataset_uri, STAGING_DIR, f"{LEASE_PREFIX}{name}.json")
     body = {
-        "episode_index": int(episode_index),
-        "ref_ids": sorted(ref_ids),
+        **body,
         "taken_at": time.time(),
         # Who holds it: garbage collection on the same host can tell a live ingest (its lease
         # holds whatever gc's min_age) from a dead one (its lease is abandoned at once).
@@ -129,6 +165,16 @@ class Records:
             if alive is False or (alive is None and max_lease_age is not None and age >= max_lease_age)
         ]
 
+    def writes_began(self, max_lease_age: timedelta | None = None) -> timedelta | None:
+        """How long ago the oldest write still holding its lease (as ``protected`` counts them)
+        began; None when no write holds one. Versions committed since then must stay."""
+        held = [
+            age
+            for (age, _), alive in zip(self.leases, self._alive(), strict=True)
+            if alive or (alive is None and (max_lease_age is None or age < max_lease_age))
+        ]
+        return max(held, default=None)
+
     def _alive(self) -> list[bool | None]:
         return self.lease_alive or [None] * len(self.leases)
 
@@ -183,7 +229,7 @@ def remove_records(paths: list[str], dataset_uri: str, storage_options: dict | N
     removed = 0
     for path in paths:
         try:
-            fs.rm_file(path)
+            call_with_deadline(path, storage_options, fs.rm_file, path)
             removed += 1
         except FileNotFoundError:
             continue
