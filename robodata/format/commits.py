@@ -1,8 +1,8 @@
 """One retry for every writer's commit: annotate, delete, tag, compaction and ingest all plan
 their write on the newest version and call ``retry_commit``; a commit that a concurrent writer
 overtook (Lance's "Retryable commit conflict ... Please retry", "Commit conflict for version",
-"Too many concurrent writers"), or whose version a concurrent cleanup removed mid-write, is
-planned again on the newer version, a bounded number of times
+"Too many concurrent writers"), or whose version a concurrent cleanup removed mid-write (its
+manifest or files "Not found"), is planned again on the newer version, a bounded number of times
 with jittered exponential backoff, and only then reported as one ``CommitConflictError`` line
 naming the table, the write and what it lost to; never Lance's raw text or its source paths.
 
@@ -21,8 +21,9 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from robodata.errors import CommitConflictError, RoboDataError
+from robodata.errors import CommitConflictError, RoboDataError, StorageError
 from robodata.storage.deadlines import call_with_deadline
+from robodata.storage.lance_errors import explain
 
 T = TypeVar("T")
 
@@ -59,17 +60,43 @@ def is_commit_conflict(exc: BaseException) -> bool:
     return any(marker in text for marker in _CONFLICT_MARKERS)
 
 
+# Where a version's files live in a table: its data files, deletion files, manifest, transaction.
+_VERSION_FILES = ("/data/", "/_deletions/", "/_versions/", "/_transactions/")
+
+
 def is_vanished_version(exc: BaseException) -> bool:
-    """Whether ``exc`` is a data file missing under a table's ``data/``: what a write planned on
-    a version sees when a concurrent cleanup (``compact --older-than 0``) removed that version's
-    files mid-write. Planning again on the newest version is the fix; if the file is missing
-    from the newest version too, the last attempt raises the error as it is (damage, not a race).
+    """Whether ``exc`` is a file of a table version missing (a data or deletion file, its
+    manifest or transaction): what a write planned on a version sees when a concurrent cleanup
+    (``compact --older-than 0``, gc) removed that version mid-write. Planning again on the newest
+    version is the fix; if the file is missing from the newest version too, the last attempt
+    reports it as a missing file (damage, not a race), never in Lance's words.
 
     >>> is_vanished_version(OSError("Not found: ds/frames.lance/data/0110.lance, /home/x/local.rs:273:40"))
     True
+    >>> is_vanished_version(OSError("Dataset at path ds/frames.lance/_versions/7.manifest was not found: Not found: ..."))
+    True
     """
     text = str(exc)
-    return not isinstance(exc, RoboDataError) and "Not found" in text and "/data/" in text
+    return not isinstance(exc, RoboDataError) and "not found" in text.lower() and any(p in text for p in _VERSION_FILES)
+
+
+def missing_file_error(exc: BaseException, uri: str, action: str) -> StorageError:
+    """A file of the table missing on every attempt, said as such (Lance's text and its source
+    paths left out).
+
+    >>> print(missing_file_error(ValueError("Dataset at path ds/frames.lance/_versions/7.manifest was not found: "
+    ...     "Not found: ds/frames.lance/_versions/7.manifest, /home/runner/work/lance/x.rs:1:2"), "ds/frames.lance", "adding labels"))
+    ds/frames.lance: ds/frames.lance/_versions/7.manifest is missing while adding labels, though each attempt was planned on the newest version; restore it from a backup or a replica
+    """
+    explained = explain(exc, uri, action)
+    if explained is not None:
+        return explained
+    found = re.search(r"Not found: (\S+?)(?:,|\s|$)", str(exc))
+    what = found.group(1) if found else "a file of the table"
+    return StorageError(
+        f"{uri}: {what} is missing while {action}, though each attempt was planned on the newest version; "
+        "restore it from a backup or a replica"
+    )
 
 
 def conflict_summary(exc: BaseException) -> str:
@@ -108,7 +135,9 @@ def retry_commit(
             return call_with_deadline(uri, storage_options, attempt)  # each attempt has the deadline
         except Exception as exc:  # Lance raises OSError, ValueError or RuntimeError for a conflict
             vanished = is_vanished_version(exc)
-            if not is_commit_conflict(exc) and not (vanished and number < attempts):
+            if vanished and number == attempts:
+                raise missing_file_error(exc, uri, action) from None
+            if not is_commit_conflict(exc) and not vanished:
                 raise
             if number == attempts:
                 raise CommitConflictError(

@@ -123,3 +123,59 @@ def test_annotations_beside_compactions_always_land(dataset_copy, uploads):
         assert sorted(labelled["episode_index"].to_pylist()) == [0, 1, 2], name
         assert set(labelled["frame_index"].to_pylist()) == {round_}
     assert frames_uri(root)
+
+
+@pytest.mark.parametrize("vanished", ["manifest", "data-files"])
+def test_an_annotation_whose_version_a_cleanup_removed_is_planned_again(monkeypatch, dataset_copy, vanished):
+    """The issue's annotate beside gc / ``compact --older-than 0``: a cleanup removes the versions
+    the labels' commit is checked against (Lance then reads a manifest that is gone: "Not found:
+    .../_versions/N.manifest", raised here as Lance words it) or, after a compaction, the data
+    files they were planned on (Lance's own error). Lance's raw "Not found" reached the user; now
+    the write is planned again on the newest version and lands."""
+    monkeypatch.setitem(commits.retry_commit.__kwdefaults__, "base_delay_s", 0.0)
+    root = dataset_copy
+    real_add_columns = lance.LanceDataset.add_columns
+    calls: list[int] = []
+
+    def add_columns(self, *args, **kwargs):
+        calls.append(self.version)
+        if len(calls) == 1:  # another writer commits, then a cleanup removes every older version
+            latest = open_frames(root)
+            if vanished == "data-files":
+                latest.optimize.compact_files(materialize_deletions_threshold=0.0)
+            else:
+                latest.create_scalar_index("frame_index", "BTREE")
+            open_frames(root).cleanup_old_versions(older_than=timedelta(0))
+            assert self.version not in [v["version"] for v in open_frames(root).versions()]
+            if vanished == "manifest":
+                manifest = f"{root.lstrip('/')}/frames.lance/_versions/{self.version + 1}.manifest"
+                raise OSError(f"Not found: {manifest}, /home/runner/work/lance/lance/rust/lance-io/src/local.rs:273:40")
+        return real_add_columns(self, *args, **kwargs)
+
+    monkeypatch.setattr(lance.LanceDataset, "add_columns", add_columns)
+    labels = pa.table({"episode_index": [0, 1], "frame_index": [2, 3], "grasp_ok": [True, False]})
+    result = robodata.add_annotations(root, labels)
+    assert len(calls) == 2 and calls[1] > calls[0]  # planned again, on the newest version
+    assert result.version == open_frames(root).version
+    columns = ["episode_index", "frame_index", "grasp_ok"]
+    stored = open_frames(root).to_table(columns=columns, filter="grasp_ok IS NOT NULL")
+    assert sorted(zip(*(stored[c].to_pylist() for c in columns), strict=True)) == [(0, 2, True), (1, 3, False)]
+
+
+def test_a_file_missing_on_every_attempt_is_reported_as_missing_not_in_lance_words():
+    calls = []
+
+    def always_missing():
+        calls.append(1)
+        raise ValueError(
+            "Dataset at path ds/frames.lance/_versions/7.manifest was not found: Not found: "
+            "ds/frames.lance/_versions/7.manifest, /home/runner/work/lance/lance/rust/lance-io/src/local.rs:273:40"
+        )
+
+    with pytest.raises(robodata.StorageError) as raised:
+        retry_commit("adding labels ['success']", "ds/frames.lance", always_missing, attempts=3, base_delay_s=0)
+    assert len(calls) == 3
+    assert str(raised.value) == (
+        "ds/frames.lance: ds/frames.lance/_versions/7.manifest is missing while adding labels ['success'], though "
+        "each attempt was planned on the newest version; restore it from a backup or a replica"
+    )
