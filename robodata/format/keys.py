@@ -12,6 +12,9 @@ from __future__ import annotations
 import lance
 import pyarrow as pa
 
+from robodata.format.tables import open_table
+from robodata.storage.deadlines import call_with_deadline
+
 PRIMARY_KEY_METADATA = {"lance-schema:unenforced-primary-key": "true"}
 FRAMES_KEY = ("episode_index", "frame_index")
 GOPS_KEY = ("ref_id",)
@@ -51,10 +54,15 @@ def declare_primary_key(
     if has_primary_key(dataset.schema, columns):
         return dataset
     try:
-        dataset.update_field_metadata({c: dict(PRIMARY_KEY_METADATA) for c in columns})
+        call_with_deadline(
+            dataset.uri,
+            storage_options,
+            dataset.update_field_metadata,
+            {c: dict(PRIMARY_KEY_METADATA) for c in columns},
+        )
     except (OSError, ValueError):
         pass  # another writer declared it first: a key cannot be changed once set
-    dataset = lance.dataset(dataset.uri, storage_options=storage_options)
+    dataset = open_table(dataset.uri, storage_options)
     if not has_primary_key(dataset.schema, columns):
         raise ValueError(f"{dataset.uri}: could not declare {list(columns)} as the table's primary key")
     return dataset

@@ -114,7 +114,8 @@ def replace_episode_rows(
             if not replace:
                 _refuse_if_taken(stored, episode_id, index, root)
             source = conform(rows, frames.schema).select([c for c in frames.schema.names if c in recorded])
-            labels = count_labels(frames, index, [c for c in frames.schema.names if c not in recorded], source.num_rows)
+            annotations = [c for c in frames.schema.names if c not in recorded]
+            labels = count_labels(frames, index, annotations, source.num_rows, storage_options)
             builder = frames.merge_insert(list(FRAMES_KEY))
             builder = builder.when_matched_fail() if stored is None else builder.when_matched_update_all()
             commit = builder.when_not_matched_insert_all().when_not_matched_by_source_delete(episode_filter(index))

@@ -25,6 +25,7 @@ from robodata.format.schema import read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.integrity.gop_leases import read_records
 from robodata.storage import fsspec_filesystem, join_uri
+from robodata.storage.failures import storage_call
 
 DATA_DIR = "data"
 # A writer's data files are listed by no version until its commit, which follows the write
@@ -75,28 +76,45 @@ class Leftovers:
 def referenced_ref_ids(dataset_uri: str, storage_options: dict | None = None) -> set[int]:
     """Every GOP ref_id some retained version of frames.lance points at."""
     referenced: set[int] = set()
-    frames = open_table(frames_uri(dataset_uri), storage_options)
+    uri = frames_uri(dataset_uri)
+    frames = open_table(uri, storage_options)
     if frames is None:
         return referenced
-    for info in frames.versions():
+    for info in storage_call("listing frames.lance versions", uri, storage_options, frames.versions):
         try:
-            version = frames.checkout_version(info["version"])
-            columns = [ref_columns(c)[0] for c in read_metadata(version.schema).cameras]
-            table = version.to_table(columns=columns)
+            table = storage_call(
+                f"reading the GOP references of version {info['version']}",
+                uri,
+                storage_options,
+                _references_of,
+                frames,
+                info["version"],
+            )
         except (OSError, ValueError):
             # A concurrent cleanup (compact --older-than) removed this version while it was
             # read: it protects nothing any more. Any other failure is raised.
-            if info["version"] in {v["version"] for v in open_table(frames.uri, storage_options).versions()}:
+            latest = open_table(uri, storage_options)
+            if info["version"] in {
+                v["version"] for v in storage_call("listing versions", uri, storage_options, latest.versions)
+            }:
                 raise
             continue
-        for column in columns:
+        for column in table.column_names:
             referenced.update(np.unique(table[column].to_numpy()).tolist())
     return referenced
 
 
-def duplicate_gop_rows(gops) -> tuple[list[int], list[int]]:
+def _references_of(frames, version: int):
+    """The GOP reference columns (ref_id per camera) of ``version`` of frames.lance."""
+    at = frames.checkout_version(version)
+    return at.to_table(columns=[ref_columns(c)[0] for c in read_metadata(at.schema).cameras])
+
+
+def duplicate_gop_rows(gops, storage_options: dict | None = None) -> tuple[list[int], list[int]]:
     """(row ids of every copy but the first of a GOP stored more than once, their ref_ids)."""
-    rows = gops.to_table(columns=["ref_id"], with_row_id=True)
+    rows = storage_call(
+        "reading GOP ids", gops.uri, storage_options, gops.to_table, columns=["ref_id"], with_row_id=True
+    )
     ref_ids, row_ids = rows["ref_id"].to_numpy(), rows["_rowid"].to_numpy()
     order = np.lexsort((row_ids, ref_ids))
     repeated = np.zeros(len(order), bool)
@@ -113,13 +131,14 @@ def unreferenced_data_files(table_uri: str, storage_options: dict | None, min_ag
     if table is None:
         return []
     listed: set[str] = set()
-    for info in table.versions():
-        for fragment in table.checkout_version(info["version"]).get_fragments():
+    for info in storage_call("listing versions", table_uri, storage_options, table.versions):
+        at = storage_call("reading a version", table_uri, storage_options, table.checkout_version, info["version"])
+        for fragment in at.get_fragments():  # from the manifest just read: no request
             listed.update(f.path.rsplit("/", 1)[-1] for f in fragment.data_files())
     folder = join_uri(table_uri, DATA_DIR)
     fs = fsspec_filesystem(folder, storage_options)
     try:
-        files = fs.ls(folder, detail=True)
+        files = storage_call("listing data files", folder, storage_options, fs.ls, folder, detail=True)
     except FileNotFoundError:
         return []
     now = time.time()
@@ -145,9 +164,13 @@ def find_leftovers(dataset_uri: str, storage_options: dict | None = None, *, min
     found = Leftovers()
     gops = open_table(gops_uri(dataset_uri), storage_options)
     if gops is not None:
-        found.duplicate_gop_rows, found.duplicate_ref_ids = duplicate_gop_rows(gops)
+        found.duplicate_gop_rows, found.duplicate_ref_ids = duplicate_gop_rows(gops, storage_options)
         records = read_records(dataset_uri, storage_options)
-        stored = set(gops.to_table(columns=["ref_id"])["ref_id"].to_pylist())
+        stored = set(
+            storage_call("reading GOP ids", gops.uri, storage_options, gops.to_table, columns=["ref_id"])[
+                "ref_id"
+            ].to_pylist()
+        )
         kept = referenced_ref_ids(dataset_uri, storage_options) | records.protected(min_age)
         found.orphaned_gops = len(stored - kept)
         found.stale_leases = records.abandoned(min_age)

@@ -41,15 +41,16 @@ FS_METHODS = {
 NOT_STORAGE = ("np", "pa", "pc", "torch", "self.__dict__", "records.staged", "json", "os", "Path")
 
 # (module, function, call) -> why it runs without the deadline helper: it touches only a local
-# path, builds an operation without I/O, or runs under the helper in a way the walk cannot see.
+# path, builds an operation without I/O, reads a manifest already in memory, or runs under the
+# helper in a way the walk cannot see. Nothing is listed as merely pending.
 UNWRAPPED: dict[tuple[str, str, str], str] = {
-    ("edits/annotate.py", "_split_unmatched", "frames.to_table"): "pending",
-    ("edits/upkeep.py", "_compact", "open_table(table_uri, storage_options).get_fragments"): "pending",
-    ("format/keys.py", "declare_primary_key", "lance.dataset"): "pending",
+    (
+        "edits/upkeep.py",
+        "_compact",
+        "open_table(table_uri, storage_options).get_fragments",
+    ): "the fragments of the manifest open_table read (under the deadline): no request",
     ("format/tables.py", "append_or_create", "lance.LanceOperation.Append"): "builds an operation, no I/O",
     ("format/tables.py", "create_once", "lance.LanceOperation.Overwrite"): "builds an operation, no I/O",
-    ("ingest/label_counts.py", "count_labels", "frames.to_table"): "pending",
-    ("ingest/one_copy.py", "_with_upload_columns", "frames.add_columns"): "pending",
     (
         "ingest/video_source.py",
         "_open",
@@ -61,26 +62,13 @@ UNWRAPPED: dict[tuple[str, str, str], str] = {
         "check_sample_decodes",
         "ds.to_table",
     ): "a RoboDataset method: under the deadline inside",
-    ("integrity/frames_checksums.py", "_data_files", "frames.get_fragments"): "pending",
-    ("integrity/frames_checksums.py", "_stored_sizes", "fs.ls"): "pending",
-    ("integrity/frames_checksums.py", "record_frames_checksums", "fs.makedirs"): "pending",
-    ("integrity/frames_checksums.py", "record_frames_checksums", "fs.pipe_file"): "pending",
-    ("integrity/frames_checksums.py", "recorded_checksums", "fs.ls"): "pending",
-    ("integrity/gop_leases.py", "remove_records", "fs.rm_file"): "pending",
-    ("integrity/gop_leases.py", "write_record", "fs.makedirs"): "local only",
-    ("integrity/leftovers.py", "duplicate_gop_rows", "gops.to_table"): "pending",
-    ("integrity/leftovers.py", "find_leftovers", "gops.to_table"): "pending",
-    ("integrity/leftovers.py", "referenced_ref_ids", "frames.checkout_version"): "pending",
-    ("integrity/leftovers.py", "referenced_ref_ids", "frames.versions"): "pending",
-    ("integrity/leftovers.py", "referenced_ref_ids", "open_table(frames.uri, storage_options).versions"): "pending",
-    ("integrity/leftovers.py", "unreferenced_data_files", "fs.ls"): "pending",
-    ("integrity/leftovers.py", "unreferenced_data_files", "table.checkout_version"): "pending",
     (
-        "integrity/leftovers.py",
-        "unreferenced_data_files",
-        "table.checkout_version(info['version']).get_fragments",
-    ): "pending",
-    ("integrity/leftovers.py", "unreferenced_data_files", "table.versions"): "pending",
+        "integrity/frames_checksums.py",
+        "_data_files",
+        "frames.get_fragments",
+    ): "the fragments of the manifest already read: no request",
+    ("integrity/frames_checksums.py", "record_frames_checksums", "fs.makedirs"): "local only",
+    ("integrity/gop_leases.py", "write_record", "fs.makedirs"): "local only",
     ("interop/lerobot_export.py", "_plan", "ds.to_table"): "a RoboDataset method: under the deadline inside",
     ("storage/put_folder.py", "put_folder", "fs.makedirs"): "local only",
     (
@@ -156,9 +144,12 @@ class _Module(ast.NodeVisitor):
                 if isinstance(arg, ast.Name | ast.Attribute):
                     self.handed.add(_text(arg).split(".")[-1])
         defs = self._defs()
-        for d in defs:
-            if not isinstance(d, ast.Lambda | ast.ClassDef):
-                self.calls.setdefault(d.name, set()).add(callee)
+        # A call runs when its innermost function runs (a nested function handed to the helper
+        # makes its calls under it, not its outer function); in a lambda, whenever any
+        # enclosing function may run it.
+        functions = [d for d in defs if isinstance(d, ast.FunctionDef | ast.AsyncFunctionDef)]
+        for d in functions if defs and isinstance(defs[-1], ast.Lambda) else functions[-1:]:
+            self.calls.setdefault(d.name, set()).add(callee)
         if _is_storage_call(node):
             name = ".".join(getattr(f, "name", "<lambda>") for f in defs if not isinstance(f, ast.ClassDef))
             self.sites.append((name or "<module>", _text(node.func), defs))
