@@ -129,10 +129,18 @@ def release(lease_uri: str, storage_options: dict | None = None) -> None:
 
 
 def write_record(uri: str, text: str, storage_options: dict | None = None) -> None:
+    """Write a record whole or not at all: one PUT on object storage; locally a file beside it
+    renamed into place (a reader listing the folder meanwhile would read a half-written file)."""
     fs = fsspec_filesystem(uri, storage_options)
-    if not is_remote(uri):
-        fs.makedirs(uri.rsplit("/", 1)[0], exist_ok=True)
-    call_with_deadline(uri, storage_options, fs.pipe_file, uri, text.encode())  # one put: never half a record
+    if is_remote(uri):
+        call_with_deadline(uri, storage_options, fs.pipe_file, uri, text.encode())
+        return
+    fs.makedirs(uri.rsplit("/", 1)[0], exist_ok=True)
+    path = uri.removeprefix("file://")
+    partial = f"{path}.{uuid.uuid4().hex}.partial"  # not *.json: never read as a record
+    with open(partial, "w") as handle:
+        handle.write(text)
+    os.replace(partial, path)
 
 
 @dataclass(frozen=True)
