@@ -17,7 +17,7 @@ import pyarrow as pa
 from robodata.errors import EpisodeIndexTakenError, IncompatibleEpisodeError
 from robodata.format.commits import retry_commit
 from robodata.format.ids import episode_filter
-from robodata.format.keys import FRAMES_KEY, GOPS_KEY, declare_primary_key, with_primary_key
+from robodata.format.keys import FRAMES_KEY, GOPS_KEY, declare_primary_key, keyed_merge, with_primary_key
 from robodata.format.provenance import stored_upload_of, with_upload_fields
 from robodata.format.tables import create_once, frames_uri, gops_uri, open_table
 from robodata.ingest.camera_encoding import EncodedCamera
@@ -48,7 +48,7 @@ def append_new_gops(
         gops = declare_primary_key(open_table(gops_uri(root), storage_options), GOPS_KEY, storage_options)
         stored = gops.to_table(columns=["ref_id"], filter=episode_filter(episode_index))["ref_id"]
         new = pa.compute.invert(pa.compute.is_in(table["ref_id"], stored))
-        builder = gops.merge_insert(list(GOPS_KEY)).when_matched_update_all().when_not_matched_insert_all()
+        builder = keyed_merge(gops, GOPS_KEY).when_matched_update_all().when_not_matched_insert_all()
         stats = builder.execute(table)
         return int(stats["num_inserted_rows"]), _video_bytes(table.filter(new)), gops.version
 
@@ -116,7 +116,7 @@ def replace_episode_rows(
             source = conform(rows, frames.schema).select([c for c in frames.schema.names if c in recorded])
             annotations = [c for c in frames.schema.names if c not in recorded]
             labels = count_labels(frames, index, annotations, source.num_rows, storage_options)
-            builder = frames.merge_insert(list(FRAMES_KEY))
+            builder = keyed_merge(frames, FRAMES_KEY)
             builder = builder.when_matched_fail() if stored is None else builder.when_matched_update_all()
             commit = builder.when_not_matched_insert_all().when_not_matched_by_source_delete(episode_filter(index))
             try:

@@ -49,6 +49,11 @@ UNWRAPPED: dict[tuple[str, str, str], str] = {
         "_compact",
         "open_table(table_uri, storage_options).get_fragments",
     ): "the fragments of the manifest open_table read (under the deadline): no request",
+    (
+        "format/keys.py",
+        "keyed_merge",
+        "table.merge_insert",
+    ): "builds a merge, no I/O: its execute runs under the caller's deadline (retry_commit, storage_call)",
     ("format/tables.py", "append_or_create", "lance.LanceOperation.Append"): "builds an operation, no I/O",
     ("format/tables.py", "create_once", "lance.LanceOperation.Overwrite"): "builds an operation, no I/O",
     (
