@@ -63,7 +63,7 @@ class Leftovers:
             )
         if self.stale_leases:
             lines.append(
-                f"_staging: {len(self.stale_leases)} lease files of ingests that did not finish; `robodata gc` removes them"
+                f"_staging: {len(self.stale_leases)} lease files of writes (ingests, edits) that did not finish; `robodata gc` removes them"
             )
         if self.unreferenced_files:
             lines.append(

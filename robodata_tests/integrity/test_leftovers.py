@@ -63,7 +63,7 @@ def test_orphans_and_stale_leases_are_noted_and_gc_removes_them(dataset_copy):
     report = verify_dataset(root)
     assert report.ok, report.summary()  # leftovers are notes, not damage
     assert any("GOPs are referenced by no retained version" in n for n in report.notes)
-    assert any("1 lease files of ingests that did not finish" in n for n in report.notes)
+    assert any("1 lease files of writes (ingests, edits) that did not finish" in n for n in report.notes)
     garbage = robodata.collect_garbage(root, min_age=timedelta(0))
     assert garbage.deleted > 0 and garbage.leases_removed == 1
     assert not lease.exists()
