@@ -16,7 +16,9 @@ from robodata.edits import add_annotations, collect_garbage, delete_episodes
 from robodata.errors import (
     BadUploadError,
     BenchmarksUnavailableError,
+    CommitConflictError,
     CorruptGopError,
+    CorruptRowsError,
     DatasetLocationError,
     EpisodeAuditError,
     EpisodeIndexTakenError,
@@ -38,7 +40,9 @@ from robodata.reader import open_dataset as open  # mirrors lance.dataset / robo
 __all__ = [
     "BadUploadError",
     "BenchmarksUnavailableError",
+    "CommitConflictError",
     "CorruptGopError",
+    "CorruptRowsError",
     "DatasetLocationError",
     "EncoderSettings",
     "EpisodeAuditError",

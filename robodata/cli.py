@@ -254,7 +254,9 @@ def _gc(args: argparse.Namespace) -> int:
     removable = report.unreferenced - report.too_recent
     print(
         f"{report.unreferenced} unreferenced GOP rows; {verb} {removable}, kept {report.too_recent} younger "
-        f"than {args.min_age_minutes:g} min (gops.lance version {report.gops_version})"
+        f"than {args.min_age_minutes:g} min (gops.lance version {report.gops_version}); "
+        f"{'would remove' if args.dry_run else 'removed'} {report.leases_removed} lease files of crashed ingests, "
+        f"{report.duplicate_gops} duplicate GOP rows and {report.data_files_removed} data files no version lists"
     )
     return 0
 
@@ -453,10 +455,17 @@ def _add_checksums_args(p: argparse.ArgumentParser) -> None:
 def _add_checksums(args: argparse.Namespace) -> int:
     """Upgrade a dataset written before GOP checksums (format 1): checksum every stored GOP."""
     from robodata.integrity import add_gop_checksums
+    from robodata.integrity.frames_checksums import record_frames_checksums
     from robodata.storage import storage_options_from_env
 
     added = add_gop_checksums(args.dataset, storage_options_from_env() or None)
     print(f"added checksums to {added} GOP rows" if added else "every GOP row already has a checksum")
+    files = record_frames_checksums(args.dataset, storage_options_from_env() or None)
+    print(
+        f"recorded checksums of {files} frames.lance data files"
+        if files
+        else "every frames.lance data file has a checksum"
+    )
     return 0
 
 

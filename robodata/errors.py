@@ -119,6 +119,17 @@ class BenchmarksUnavailableError(RoboDataError):
     top-level ``benchmarks/`` folder), not with the installed package."""
 
 
+class CommitConflictError(RoboDataError, RuntimeError):
+    """Concurrent writers kept committing first: the write was planned again on each newer
+    version a bounded number of times and still lost. Nothing of it was committed; run it again.
+    The message names the table, the write and the other writer's kind of commit."""
+
+
+class CorruptRowsError(RoboDataError, ValueError):
+    """A frames.lance data file whose bytes differ from the checksum written with it (or that Lance
+    cannot decode): the message names the table, the fragment, the file and the rows it holds."""
+
+
 class NotFoundError(RoboDataError, FileNotFoundError):
     """A dataset, a version or tag, or a file the caller named does not exist; the message names it."""
 

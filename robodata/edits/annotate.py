@@ -6,9 +6,11 @@ import lance
 import numpy as np
 import pyarrow as pa
 
+from robodata.format.commits import retry_commit
 from robodata.format.ids import episode_filter
 from robodata.format.tables import frames_uri, open_frames
-from robodata.storage.failures import storage_call
+from robodata.integrity.frames_checksums import record_frames_checksums
+from robodata.integrity.gop_leases import holding_writes
 
 KEYS = ["episode_index", "frame_index"]
 _PROTECTED = {"episode_index", "frame_index", "timestamp_ns"}
@@ -95,34 +97,33 @@ def add_annotations(uri: str, labels: pa.Table, *, storage_options: dict | None 
     protected = _PROTECTED.intersection(label_names) | {c for c in label_names if c.endswith(reference_suffixes)}
     if protected:
         raise ValueError(f"cannot overwrite dataset columns {sorted(protected)} with annotations")
-    frames = open_frames(uri, storage_options=storage_options)
-    matching = "matching labels to the dataset's rows"
-    labels, unmatched = storage_call(
-        matching, frames_uri(uri), storage_options, _split_unmatched, frames, labels.combine_chunks()
-    )
-    unmatched_episodes = sorted(set(unmatched["episode_index"].to_pylist()))
-    if labels.num_rows == 0:
-        raise ValueError(
-            f"{uri}: none of the {unmatched.num_rows} label rows matches a row of the dataset "
-            f"(episodes {_shorten(unmatched_episodes)}); nothing written"
-        )
-    new = [c for c in label_names if c not in frames.schema.names]
-    existing = [c for c in label_names if c in frames.schema.names]
-    if new:
-        adding = f"adding label columns {new}"
-        storage_call(
-            adding, frames_uri(uri), storage_options, frames.add_columns, _lookup_udf(labels, new), read_columns=KEYS
-        )
-    if existing:
-        update = frames.merge_insert(KEYS).when_matched_update_all().execute  # builds the update: no I/O yet
-        storage_call(
-            f"updating label columns {existing}",
-            frames_uri(uri),
-            storage_options,
-            update,
-            labels.select(KEYS + existing),
-        )
-    return AnnotationResult(frames.version, labels.num_rows, unmatched.num_rows, unmatched_episodes)
+    labels = labels.combine_chunks()
+
+    def annotate_once() -> AnnotationResult:
+        # Planned on the newest version each time: a compaction or an ingest that committed
+        # first changed the fragments this write would add column files to.
+        frames = open_frames(uri, storage_options=storage_options)
+        matched, unmatched = _split_unmatched(frames, labels)
+        unmatched_episodes = sorted(set(unmatched["episode_index"].to_pylist()))
+        if matched.num_rows == 0:
+            raise ValueError(
+                f"{uri}: none of the {unmatched.num_rows} label rows matches a row of the dataset "
+                f"(episodes {_shorten(unmatched_episodes)}); nothing written"
+            )
+        new = [c for c in label_names if c not in frames.schema.names]
+        existing = [c for c in label_names if c in frames.schema.names]
+        if new:
+            frames.add_columns(_lookup_udf(matched, new), read_columns=KEYS)
+        if existing:
+            frames.merge_insert(KEYS).when_matched_update_all().execute(matched.select(KEYS + existing))
+        return AnnotationResult(frames.version, matched.num_rows, unmatched.num_rows, unmatched_episodes)
+
+    open_frames(uri, storage_options=storage_options)  # no dataset: NotFoundError, and no lease left there
+    action = f"adding labels {label_names}"
+    with holding_writes(uri, action, storage_options):  # version cleanup keeps what this is checked against
+        result = retry_commit(action, frames_uri(uri), annotate_once, storage_options=storage_options)
+    record_frames_checksums(uri, storage_options)  # the label column files just added
+    return result
 
 
 def _split_unmatched(frames, labels: pa.Table) -> tuple[pa.Table, pa.Table]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from robodata.errors import EpisodeNotFoundError
+from robodata.format.commits import retry_commit
 from robodata.format.ids import episode_filter
 from robodata.format.tables import frames_uri, open_frames
-from robodata.storage.failures import storage_call
+from robodata.integrity.gop_leases import holding_writes
 
 
 def delete_episodes(uri: str, episodes: list[int] | int, *, storage_options: dict | None = None) -> int:
@@ -45,18 +46,21 @@ def delete_episodes(uri: str, episodes: list[int] | int, *, storage_options: dic
     robodata.errors.EpisodeNotFoundError: data/demo: no episode 7 in the dataset (version 4); nothing deleted
     """
     selected = episode_filter(episodes)  # validates every index first
-    frames = open_frames(uri, storage_options=storage_options)
     wanted = sorted({int(e) for e in ([episodes] if isinstance(episodes, int) else episodes)})
-    finding = "finding the episodes to delete"
-    stored = storage_call(
-        finding, frames_uri(uri), storage_options, frames.to_table, columns=["episode_index"], filter=selected
-    )
-    held = set(stored["episode_index"].to_pylist())
-    missing = [e for e in wanted if e not in held]
-    if missing:
-        raise EpisodeNotFoundError(
-            f"{uri}: no episode {', '.join(map(str, missing))} in the dataset (version {frames.version}); "
-            "nothing deleted"
-        )
-    storage_call(f"deleting episodes {wanted}", frames_uri(uri), storage_options, frames.delete, selected)
-    return frames.version
+
+    def delete_once() -> int:
+        frames = open_frames(uri, storage_options=storage_options)
+        held = set(frames.to_table(columns=["episode_index"], filter=selected)["episode_index"].to_pylist())
+        missing = [e for e in wanted if e not in held]
+        if missing:
+            raise EpisodeNotFoundError(
+                f"{uri}: no episode {', '.join(map(str, missing))} in the dataset (version {frames.version}); "
+                "nothing deleted"
+            )
+        frames.delete(selected)
+        return frames.version
+
+    open_frames(uri, storage_options=storage_options)  # no dataset: NotFoundError, and no lease left there
+    action = f"deleting episodes {wanted}"
+    with holding_writes(uri, action, storage_options):  # version cleanup keeps what this is checked against
+        return retry_commit(action, frames_uri(uri), delete_once, storage_options=storage_options)

@@ -3,16 +3,21 @@ ingest, a re-ingest with new video, or deleted episodes)."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import numpy as np
-
+from robodata.errors import CommitConflictError
 from robodata.format.ids import ref_id_filters
 from robodata.format.renditions import without_renditions_of_kept_gops
-from robodata.format.schema import read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_table
-from robodata.integrity.gop_leases import read_records
+from robodata.integrity.gop_leases import holding_writes, read_records, remove_records
+from robodata.integrity.leftovers import (
+    duplicate_gop_rows,
+    referenced_ref_ids,
+    row_ids_filter,
+    unreferenced_data_files,
+)
 from robodata.storage.failures import storage_call
 
 _ATTEMPTS = 5
@@ -24,6 +29,9 @@ class GarbageReport:
     deleted: int
     gops_version: int
     too_recent: int = 0  # unreferenced, but an ingest may still commit rows pointing at them: kept
+    leases_removed: int = 0  # lease files older than min_age (left by crashed ingests), removed
+    duplicate_gops: int = 0  # extra copies of GOPs stored twice, removed (counted, with dry_run)
+    data_files_removed: int = 0  # data files no version lists, older than min_age (with dry_run: found)
 
 
 def collect_garbage(
@@ -63,7 +71,7 @@ def collect_garbage(
 
     Raises
     ------
-    RuntimeError
+    robodata.CommitConflictError
         Concurrent ingests preempted it five times in a row; nothing unsafe was deleted.
 
     Examples
@@ -74,16 +82,23 @@ def collect_garbage(
     >>> report.unreferenced, report.deleted
     (0, 0)
     """
-    for _ in range(_ATTEMPTS):
-        try:
-            collecting = "collecting unreferenced GOPs"
-            return storage_call(
-                collecting, gops_uri(uri), storage_options, _collect_once, uri, dry_run, storage_options, min_age
-            )
-        except _Preempted:
-            continue  # an ingest touched GOPs meanwhile: decide again on the new versions
-    raise RuntimeError(
-        f"{gops_uri(uri)}: garbage collection was preempted by concurrent ingests {_ATTEMPTS} times; run it again"
+    collecting = "collecting unreferenced GOPs"
+    holding: contextlib.AbstractContextManager[str]
+    if dry_run or open_table(gops_uri(uri), storage_options) is None:
+        holding = contextlib.nullcontext("")  # nothing to write (or nowhere): no lease
+    else:
+        holding = holding_writes(uri, collecting, storage_options)  # cleanup keeps what the delete is checked against
+    with holding:
+        for _ in range(_ATTEMPTS):
+            try:
+                return storage_call(
+                    collecting, gops_uri(uri), storage_options, _collect_once, uri, dry_run, storage_options, min_age
+                )
+            except _Preempted:
+                continue  # an ingest touched GOPs meanwhile: decide again on the new versions
+    raise CommitConflictError(
+        f"{gops_uri(uri)}: garbage collection was preempted by concurrent ingests {_ATTEMPTS} times; "
+        "nothing unsafe was deleted, run it again"
     )
 
 
@@ -102,15 +117,7 @@ def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta |
         return GarbageReport(0, 0, 0)
     records = read_records(uri, storage_options)
     referenced = set(records.staged)  # staged by gop_blobs, waiting for aligned_frames
-    frames = open_table(frames_uri(uri), storage_options)
-    if frames is not None:
-        for info in frames.versions():
-            version = frames.checkout_version(info["version"])
-            cameras = read_metadata(version.schema).cameras
-            columns = [ref_columns(c)[0] for c in cameras]
-            table = version.to_table(columns=columns)
-            for column in columns:
-                referenced.update(np.unique(table[column].to_numpy()).tolist())
+    referenced |= referenced_ref_ids(uri, storage_options)
     stored = gops.to_table(columns=["ref_id"])["ref_id"].to_numpy()
     orphans = sorted(set(stored.tolist()) - referenced)
     # Kept although unreferenced: leased by an ingest that may still commit rows pointing at them
@@ -123,17 +130,40 @@ def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta |
     too_recent = sum(r in in_flight for r in orphans)
     orphans = [r for r in orphans if r not in in_flight]
     orphans = without_renditions_of_kept_gops(gops, orphans, storage_options)  # training renditions follow their source
-    if orphans and not dry_run:
+    # Extra copies of a GOP stored twice (identical bytes under one ref_id): every copy but the
+    # first goes, by row id, in the same delete.
+    duplicates, _ = duplicate_gop_rows(gops, storage_options)
+    if (orphans or duplicates) and not dry_run:
         # One delete planned on ``gops``'s version, without Lance's retries (which would plan it
         # again on a newer version, where these ids may be in use again).
-        predicate = " OR ".join(ref_id_filters(orphans))
+        predicate = " OR ".join([*ref_id_filters(orphans), *([row_ids_filter(duplicates)] if duplicates else [])])
         try:
             gops.delete(predicate, conflict_retries=0)
         except OSError as exc:
             if "concurrent" not in str(exc).lower() and "conflict" not in str(exc).lower():
                 raise
             raise _Preempted() from exc
-    return GarbageReport(len(orphans) + too_recent, 0 if dry_run else len(orphans), gops.version, too_recent)
+    # Leases gc already ignores (older than min_age) were left by crashed ingests: remove them,
+    # after the delete, so a lease is never gone while the GOPs it protects are still counted on.
+    abandoned = records.abandoned(min_age)
+    leases_removed = len(abandoned) if dry_run else remove_records(abandoned, uri, storage_options)
+    # Data files no version lists (a writer that never committed: a crash, a full disk), once
+    # older than min_age: a running writer's files are unlisted until its commit.
+    files = []
+    if min_age is not None:
+        for table_uri in (frames_uri(uri), gops_uri(uri)):
+            files += unreferenced_data_files(table_uri, storage_options, min_age)
+    if files and not dry_run:
+        remove_records(files, uri, storage_options)
+    return GarbageReport(
+        len(orphans) + too_recent,
+        0 if dry_run else len(orphans),
+        gops.version,
+        too_recent,
+        leases_removed,
+        len(duplicates),
+        len(files),
+    )
 
 
 def _ref_ids_stored_before(gops, min_age: timedelta) -> set[int]:

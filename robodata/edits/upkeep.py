@@ -17,19 +17,24 @@ every fragment and manifest is more requests. Upkeep is safe beside running inge
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from robodata.edits.garbage import GarbageReport, collect_garbage
 from robodata.errors import NotFoundError
+from robodata.format.commits import retry_commit
 from robodata.format.tables import frames_uri, gops_uri, open_table
+from robodata.integrity.frames_checksums import record_frames_checksums
+from robodata.integrity.gop_leases import holding_writes, read_records
 from robodata.storage.failures import storage_call
 
 # The columns reads filter on: frames by episode (integrity checks, re-ingest, episode reads),
 # gops by ref_id (integrity, GC) and by episode (re-ingest reuses stored GOPs).
+# How far apart the clocks of the host that took a lease and the hosts that commit versions may
+# be: versions are kept from this much before the oldest running write began.
+CLOCK_SKEW = timedelta(seconds=30)
+
 SCALAR_INDEXES = {"frames.lance": ["episode_index"], "gops.lance": ["ref_id", "episode_index"]}
-COMPACTION_ATTEMPTS = 5
 
 
 @dataclass
@@ -84,14 +89,19 @@ def upkeep_dataset(
     gops = open_table(gops_uri(uri), storage_options)
     if frames is None or gops is None:
         raise NotFoundError(f"no robodata dataset at {uri} (frames.lance or gops.lance does not exist)")
-    frames_report = _compact(frames_uri(uri), storage_options)
-    frames_report.indexes = _index(frames_uri(uri), SCALAR_INDEXES["frames.lance"], storage_options)
-    _remove_old_versions(frames_uri(uri), frames_report, older_than, retain_versions, storage_options)
+    # Each table's compaction and indexing hold a write lease, released before that table's
+    # version cleanup (which keeps what running writes are checked against, never its own).
+    with holding_writes(uri, "compacting frames.lance", storage_options):
+        frames_report = _compact(frames_uri(uri), storage_options)
+        record_frames_checksums(uri, storage_options)  # the rewritten fragments' new files
+        frames_report.indexes = _index(frames_uri(uri), SCALAR_INDEXES["frames.lance"], storage_options)
+    _remove_old_versions(uri, frames_uri(uri), frames_report, older_than, retain_versions, gc_min_age, storage_options)
     # GC after the frames cleanup: versions gone no longer protect their GOPs (tagged ones do).
     garbage = collect_garbage(uri, storage_options=storage_options, min_age=gc_min_age)
-    gops_report = _compact(gops_uri(uri), storage_options)  # also drops the rows GC deleted
-    gops_report.indexes = _index(gops_uri(uri), SCALAR_INDEXES["gops.lance"], storage_options)
-    _remove_old_versions(gops_uri(uri), gops_report, older_than, retain_versions, storage_options)
+    with holding_writes(uri, "compacting gops.lance", storage_options):
+        gops_report = _compact(gops_uri(uri), storage_options)  # also drops the rows GC deleted
+        gops_report.indexes = _index(gops_uri(uri), SCALAR_INDEXES["gops.lance"], storage_options)
+    _remove_old_versions(uri, gops_uri(uri), gops_report, older_than, retain_versions, gc_min_age, storage_options)
     return UpkeepReport(frames_report, gops_report, garbage)
 
 
@@ -100,30 +110,20 @@ def _compact(table_uri: str, storage_options: dict | None) -> TableUpkeep:
     concurrent commit conflicts with it."""
     import lance.optimize as optimize
 
-    before = len(
-        storage_call(
-            "listing fragments", table_uri, storage_options, open_table(table_uri, storage_options).get_fragments
-        )
-    )
-    for attempt in range(1, COMPACTION_ATTEMPTS + 1):
+    before = len(open_table(table_uri, storage_options).get_fragments())
+
+    def compact_once() -> None:
+        # Planned on the newest version each time: a writer that committed in between changed it.
         table = open_table(table_uri, storage_options)
         options = optimize.CompactionOptions(materialize_deletions_threshold=0.0)
         plan = optimize.Compaction.plan(table, options)
         if plan.num_tasks() == 0:
-            break
+            return
         rewrites = [task.execute(table) for task in plan.tasks]
-        try:
-            _commit_compaction(table, rewrites)
-            break
-        except (OSError, ValueError, RuntimeError) as exc:
-            if "onflict" not in str(exc) or attempt == COMPACTION_ATTEMPTS:
-                raise
-            time.sleep(0.2 * attempt)  # a writer committed in between: plan against its version
-    after = len(
-        storage_call(
-            "listing fragments", table_uri, storage_options, open_table(table_uri, storage_options).get_fragments
-        )
-    )
+        _commit_compaction(table, rewrites)
+
+    retry_commit("compacting", table_uri, compact_once, storage_options=storage_options)
+    after = len(open_table(table_uri, storage_options).get_fragments())
     return TableUpkeep(fragments_before=before, fragments_after=after, versions_removed=0, bytes_removed=0)
 
 
@@ -135,8 +135,17 @@ def _commit_compaction(table, rewrites) -> None:
 
 
 def _remove_old_versions(
-    table_uri: str, report: TableUpkeep, older_than: timedelta, retain_versions: int | None, storage_options
+    root: str,
+    table_uri: str,
+    report: TableUpkeep,
+    older_than: timedelta,
+    retain_versions: int | None,
+    lease_min_age: timedelta,
+    storage_options,
 ) -> None:
+    """Lance's cleanup of versions older than ``older_than``, but never of a version committed
+    since a running write began (see ``kept_for_running_writes``)."""
+    older_than = max(older_than, kept_for_running_writes(root, lease_min_age, storage_options))
     table = open_table(table_uri, storage_options)
     report.version = table.version
     stats = storage_call(
@@ -152,16 +161,36 @@ def _remove_old_versions(
     report.bytes_removed = stats.bytes_removed
 
 
+def kept_for_running_writes(root: str, lease_min_age: timedelta, storage_options: dict | None) -> timedelta:
+    """How far back version cleanup must keep every version: to the start of the oldest write
+    still holding its lease (plus ``CLOCK_SKEW``), else nothing.
+
+    Lance checks a commit for conflicts only against the versions committed after the one it was
+    planned on that are still on disk. Removing them mid-write hid one writer's insert from
+    another's check: two writers of one episode, beside ``compact --older-than 0``, both inserted
+    its GOPs (the storms' duplicate GOP rows) or its rows.
+
+    >>> kept_for_running_writes("data/demo", timedelta(hours=1), None)
+    datetime.timedelta(0)
+    """
+    began = read_records(root, storage_options).writes_began(lease_min_age)
+    return timedelta(0) if began is None else began + CLOCK_SKEW
+
+
 def _index(table_uri: str, columns: list[str], storage_options) -> list[str]:
     """Create missing BTREE indexes on ``columns``; fold rows appended since into existing ones."""
-    table = open_table(table_uri, storage_options)
-    existing = {tuple(index.field_names) for index in table.describe_indices()}
-    done = []
-    if any((column,) in existing for column in columns):
-        table.optimize.optimize_indices()
-        done += [f"{column} (updated)" for column in columns if (column,) in existing]
-    for column in columns:
-        if (column,) not in existing:
-            storage_call(f"indexing {column}", table_uri, storage_options, table.create_scalar_index, column, "BTREE")
-            done.append(f"{column} (created)")
-    return done
+
+    def index_once() -> list[str]:
+        table = open_table(table_uri, storage_options)
+        existing = {tuple(index.field_names) for index in table.describe_indices()}
+        done = []
+        if any((column,) in existing for column in columns):
+            table.optimize.optimize_indices()
+            done += [f"{column} (updated)" for column in columns if (column,) in existing]
+        for column in columns:
+            if (column,) not in existing:
+                table.create_scalar_index(column, "BTREE")
+                done.append(f"{column} (created)")
+        return done
+
+    return retry_commit(f"indexing {columns}", table_uri, index_once, storage_options=storage_options)

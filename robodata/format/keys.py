@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import lance
 import pyarrow as pa
+from lance.dataset import MergeInsertBuilder
+
+from robodata.format.tables import open_table
+from robodata.storage.deadlines import call_with_deadline
 
 PRIMARY_KEY_METADATA = {"lance-schema:unenforced-primary-key": "true"}
 FRAMES_KEY = ("episode_index", "frame_index")
@@ -51,10 +55,29 @@ def declare_primary_key(
     if has_primary_key(dataset.schema, columns):
         return dataset
     try:
-        dataset.update_field_metadata({c: dict(PRIMARY_KEY_METADATA) for c in columns})
+        call_with_deadline(
+            dataset.uri,
+            storage_options,
+            dataset.update_field_metadata,
+            {c: dict(PRIMARY_KEY_METADATA) for c in columns},
+        )
     except (OSError, ValueError):
         pass  # another writer declared it first: a key cannot be changed once set
-    dataset = lance.dataset(dataset.uri, storage_options=storage_options)
+    dataset = open_table(dataset.uri, storage_options)
     if not has_primary_key(dataset.schema, columns):
         raise ValueError(f"{dataset.uri}: could not declare {list(columns)} as the table's primary key")
     return dataset
+
+
+def keyed_merge(table: lance.LanceDataset, key: tuple[str, ...]) -> MergeInsertBuilder:
+    """A ``merge_insert`` on ``key`` whose commit Lance checks for concurrent inserts of the same
+    keys; every write keyed on these columns goes through here. It joins without a scalar index:
+    through the index ``robodata upkeep`` builds on ``ref_id``, Lance 14's commit did not check
+    inserted keys, and two writers of one episode both inserted its GOPs
+    (robodata_tests/edits/test_cleanup_race.py). The join reads the key columns instead, as it
+    did before the table was indexed.
+
+    >>> keyed_merge(lance.dataset("data/demo/gops.lance"), GOPS_KEY).when_not_matched_insert_all()  # doctest: +ELLIPSIS
+    <lance.dataset.MergeInsertBuilder object at ...>
+    """
+    return table.merge_insert(list(key)).use_index(False)

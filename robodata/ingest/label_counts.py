@@ -9,6 +9,7 @@ import lance
 import numpy as np
 
 from robodata.format.ids import episode_filter
+from robodata.storage.deadlines import call_with_deadline
 
 
 @dataclass(frozen=True)
@@ -17,11 +18,18 @@ class LabelCounts:
     dropped: int
 
 
-def count_labels(frames: lance.LanceDataset, episode_index: int, annotations: list[str], n_rows: int) -> LabelCounts:
+def count_labels(
+    frames: lance.LanceDataset,
+    episode_index: int,
+    annotations: list[str],
+    n_rows: int,
+    storage_options: dict | None = None,
+) -> LabelCounts:
     """Rows of the stored copy with at least one label value: kept (frame_index < n_rows) or dropped."""
     if not annotations:
         return LabelCounts(0, 0)
-    stored = frames.to_table(columns=["frame_index", *annotations], filter=episode_filter(episode_index))
+    columns, selected = ["frame_index", *annotations], episode_filter(episode_index)
+    stored = call_with_deadline(frames.uri, storage_options, frames.to_table, columns=columns, filter=selected)
     if stored.num_rows == 0:
         return LabelCounts(0, 0)
     labelled = np.zeros(stored.num_rows, dtype=bool)

@@ -15,8 +15,9 @@ import lance
 import pyarrow as pa
 
 from robodata.errors import EpisodeIndexTakenError, IncompatibleEpisodeError
+from robodata.format.commits import retry_commit
 from robodata.format.ids import episode_filter
-from robodata.format.keys import FRAMES_KEY, GOPS_KEY, declare_primary_key, with_primary_key
+from robodata.format.keys import FRAMES_KEY, GOPS_KEY, declare_primary_key, keyed_merge, with_primary_key
 from robodata.format.provenance import stored_upload_of, with_upload_fields
 from robodata.format.tables import create_once, frames_uri, gops_uri, open_table
 from robodata.ingest.camera_encoding import EncodedCamera
@@ -42,17 +43,18 @@ def append_new_gops(
     created = create_once(gops_uri(root), table, with_primary_key(table.schema, GOPS_KEY), storage_options)
     if created is not None:
         return table.num_rows, _video_bytes(table), created.version
-    uri = gops_uri(root)
-    gops = call_with_deadline(
-        uri, storage_options, declare_primary_key, open_table(uri, storage_options), GOPS_KEY, storage_options
+
+    def merge_once() -> tuple[int, int, int]:
+        gops = declare_primary_key(open_table(gops_uri(root), storage_options), GOPS_KEY, storage_options)
+        stored = gops.to_table(columns=["ref_id"], filter=episode_filter(episode_index))["ref_id"]
+        new = pa.compute.invert(pa.compute.is_in(table["ref_id"], stored))
+        builder = keyed_merge(gops, GOPS_KEY).when_matched_update_all().when_not_matched_insert_all()
+        stats = builder.execute(table)
+        return int(stats["num_inserted_rows"]), _video_bytes(table.filter(new)), gops.version
+
+    return retry_commit(
+        f"writing episode {episode_index}'s GOPs", gops_uri(root), merge_once, storage_options=storage_options
     )
-    stored = call_with_deadline(
-        uri, storage_options, gops.to_table, columns=["ref_id"], filter=episode_filter(episode_index)
-    )["ref_id"]
-    new = pa.compute.invert(pa.compute.is_in(table["ref_id"], stored))
-    merge = gops.merge_insert(list(GOPS_KEY)).when_matched_update_all().when_not_matched_insert_all()  # no I/O yet
-    stats = call_with_deadline(uri, storage_options, merge.execute, table)
-    return int(stats["num_inserted_rows"]), _video_bytes(table.filter(new)), gops.version
 
 
 def _video_bytes(gops: pa.Table) -> int:
@@ -103,31 +105,35 @@ def replace_episode_rows(
     created = create_once(uri, rows, with_primary_key(schema, FRAMES_KEY), storage_options)
     if created is not None:
         return created.version, LabelCounts(0, 0)
-    frames = call_with_deadline(
-        uri, storage_options, declare_primary_key, open_table(uri, storage_options), FRAMES_KEY, storage_options
-    )
-    frames = call_with_deadline(uri, storage_options, _with_upload_columns, frames, storage_options)
-    for _ in range(3):
-        stored = call_with_deadline(uri, storage_options, stored_upload_of, frames, index)
-        if not replace:
-            _refuse_if_taken(stored, episode_id, index, root)
-        source = conform(rows, frames.schema).select([c for c in frames.schema.names if c in recorded])
-        labelled = [c for c in frames.schema.names if c not in recorded]
-        labels = call_with_deadline(uri, storage_options, count_labels, frames, index, labelled, source.num_rows)
-        builder = frames.merge_insert(list(FRAMES_KEY))
-        builder = builder.when_matched_fail() if stored is None else builder.when_matched_update_all()
-        commit = builder.when_not_matched_insert_all().when_not_matched_by_source_delete(episode_filter(index))
-        try:
-            call_with_deadline(uri, storage_options, commit.execute, source)
-            return frames.version, labels
-        except DeadlineExceeded:
-            raise
-        except (OSError, ValueError):
-            latest = open_table(uri, storage_options)
-            if stored is not None or call_with_deadline(uri, storage_options, stored_upload_of, latest, index) is None:
-                raise  # not the race this handles
-            frames = latest  # a racing writer stored the episode first: go again as a re-ingest
-    raise RuntimeError(f"{uri}: episode {index} kept changing under this commit; try again")
+
+    def replace_once() -> tuple[int, LabelCounts]:
+        frames = declare_primary_key(open_table(uri, storage_options), FRAMES_KEY, storage_options)
+        frames = _with_upload_columns(frames, storage_options)
+        for _ in range(3):
+            stored = stored_upload_of(frames, index)
+            if not replace:
+                _refuse_if_taken(stored, episode_id, index, root)
+            source = conform(rows, frames.schema).select([c for c in frames.schema.names if c in recorded])
+            annotations = [c for c in frames.schema.names if c not in recorded]
+            labels = count_labels(frames, index, annotations, source.num_rows, storage_options)
+            builder = keyed_merge(frames, FRAMES_KEY)
+            builder = builder.when_matched_fail() if stored is None else builder.when_matched_update_all()
+            commit = builder.when_not_matched_insert_all().when_not_matched_by_source_delete(episode_filter(index))
+            try:
+                call_with_deadline(uri, storage_options, commit.execute, source)
+                return frames.version, labels
+            except DeadlineExceeded:
+                raise
+            except (OSError, ValueError):
+                latest = open_table(uri, storage_options)
+                if stored is not None or stored_upload_of(latest, index) is None:
+                    raise  # not the race this handles (a commit conflict is retried by retry_commit)
+                frames = latest  # a racing writer stored the episode first: go again as a re-ingest
+        raise RuntimeError(f"{uri}: episode {index} kept changing under this commit; try again")
+
+    # Any other writer's commit (an annotation, a compaction, a delete) that overtook this one
+    # makes it plan again on the newer version.
+    return retry_commit(f"committing episode {index}'s rows", uri, replace_once, storage_options=storage_options)
 
 
 def _with_upload_columns(frames: lance.LanceDataset, storage_options) -> lance.LanceDataset:

@@ -23,7 +23,7 @@ from robodata.codec import EncoderSettings
 from robodata.codec.rendition import render_gop
 from robodata.errors import CorruptGopError, InvalidArgumentError, StorageError
 from robodata.format.ids import episode_filter, ref_id_filters, sql_string
-from robodata.format.keys import GOPS_KEY, declare_primary_key
+from robodata.format.keys import GOPS_KEY, declare_primary_key, keyed_merge
 from robodata.format.renditions import RENDITION_COLUMN, RENDITION_FIELDS, SOURCE_COLUMN, Rendition, rendition_ref_id
 from robodata.format.schema import GOPS_SCHEMA, METADATA_KEY, DatasetMetadata, read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
@@ -269,7 +269,7 @@ def _store(gops: lance.LanceDataset, rows: pa.Table, storage_options: dict | Non
         f"storing {rows.num_rows} GOPs of rendition {rows[RENDITION_COLUMN][0].as_py()}",
         gops.uri,
         storage_options,
-        lambda: gops.merge_insert(list(GOPS_KEY)).when_not_matched_insert_all().execute(rows),
+        lambda: keyed_merge(gops, GOPS_KEY).when_not_matched_insert_all().execute(rows),
     )
     nbytes = int(pa.compute.sum(pa.compute.list_flatten(rows["packet_sizes"])).as_py() or 0)
     return int(stats["num_inserted_rows"]), nbytes, gops.version

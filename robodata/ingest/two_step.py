@@ -13,7 +13,14 @@ from robodata.codec import EncoderSettings
 from robodata.ingest.encoding_settings import stored_settings
 from robodata.ingest.episode import EpisodeData
 from robodata.ingest.writer import IngestResult, StagedGops, write_frames, write_gops
-from robodata.integrity.gop_leases import STAGING_DIR, release, staged_gops_uri, staged_ref_ids, write_record
+from robodata.integrity.gop_leases import (
+    STAGING_DIR,
+    holding_writes,
+    release,
+    staged_gops_uri,
+    staged_ref_ids,
+    write_record,
+)
 from robodata.storage import fsspec_filesystem
 from robodata.storage.failures import storage_call
 
@@ -73,7 +80,8 @@ def commit_staged_frames(episode: EpisodeData, dataset_uri: str, storage_options
     4
     """
     staged = load_staged_gops(dataset_uri, episode.episode_index, storage_options)
-    result = write_frames(episode, dataset_uri, staged, storage_options)
+    with holding_writes(dataset_uri, f"committing episode {episode.episode_index}'s rows", storage_options):
+        result = write_frames(episode, dataset_uri, staged, storage_options)
     # Committed: frames.lance references the GOPs now.
     release(staged_gops_uri(dataset_uri, episode.episode_index), storage_options)
     return result

@@ -24,6 +24,7 @@ from robodata.ingest.frame_rows import build_rows, conform, dataset_metadata, ep
 from robodata.ingest.one_copy import append_new_gops, check_episode_index_free, replace_episode_rows
 from robodata.ingest.renditions import write_declared_renditions
 from robodata.integrity.audit import audit_staged_episode
+from robodata.integrity.frames_checksums import record_frames_checksums
 from robodata.integrity.gop_leases import hold_gops, release
 from robodata.storage.failures import storage_step
 
@@ -235,6 +236,7 @@ def write_frames(
         frames_version, labels = replace_episode_rows(
             dataset_uri, rows, schema, recorded, episode.episode_id, staged.replace, storage_options
         )
+        record_frames_checksums(dataset_uri, storage_options)  # the data files this commit added
     record_episode_stats(dataset_uri, episode, staged, frames_version, storage_options)
     return IngestResult(
         episode_id=episode.episode_id,

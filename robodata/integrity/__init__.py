@@ -8,6 +8,10 @@
   is about to reference.
 - ``verify``: ``robodata verify``, every GOP and every row reference of a version.
 - ``checksum_upgrade``: ``robodata add-checksums``, format 1 -> 2 without rewriting video.
+- ``frames_checksums``: the xxh3 recorded for every frames.lance data file, checked on open and
+  by verify (row data vouched for like GOPs).
+- ``leftovers``: what crashes and races leave (GOPs stored twice, orphaned GOPs, stale leases,
+  data files no version lists), found by verify and removed by gc.
 
 It builds on codec/, format/ and storage/ only: the reader imports it (checksums on every
 read), ingest (the audit, the leases) and edits (garbage collection reads the leases) too, so

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from robodata.errors import NotFoundError
+from robodata.format.commits import retry_commit
 from robodata.format.tables import gops_uri, open_table
 from robodata.integrity.gop_checksums import CHECKSUM_COLUMN, gop_checksum
 from robodata.storage.deadlines import call_with_deadline
@@ -43,5 +44,10 @@ def add_gop_checksums(uri: str, storage_options: dict | None = None) -> int:
         # ref_ids are content-derived: rows sharing one hold the same bytes, so one checksum each.
         table = pa.table({"ref_id": rows["ref_id"], CHECKSUM_COLUMN: pa.array(checksums, pa.uint64())})
         first = pc.equal(pc.index_in(table["ref_id"], table["ref_id"]), pa.array(range(table.num_rows)))
-        call_with_deadline(gops_uri(uri), storage_options, gops.merge, table.filter(first), left_on="ref_id")
+        retry_commit(
+            "adding GOP checksums",
+            gops_uri(uri),
+            lambda: open_table(gops_uri(uri), storage_options).merge(table.filter(first), left_on="ref_id"),
+            storage_options=storage_options,
+        )
     return rows.num_rows

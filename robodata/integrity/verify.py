@@ -10,12 +10,15 @@ what the Dagster episode checks run for one episode.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from robodata.errors import NotFoundError
 from robodata.format.ids import episode_filter
 from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.integrity.episode_checks import RowRefs, references_result
+from robodata.integrity.frames_checksums import check_frames_files
 from robodata.integrity.gop_checks import GopCheck, check_gop_rows, gop_rows
+from robodata.integrity.leftovers import find_leftovers
 from robodata.storage.failures import storage_step
 
 
@@ -30,6 +33,9 @@ class VerifyReport:
     gops: GopCheck
     decode: bool
     problems: list[str] = field(default_factory=list)
+    # Leftovers no reader sees (orphaned GOPs, stale leases, unlisted data files): reported, and
+    # removed by ``robodata gc``; they do not make the dataset unsound.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -47,6 +53,7 @@ class VerifyReport:
         lines += [f"  - {problem}" for problem in shown]
         if len(self.problems) > len(shown):
             lines.append(f"  ... and {len(self.problems) - len(shown)} more")
+        lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
 
@@ -57,11 +64,13 @@ def verify_dataset(
     decode: bool = False,
     storage_options: dict | None = None,
     episode_index: int | None = None,
+    leftovers_min_age: timedelta = timedelta(hours=1),
 ) -> VerifyReport:
     """Check every GOP stored in gops.lance (its checksum; with ``decode`` also every frame, the
     frame count and size) and that every row of frames.lance at ``version`` points at a stored
     GOP of its own episode and camera holding its frame. ``episode_index`` narrows both to one
-    episode.
+    episode. On the whole dataset's newest version it also looks for leftovers at least ``leftovers_min_age`` old
+    (``robodata.integrity.leftovers``): GOPs stored twice are a problem, the others notes.
 
     >>> robodata.open("data/demo").tag("run-42")  # or any version, on an s3:// root alike
     3
@@ -73,26 +82,42 @@ def verify_dataset(
         frames = open_table(frames_uri(uri), storage_options, version)
         if frames is None:
             raise NotFoundError(f"no robodata dataset at {uri} (frames.lance does not exist)")
+        # Row data first: rows are read below only from files that match their checksums.
+        rows_check = check_frames_files(uri, frames, storage_options)
         gops = open_table(gops_uri(uri), storage_options)
         where = None if episode_index is None else episode_filter(episode_index)
-        refs = RowRefs.of_table(uri, frames, where, storage_options)
+        refs = None if rows_check.problems else RowRefs.of_table(uri, frames, where, storage_options)
         check = GopCheck() if gops is None else check_gop_rows(gops, gop_rows(gops, where), decode=decode)
     label = f"version {frames.version}" if episode_index is None else f"episode {episode_index}"
-    problems = list(check.problems)
+    problems = list(rows_check.problems) + list(check.problems)
     if check.unchecksummed:
         problems.append(
             f"{check.unchecksummed} GOPs have no stored checksum (written before format 2), so their bytes "
             f"cannot be verified; add checksums with `robodata add-checksums {uri}`"
         )
-    references = references_result(refs, label)
-    if not references.passed:
-        problems.append(references.description)
+    if refs is not None:
+        references = references_result(refs, label)
+        if not references.passed:
+            problems.append(references.description)
+    notes: list[str] = []
+    if rows_check.unrecorded:
+        notes.append(
+            f"frames.lance: {len(rows_check.unrecorded)} data files have no recorded checksum (written before "
+            f"row checksums, or by a writer that stopped after its commit); add them with `robodata add-checksums {uri}`"
+        )
+    if episode_index is None and version is None and refs is not None:
+        with storage_step("looking for leftovers", uri, storage_options):
+            found = find_leftovers(uri, storage_options, min_age=leftovers_min_age)
+        lines = found.describe()
+        problems += lines[:1] if found.duplicate_ref_ids else []
+        notes += lines[1:] if found.duplicate_ref_ids else lines
     return VerifyReport(
         uri=uri,
         version=frames.version,
-        episodes=len(set(refs.episode.tolist())),
-        rows=refs.rows,
+        episodes=0 if refs is None else len(set(refs.episode.tolist())),
+        rows=0 if refs is None else refs.rows,
         gops=check,
         decode=decode,
         problems=problems,
+        notes=notes,
     )

@@ -14,9 +14,11 @@ import numpy as np
 import pyarrow as pa
 
 from robodata.errors import RoboDataDeprecationWarning
+from robodata.format.commits import retry_commit
 from robodata.format.provenance import label_columns
 from robodata.format.schema import camera_of, image_column, plain_strings, read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
+from robodata.integrity.frames_checksums import adopt_frames_check, verify_frames_bytes, verify_frames_on_read
 from robodata.integrity.gop_checksums import verify_gop_bytes
 from robodata.reader.decode_pool import GopTask, run_tasks
 from robodata.reader.gop_index import GopIndex
@@ -179,6 +181,10 @@ class RoboDataset:
         self._frames = frames
         self._storage_options = storage_options
         self.metadata = read_metadata(frames.schema, uri)
+        # Row data is vouched for like GOPs (robodata.integrity.frames_checksums): opening checks
+        # every data file's size (two listings); the first read of rows checks their bytes.
+        with storage_step("checking frames.lance's checksums", frames_uri(uri), storage_options):
+            verify_frames_on_read(uri, frames, storage_options)
         self.cameras = sorted(self.metadata.cameras)
         self._buffers: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
         self._row_files: SharedArrays | None = None
@@ -260,12 +266,20 @@ class RoboDataset:
             return
         self._rows = RowIndex.mapped(shared, self.cameras)
         self._row_files = shared
+        adopt_frames_check(self.uri, self._frames)  # the sharing process checked the bytes it indexed
 
     @cached_property
     def _rows(self) -> RowIndex:
+        self._vouch()  # the index scans every fragment: their files' bytes are checked first
         return storage_call(
             "indexing rows", frames_uri(self.uri), self._storage_options, RowIndex, self._frames, self.cameras
         )
+
+    def _vouch(self) -> None:
+        """CorruptRowsError if a data file of this version's frames.lance differs from its
+        checksum: each file read and hashed once per process, by the first read of rows."""
+        with storage_step("checking frames.lance's data files", frames_uri(self.uri), self._storage_options):
+            verify_frames_bytes(self.uri, self._frames, self._storage_options)
 
     @cached_property
     def _gops(self) -> lance.LanceDataset:
@@ -296,6 +310,7 @@ class RoboDataset:
         >>> ds.episodes().to_pylist()[0]
         {'episode_index': 0, 'rows': 197, 'task': 'pick_cube', 'split': 'train'}
         """
+        self._vouch()
         table = self._read("listing episodes", self._frames.to_table, columns=["episode_index", "task", "split"])
         grouped = table.group_by("episode_index", use_threads=False).aggregate(
             [("episode_index", "count"), ("task", "first"), ("split", "first")]
@@ -324,6 +339,7 @@ class RoboDataset:
         >>> ds.to_table(columns=["frame_index"], filter="episode_index = 1").num_rows
         197
         """
+        self._vouch()
         return self._read("reading rows", self._frames.to_table, columns=columns, filter=filter, **kwargs)
 
     def __getitem__(self, index: int) -> dict[str, np.ndarray | object]:
@@ -656,6 +672,7 @@ class RoboDataset:
         """The per-row ``columns`` of rows ``indices`` (Arrow, in the order given), under the
         storage deadline: ``lance_dataset.take`` for loaders that read a batch's rows at once."""
         indices = np.asarray(indices, dtype=np.int64).reshape(-1).tolist()
+        self._vouch()
         return self._read(f"reading {len(indices)} rows", self._frames.take, indices, columns=columns)
 
     def _read(self, action: str, fn: Callable[..., T], /, *args, **kwargs) -> T:
@@ -723,7 +740,10 @@ class RoboDataset:
         if existing is not None and existing != self.version:
             raise ValueError(f"tag {name!r} already names version {existing}, not {self.version}")
         if existing is None:
-            self._read(f"tagging version {self.version}", self._frames.tags.create, name, self.version)
+            action = f"tagging version {self.version} as {name!r}"
+            retry_commit(
+                action, self._frames.uri, lambda: self._read(action, self._frames.tags.create, name, self.version)
+            )
         return self.version
 
     def checkout(self, version: int | str) -> RoboDataset:

@@ -59,8 +59,14 @@ def test_a_damaged_manifest_names_its_table(ingested, tmp_path, capsys, table):
 def test_a_deleted_data_file_is_a_missing_file_of_its_table(ingested, tmp_path, capsys, table, commands):
     dataset = _damaged_copy(ingested, tmp_path, _delete_data_files(table))
     for command in commands:
-        assert cli([command, dataset]) == 2
-        err = capsys.readouterr().err.strip().splitlines()[-1]
+        code, said = cli([command, dataset]), capsys.readouterr()
+        if (table, command) == ("frames.lance", "verify"):
+            # frames.lance's checksums name every missing file: verify lists them as problems.
+            assert code == 1
+            err = next(line for line in said.out.splitlines() if "is missing" in line)
+        else:
+            assert code == 2
+            err = said.err.strip().splitlines()[-1]
         assert f"{dataset}/{table}: data file {dataset}/{table}/data/" in err, err
         assert "is missing (deleted or never fully written)" in err
         assert LANCE_SOURCE not in err and "Not found" not in err

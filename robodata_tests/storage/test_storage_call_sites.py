@@ -17,7 +17,12 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "robodata"
 # The demo runs on a local folder it makes itself.
 SKIPPED = ("demo.py",)
-HELPERS = {"call_with_deadline", "storage_call", "_read"}  # _read: RoboDataset's, over storage_call
+HELPERS = {
+    "call_with_deadline",
+    "storage_call",
+    "_read",
+    "retry_commit",
+}  # _read: RoboDataset's; retry_commit: each attempt
 DECORATORS = {"in_storage_step"}
 
 # Methods of a Lance dataset, scanner, builder or tags object that talk to storage.
@@ -36,13 +41,21 @@ FS_METHODS = {
 NOT_STORAGE = ("np", "pa", "pc", "torch", "self.__dict__", "records.staged", "json", "os", "Path")
 
 # (module, function, call) -> why it runs without the deadline helper: it touches only a local
-# path, builds an operation without I/O, or runs under the helper in a way the walk cannot see.
+# path, builds an operation without I/O, reads a manifest already in memory, or runs under the
+# helper in a way the walk cannot see. Nothing is listed as merely pending.
 UNWRAPPED: dict[tuple[str, str, str], str] = {
-    ("edits/annotate.py", "add_annotations", "frames.merge_insert"): "builds an operation, no I/O",
+    (
+        "edits/upkeep.py",
+        "_compact",
+        "open_table(table_uri, storage_options).get_fragments",
+    ): "the fragments of the manifest open_table read (under the deadline): no request",
+    (
+        "format/keys.py",
+        "keyed_merge",
+        "table.merge_insert",
+    ): "builds a merge, no I/O: its execute runs under the caller's deadline (retry_commit, storage_call)",
     ("format/tables.py", "append_or_create", "lance.LanceOperation.Append"): "builds an operation, no I/O",
     ("format/tables.py", "create_once", "lance.LanceOperation.Overwrite"): "builds an operation, no I/O",
-    ("ingest/one_copy.py", "append_new_gops", "gops.merge_insert"): "builds an operation, no I/O",
-    ("ingest/one_copy.py", "replace_episode_rows", "frames.merge_insert"): "builds an operation, no I/O",
     (
         "ingest/video_source.py",
         "_open",
@@ -54,6 +67,12 @@ UNWRAPPED: dict[tuple[str, str, str], str] = {
         "check_sample_decodes",
         "ds.to_table",
     ): "a RoboDataset method: under the deadline inside",
+    (
+        "integrity/frames_checksums.py",
+        "_data_files",
+        "frames.get_fragments",
+    ): "the fragments of the manifest already read: no request",
+    ("integrity/frames_checksums.py", "record_frames_checksums", "fs.makedirs"): "local only",
     ("integrity/gop_leases.py", "write_record", "fs.makedirs"): "local only",
     ("interop/lerobot_export.py", "_plan", "ds.to_table"): "a RoboDataset method: under the deadline inside",
     ("storage/put_folder.py", "put_folder", "fs.makedirs"): "local only",
@@ -130,9 +149,12 @@ class _Module(ast.NodeVisitor):
                 if isinstance(arg, ast.Name | ast.Attribute):
                     self.handed.add(_text(arg).split(".")[-1])
         defs = self._defs()
-        for d in defs:
-            if not isinstance(d, ast.Lambda | ast.ClassDef):
-                self.calls.setdefault(d.name, set()).add(callee)
+        # A call runs when its innermost function runs (a nested function handed to the helper
+        # makes its calls under it, not its outer function); in a lambda, whenever any
+        # enclosing function may run it.
+        functions = [d for d in defs if isinstance(d, ast.FunctionDef | ast.AsyncFunctionDef)]
+        for d in functions if defs and isinstance(defs[-1], ast.Lambda) else functions[-1:]:
+            self.calls.setdefault(d.name, set()).add(callee)
         if _is_storage_call(node):
             name = ".".join(getattr(f, "name", "<lambda>") for f in defs if not isinstance(f, ast.ClassDef))
             self.sites.append((name or "<module>", _text(node.func), defs))
