@@ -162,6 +162,14 @@ def worker_of(cluster: Cluster, run: dg.DagsterRun) -> str:
     )
 
 
+def will_retry(instance: dg.DagsterInstance, run_id: str) -> str:
+    """The failed run's ``dagster/will_retry`` tag, once the daemon's retry logic has set it (a
+    moment after the run is marked failed)."""
+    return wait_until(
+        lambda: instance.get_run_by_id(run_id).tags.get("dagster/will_retry"), 120, f"run {run_id}'s retry decision"
+    )
+
+
 def consume(cluster: Cluster, worker: str, on: bool) -> None:
     """Tell ``worker`` (w1, w2) to stop or start taking runs off the queue (Celery's remote
     control, as an operator draining a worker would), and wait for its answer."""
@@ -278,7 +286,7 @@ def test_a_killed_worker_s_run_is_retried_once_and_a_bad_upload_fails_once(clust
     failed_after = time.monotonic() - killed_at
     print(f"the lost run failed {failed_after:.0f} s after its worker was killed")
     assert lost.status == dg.DagsterRunStatus.FAILURE
-    assert lost.tags["dagster/will_retry"] == "true"
+    assert will_retry(instance, run.run_id) == "true"
 
     def retry() -> dg.DagsterRun | None:
         found = instance.get_runs(dg.RunsFilter(tags={"dagster/parent_run_id": run.run_id}))
@@ -298,7 +306,7 @@ def test_a_killed_worker_s_run_is_retried_once_and_a_bad_upload_fails_once(clust
 
     # The bad upload: one failed run, given up on by the sensor, and no run after it.
     [failed] = runs_of(instance, bad)
-    assert failed.status == dg.DagsterRunStatus.FAILURE and failed.tags["dagster/will_retry"] == "false"
+    assert failed.status == dg.DagsterRunStatus.FAILURE and will_retry(instance, failed.run_id) == "false"
     cursor = wait_until(lambda: _sensor_cursor(instance, "failed", bad), 120, "the sensor giving up on the bad upload")
     assert cursor["failed"][bad] == failed.tags["robodata/upload_fingerprint"]
     assert 21 not in episodes
