@@ -77,23 +77,31 @@ except Exception:
 def start(op: str, root: str, options: dict | None, **args) -> subprocess.Popen:
     """Start ``op`` in a child process; returns once it has imported robodata."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
+    # Unbuffered: "ready" is read a byte at a time, so nothing after it is left in a Python-side
+    # buffer that communicate() (which reads the pipe itself) would never see.
     proc = subprocess.Popen(
         [sys.executable, "-c", CHILD, op, root, json.dumps(options), json.dumps(args)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        text=True,
+        bufsize=0,
         env=env,
         cwd=REPO_ROOT,
     )
     assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
+    assert proc.stdout.readline().strip() == b"ready"
     return proc
+
+
+def _output(proc: subprocess.Popen, timeout: float) -> str:
+    """The rest of ``proc``'s output, once it exits."""
+    output, _ = proc.communicate(timeout=timeout)
+    return output.decode(errors="replace")
 
 
 def killed(proc: subprocess.Popen, timeout: float = 120) -> tuple[bool, list[str]]:
     """Wait for ``proc`` (started with ``kill_at``): whether it was killed, and the storage steps
     it began. Finishing is fine (the step was never reached); failing fails the test."""
-    output, _ = proc.communicate(timeout=timeout)
+    output = _output(proc, timeout)
     steps = [line.split(" ", 1)[1] for line in output.splitlines() if line.startswith("step ")]
     if proc.returncode == -9:
         return True, steps
@@ -103,7 +111,7 @@ def killed(proc: subprocess.Popen, timeout: float = 120) -> tuple[bool, list[str
 
 def finish(proc: subprocess.Popen, timeout: float = 300) -> str:
     """Wait for ``proc``; its output (a failure fails the test)."""
-    output, _ = proc.communicate(timeout=timeout)
+    output = _output(proc, timeout)
     assert proc.returncode == 0, output
     return output
 

@@ -96,6 +96,11 @@ def holding_writes(dataset_uri: str, action: str, storage_options: dict | None =
 
 WRITE_LEASE = "write-"
 
+# The leases this process holds now (file names). A lease naming this process that is not here
+# belongs to a write that ended without removing it (its store was down at the time): abandoned,
+# though the process lives on (a notebook, a long-running service).
+_HELD_HERE: set[str] = set()
+
 
 def _take_lease(dataset_uri: str, name: str, body: dict, storage_options: dict | None, action: str) -> str:
     uri = join_uri(dataset_uri, STAGING_DIR, f"{LEASE_PREFIX}{name}.json")
@@ -107,9 +112,11 @@ def _take_lease(dataset_uri: str, name: str, body: dict, storage_options: dict |
         "host": socket.gethostname(),
         "pid": os.getpid(),
     }
+    _HELD_HERE.add(posixpath.basename(uri))  # before the PUT: a reader may list it at once
     try:
         write_record(uri, json.dumps(body), storage_options)
     except Exception as exc:  # s3fs/botocore raise their own types for a missing bucket or a dead store
+        _HELD_HERE.discard(posixpath.basename(uri))
         raise _storage_error(uri, action, exc, storage_options) from None
     return uri
 
@@ -119,6 +126,7 @@ def release(lease_uri: str, storage_options: dict | None = None) -> None:
     abandoned by garbage collection once it is older than gc's ``min_age``."""
     if not lease_uri:
         return
+    _HELD_HERE.discard(posixpath.basename(lease_uri))  # the write is over, whether or not the file goes
     # Best effort after a failure must not keep the user waiting a full deadline (twice) more.
     wait = min(storage_timeout_s(storage_options), RELEASE_WAIT_S)
     try:
@@ -187,10 +195,13 @@ class Records:
         return self.lease_alive or [None] * len(self.leases)
 
 
-def _holder_alive(body: dict) -> bool | None:
-    """Whether the process that wrote a lease still runs (None: not on this host, or unknown)."""
+def _holder_alive(body: dict, name: str) -> bool | None:
+    """Whether the write that took lease ``name`` still runs: its process on this host lives (and,
+    for this process, still holds it); None when not on this host, or unknown."""
     if body.get("host") != socket.gethostname() or not isinstance(body.get("pid"), int):
         return None
+    if body["pid"] == os.getpid():
+        return name in _HELD_HERE
     try:
         os.kill(body["pid"], 0)
     except ProcessLookupError:
@@ -223,7 +234,7 @@ def read_records(dataset_uri: str, storage_options: dict | None = None) -> Recor
             age = timedelta(seconds=max(0.0, time.time() - float(body.get("taken_at", 0))))
             records.leases.append((age, set(body["ref_ids"])))
             records.lease_paths.append(path)  # as the store's file system names it
-            records.lease_alive.append(_holder_alive(body))
+            records.lease_alive.append(_holder_alive(body, posixpath.basename(path)))
         else:
             records.staged.update(r for camera in body.get("cameras", {}).values() for r in camera["ref_ids"])
     return records

@@ -6,7 +6,7 @@ themselves (a video that decodes late would drift from the others, by 0.7 s unde
 animation frame every camera is seeked to the clock, and the clock waits while any camera is
 still seeking, so a slow machine plays slower, never out of step. The plot cursor, the
 slider and the label read-out follow the clock. Once every video has decoded its first frame
-(and seeked to the row named by ``#row=N`` in the address, if any) the page sets
+and shows the row named by ``#row=N`` in the address (or the first), on screen, the page sets
 ``data-ready="true"`` on <body> and records each camera's and the plot's box,
 so a headless browser can tell it rendered.
 """
@@ -133,12 +133,22 @@ PLAYER_JS = r"""
       v.addEventListener("error", fail, { once: true });
     });
   }
+  // Seeked and on screen: "seeked" says the frame is decoded, and the compositor shows it a
+  // moment later (seconds later on a busy machine); requestVideoFrameCallback fires once it is
+  // presented. Without that API, or when the seek lands on the frame already shown (nothing new
+  // is presented), the page waits 3 s at most.
   function seeked(v, time) {
-    return new Promise((resolve) => {
+    const onScreen = new Promise((resolve) => {
+      if (v.error || !v.requestVideoFrameCallback) return resolve();
+      const timer = setTimeout(resolve, 3000);
+      v.requestVideoFrameCallback(() => { clearTimeout(timer); resolve(); });
+    });
+    const decoded = new Promise((resolve) => {
       if (v.error) return resolve();
       v.addEventListener("seeked", resolve, { once: true });
       seekTo(v, time);
     });
+    return Promise.all([decoded, onScreen]);
   }
   // "#row=N" in the address opens the page at row N (a link to a moment of the episode).
   const startRow = Math.min(Number((location.hash.match(/row=(\d+)/) || [0, 0])[1]), n - 1);

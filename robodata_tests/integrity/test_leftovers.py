@@ -89,3 +89,22 @@ def test_data_files_no_version_lists_are_noted_and_removed(dataset_copy):
     assert not stray[0].exists()
     assert verify_dataset(root, decode=True).ok
     np.testing.assert_array_equal(_frames(root), before)
+
+
+def test_a_lease_this_process_no_longer_holds_is_abandoned_one_it_holds_is_kept(tmp_path):
+    """A write that ended without removing its lease (the store was down) while its process lives
+    on, as a notebook's or a service's would: the lease names a live pid, yet gc sees it is not
+    held and removes it; a lease the process still holds keeps its GOPs whatever gc's min_age."""
+    from robodata.integrity.gop_leases import hold_gops, read_records, release
+
+    root = str(tmp_path / "ds")
+    held = hold_gops(root, 0, [1, 2])
+    left = hold_gops(root, 1, [3])
+    os.rename(left, left + ".kept")
+    release(left)  # ends the write; the file cannot go (renamed away here, the store down in life)
+    os.rename(left + ".kept", left)
+    records = read_records(root)
+    assert records.protected(timedelta(0)) == {1, 2}
+    assert [Path(p).name for p in records.abandoned(timedelta(hours=1))] == [Path(left).name]
+    release(held)
+    assert read_records(root).protected() == set()
