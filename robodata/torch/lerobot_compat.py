@@ -30,6 +30,7 @@ import pyarrow as pa
 import torch
 from torch.utils.data import Dataset
 
+from robodata.codec.resize import PLANAR_RGB
 from robodata.format.provenance import UPLOAD_COLUMNS
 from robodata.format.schema import image_column, ref_columns
 from robodata.interop.lerobot_format import (
@@ -377,10 +378,13 @@ class LeRobotCompatDataset(Dataset):
         for cam in self.cameras:
             key = video_key(cam)
             cam_rows = windows[key][0] if key in windows else rows
-            decoded = ds.get_frames(cam_rows.reshape(-1), cameras=cam, resolution=self.reader.resolution)[cam]
+            # Decoded channels first (planar RGB written straight into [N, 3, H, W]): LeRobot's
+            # CHW items without a transposing copy of packed RGB.
+            decoded = ds.get_frames(
+                cam_rows.reshape(-1), cameras=cam, resolution=self.reader.resolution, pixel_format=PLANAR_RGB
+            )[cam]
             frames = torch.from_numpy(decoded.reshape(cam_rows.shape + decoded.shape[1:]))
-            frames = frames.movedim(-1, -3)  # HWC -> CHW
-            batch[key] = frames.contiguous() if self.return_uint8 else frames.float().div_(255)
+            batch[key] = frames if self.return_uint8 else frames.float().div_(255)
         frame_index = index.frame_index[rows]
         episode_index = index.episode_index[rows]
         batch["timestamp"] = torch.from_numpy((frame_index / self.control_hz).astype(np.float32))
