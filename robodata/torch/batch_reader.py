@@ -11,11 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from robodata.codec.resize import PLANAR_RGB
 from robodata.format.renditions import Rendition
 from robodata.format.schema import camera_of, image_column
 from robodata.reader import RoboDataset, open_dataset, to_numpy
-from robodata.reader.renditions import PIXEL_FORMATS
+from robodata.reader.renditions import PIXEL_FORMATS, PLANAR_RGB
 from robodata.torch.delta_timestamps import resolve_delta_timestamps
 from robodata.torch.gop_cache import GopCache
 

@@ -30,7 +30,6 @@ import pyarrow as pa
 import torch
 from torch.utils.data import Dataset
 
-from robodata.codec.resize import PLANAR_RGB
 from robodata.format.provenance import UPLOAD_COLUMNS
 from robodata.format.schema import image_column, ref_columns
 from robodata.interop.lerobot_format import (
@@ -45,6 +44,7 @@ from robodata.interop.lerobot_format import (
 )
 from robodata.reader import open_dataset
 from robodata.reader import to_numpy as _to_numpy
+from robodata.reader.renditions import PLANAR_RGB
 from robodata.reader.row_index import RowIndex, SharedArrays
 from robodata.torch.batch_reader import BatchReader, checked_indices
 from robodata.torch.delta_timestamps import resolve_delta_timestamps
