@@ -35,6 +35,10 @@ SCENARIOS: dict[str, Scenario] = {
         "training-loader levers: worker vs in-process decode, YUV 4:2:0 hand-over, 224x224 renditions, "
         "batch transfer cost, time to first batch",
     ),
+    "lerobot-path": Scenario(
+        "benchmarks.lerobot_path",
+        "per-batch CPU of LeRobotCompatDataset.__getitems__ + default collate against make_dataloader's batch read",
+    ),
     "upkeep": Scenario(
         "benchmarks.upkeep_scale",
         "open, ds[i], a 64-row batch and an episode filter before and after upkeep, local and s3://",

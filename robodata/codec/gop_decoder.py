@@ -47,7 +47,8 @@ def decode_gop_frames(
 
     ``out``, when given, holds one H x W x 3 uint8 array per wanted frame to write into.
     ``size`` (height, width) scales each frame on its way to RGB (``robodata.codec.resize``);
-    ``pixel_format="yuv420p"`` hands frames over as planar YUV 4:2:0 (H*3/2 x W), unconverted.
+    ``pixel_format="yuv420p"`` hands frames over as planar YUV 4:2:0 (H*3/2 x W), unconverted;
+    ``"rgbp"`` as RGB channels first (3 x H x W, ``out`` arrays of that shape).
 
     >>> from robodata.codec import EncoderSettings
     >>> from robodata.codec.gop_encoder import encode_gops
@@ -92,11 +93,7 @@ def decode_gop_frames(
 
 def _store(frame, index, slots, results, out, size=None, pixel_format="rgb24") -> None:
     for position in slots.get(index, ()):
-        rgb = frame_array(frame, size, pixel_format)
-        if out is not None:
-            out[position][...] = rgb
-            rgb = out[position]
-        results[position] = rgb
+        results[position] = frame_array(frame, size, pixel_format, None if out is None else out[position])
 
 
 def plain_decode_gop(data: bytes, codec: str = "h264") -> list[np.ndarray]:

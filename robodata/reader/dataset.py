@@ -397,14 +397,17 @@ class RoboDataset:
             ``(H, W)`` of the frames returned: a stored training rendition's GOPs are decoded
             when one fits, never the full frames (``robodata.reader.renditions``); otherwise the
             full frames are scaled on decode. The camera's own size when omitted.
-        pixel_format : {"rgb24", "yuv420p"}, default "rgb24"
+        pixel_format : {"rgb24", "yuv420p", "rgbp"}, default "rgb24"
             ``"yuv420p"`` returns each frame as planar YUV 4:2:0, ``[H*3/2, W]`` uint8: half the
             bytes, no RGB conversion (``robodata.torch.yuv.yuv420_to_rgb`` on the device).
+            ``"rgbp"`` returns RGB channels first, ``[3, H, W]``, the same pixels as ``"rgb24"``
+            decoded straight into that layout (no transposing copy for a CHW consumer).
 
         Returns
         -------
         FrameBatch
-            ``data[camera]``: ``[N, H, W, 3]`` uint8 (``[N, H*3/2, W]`` for ``"yuv420p"``);
+            ``data[camera]``: ``[N, H, W, 3]`` uint8 (``[N, H*3/2, W]`` for ``"yuv420p"``,
+            ``[N, 3, H, W]`` for ``"rgbp"``);
             ``timestamps_ns[camera]``: ``[N]``.
 
         Raises

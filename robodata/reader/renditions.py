@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from robodata.codec.resize import PIXEL_FORMATS, frame_shape
+from robodata.codec.resize import PIXEL_FORMATS, PLANAR_RGB, frame_shape
 from robodata.format.renditions import Rendition, source_for
 from robodata.format.schema import DatasetMetadata
 from robodata.reader.gop_index import GopIndex
 
-__all__ = ["PIXEL_FORMATS", "Request", "decode_requests", "output_shape"]
+__all__ = ["PIXEL_FORMATS", "PLANAR_RGB", "Request", "decode_requests", "output_shape"]
 
 # One request: (GOP ref_ids, frame in GOP, output slots, scale-to size or None), one entry per row.
 Request = tuple[np.ndarray, np.ndarray, object, tuple[int, int] | None]

@@ -14,7 +14,7 @@ import numpy as np
 from robodata.format.renditions import Rendition
 from robodata.format.schema import camera_of, image_column
 from robodata.reader import RoboDataset, open_dataset, to_numpy
-from robodata.reader.renditions import PIXEL_FORMATS
+from robodata.reader.renditions import PIXEL_FORMATS, PLANAR_RGB
 from robodata.torch.delta_timestamps import resolve_delta_timestamps
 from robodata.torch.gop_cache import GopCache
 
@@ -84,6 +84,8 @@ class BatchReader:
         self.resolution = None if resolution is None else Rendition.parse(resolution).size
         # yuv420p: half the bytes through the worker -> trainer queue, no RGB conversion in the worker
         self.pixel_format = pixel_format
+        # channels first: decoded as planar RGB into [N, 3, H, W], no transposing copy afterwards
+        self._decode_format = PLANAR_RGB if channels_first and pixel_format == "rgb24" else pixel_format
         self._cache: GopCache | None = None
 
     def _column_name(self, name: str, cameras: list[str]) -> str:
@@ -168,7 +170,7 @@ class BatchReader:
                 cameras=plain_images,
                 gop_bytes=gop_bytes,
                 resolution=self.resolution,
-                pixel_format=self.pixel_format,
+                pixel_format=self._decode_format,
             )
             batch.update({name: frames.data[camera_of(name, ds.cameras)] for name in plain_images})
         if plain_columns:
@@ -184,7 +186,7 @@ class BatchReader:
                 columns=columns,
                 gop_bytes=gop_bytes,
                 resolution=self.resolution,
-                pixel_format=self.pixel_format,
+                pixel_format=self._decode_format,
             )
             for name in names:
                 batch[name] = window.data[camera_of(name, ds.cameras)] if name in images else window.columns[name]
@@ -194,7 +196,7 @@ class BatchReader:
         return batch
 
     def _convert_images(self, frames: np.ndarray) -> np.ndarray:
-        if self.channels_first:
+        if self.channels_first and self._decode_format != PLANAR_RGB:
             frames = np.moveaxis(frames, -1, -3)
         if self.image_dtype == "float32":
             return np.divide(frames, np.float32(255), dtype=np.float32)

@@ -44,6 +44,7 @@ from robodata.interop.lerobot_format import (
 )
 from robodata.reader import open_dataset
 from robodata.reader import to_numpy as _to_numpy
+from robodata.reader.renditions import PLANAR_RGB
 from robodata.reader.row_index import RowIndex, SharedArrays
 from robodata.torch.batch_reader import BatchReader, checked_indices
 from robodata.torch.delta_timestamps import resolve_delta_timestamps
@@ -374,13 +375,21 @@ class LeRobotCompatDataset(Dataset):
             key = RENAMED.get(column, column)
             values = _to_numpy(table[column])
             batch[key] = _as_torch(values[positions[key] if key in windows else positions["__rows__"]])
+        # Cameras read at the same rows (all but those with their own delta_timestamps) share one
+        # get_frames call: one coalesced Lance read of their GOPs and one decode task list.
+        groups: dict[str, list[str]] = {}
         for cam in self.cameras:
-            key = video_key(cam)
-            cam_rows = windows[key][0] if key in windows else rows
-            decoded = ds.get_frames(cam_rows.reshape(-1), cameras=cam, resolution=self.reader.resolution)[cam]
-            frames = torch.from_numpy(decoded.reshape(cam_rows.shape + decoded.shape[1:]))
-            frames = frames.movedim(-1, -3)  # HWC -> CHW
-            batch[key] = frames.contiguous() if self.return_uint8 else frames.float().div_(255)
+            groups.setdefault(video_key(cam) if video_key(cam) in windows else "", []).append(cam)
+        for windowed, cams in groups.items():
+            cam_rows = windows[windowed][0] if windowed else rows
+            # Decoded channels first (planar RGB written straight into [N, 3, H, W]): LeRobot's
+            # CHW items without a transposing copy of packed RGB.
+            decoded = ds.get_frames(
+                cam_rows.reshape(-1), cameras=cams, resolution=self.reader.resolution, pixel_format=PLANAR_RGB
+            )
+            for cam in cams:
+                frames = torch.from_numpy(decoded[cam].reshape(cam_rows.shape + decoded[cam].shape[1:]))
+                batch[video_key(cam)] = frames if self.return_uint8 else frames.float().div_(255)
         frame_index = index.frame_index[rows]
         episode_index = index.episode_index[rows]
         batch["timestamp"] = torch.from_numpy((frame_index / self.control_hz).astype(np.float32))
