@@ -60,7 +60,9 @@ PLAYER_JS = r"""
   }
   function seekTo(v, time) {
     // A hair past the row's time: the frame shown is the one that row points at.
-    v.currentTime = Math.min(time + 1e-4, Math.max(0, (v.duration || data.duration) - 1e-3));
+    const target = Math.min(time + 1e-4, Math.max(0, (v.duration || data.duration) - 1e-3));
+    v.currentTime = target;
+    return target;
   }
   function seekVideos(time) { for (const v of videos) seekTo(v, time); }
   function show(time) {
@@ -137,18 +139,26 @@ PLAYER_JS = r"""
   // moment later (seconds later on a busy machine); requestVideoFrameCallback fires once it is
   // presented. Without that API, or when the seek lands on the frame already shown (nothing new
   // is presented), the page waits 3 s at most.
-  function seeked(v, time) {
-    const onScreen = new Promise((resolve) => {
+  function onScreen(v) {
+    return new Promise((resolve) => {
       if (v.error || !v.requestVideoFrameCallback) return resolve();
       const timer = setTimeout(resolve, 3000);
       v.requestVideoFrameCallback(() => { clearTimeout(timer); resolve(); });
     });
-    const decoded = new Promise((resolve) => {
+  }
+  function seeked(v, time) {
+    return new Promise((resolve) => {
       if (v.error) return resolve();
-      v.addEventListener("seeked", resolve, { once: true });
-      seekTo(v, time);
+      // Only a seek that ends at the row's time counts (an earlier one may still be finishing).
+      let target = NaN;
+      const done = () => {
+        if (v.seeking || !(Math.abs(v.currentTime - target) <= 0.01)) return;
+        v.removeEventListener("seeked", done);
+        onScreen(v).then(resolve);
+      };
+      v.addEventListener("seeked", done);
+      target = seekTo(v, time);
     });
-    return Promise.all([decoded, onScreen]);
   }
   // "#row=N" in the address opens the page at row N (a link to a moment of the episode).
   const startRow = Math.min(Number((location.hash.match(/row=(\d+)/) || [0, 0])[1]), n - 1);

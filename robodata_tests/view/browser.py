@@ -162,7 +162,7 @@ class Tab:
         deadline = time.monotonic() + timeout
         previous = self.screenshot()
         while True:
-            time.sleep(0.3)
+            time.sleep(1.0)
             current = self.screenshot()
             if np.array_equal(current, previous):
                 return current

@@ -168,6 +168,7 @@ def test_chromium_plays_every_camera_in_sync_with_the_plot_cursor(labelled, tmp_
     with Chromium() as browser:
         tab = browser.open(f"{page.as_uri()}#row={ROW}")
         tab.wait_until("(document.body?.dataset.ready ?? 'false') !== 'false'")
+        tab.wait_until("[...document.querySelectorAll('video')].every(v => !v.seeking && v.readyState >= 2)")
         dom, pixels = tab.dom(), tab.settled_screenshot()
         shown_at = json.loads(tab.evaluate(ON_SCREEN))
         # Play for a while, then pause: every video seeks to the clock's row. Playing, the videos
