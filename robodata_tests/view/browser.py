@@ -37,6 +37,11 @@ FLAGS = [
     "--hide-scrollbars",
     "--mute-audio",
     "--autoplay-policy=no-user-gesture-required",
+    # A paused video idle for a while has its decoder suspended; on a busy machine that happened
+    # between load and the first seek, and the screen kept frame 0 though the seek had ended.
+    "--disable-background-media-suspend",
+    "--disable-renderer-backgrounding",
+    "--disable-background-timer-throttling",
 ]
 
 # Chromium reads DevTools commands on fd 3 and answers on fd 4.
