@@ -132,7 +132,16 @@ def _doctest_sources(_doctest_data: Path, tmp_path_factory: pytest.TempPathFacto
     from robodata.interop.lerobot_export import export_lerobot
 
     root = tmp_path_factory.mktemp("doctest-sources")
-    export_lerobot(str(_doctest_data / "data" / "demo"), root / "exports" / "demo_lerobot", progress=False)
+    # H.264, not LeRobot's default SVT-AV1: twice, with both test workers exporting at once, SVT-AV1
+    # hung in encode or handed the MP4 muxer a bad timestamp (CI, 2026-12-01); the examples read
+    # the export, whatever its codec, and the interop tests keep the AV1 path.
+    export_lerobot(
+        str(_doctest_data / "data" / "demo"),
+        root / "exports" / "demo_lerobot",
+        progress=False,
+        vcodec="libx264",
+        preset="veryfast",
+    )
     (root / "recordings").mkdir()
     for number in range(2):  # ALOHA's layout: qpos and action per step, RGB frames per camera
         rng = np.random.default_rng(number)
