@@ -111,27 +111,40 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def _doctest_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _doctest_data(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sample uploads and their dataset, made once; every example gets a copy."""
+    from robodata_tests.fixtures.built_once import built_once
+
+    return built_once(request.config, tmp_path_factory, "doctest-data", _write_doctest_data)
+
+
+def _write_doctest_data(root: Path) -> None:
     import robodata
     from robodata.sample_data import write_sample_uploads
 
-    root = tmp_path_factory.mktemp("doctest-data")
     uploads = write_sample_uploads(root / "uploads", episodes=3, seed=7, seconds=2.0)
     for upload in uploads:
         robodata.ingest_episode(str(upload), str(root / "data" / "demo"))
-    return root
 
 
 @pytest.fixture(scope="session")
-def _doctest_sources(_doctest_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _doctest_sources(
+    _doctest_data: Path, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
     """The import examples' sources: a LeRobot export of the sample dataset, two ALOHA files."""
+    from robodata_tests.fixtures.built_once import built_once
+
+    return built_once(
+        request.config, tmp_path_factory, "doctest-sources", lambda root: _write_doctest_sources(_doctest_data, root)
+    )
+
+
+def _write_doctest_sources(_doctest_data: Path, root: Path) -> None:
     import h5py
     import numpy as np
 
     from robodata.interop.lerobot_export import export_lerobot
 
-    root = tmp_path_factory.mktemp("doctest-sources")
     # H.264, not LeRobot's default SVT-AV1: twice, with both test workers exporting at once, SVT-AV1
     # hung in encode or handed the MP4 muxer a bad timestamp (CI, 2026-12-01); the examples read
     # the export, whatever its codec, and the interop tests keep the AV1 path.
@@ -149,7 +162,6 @@ def _doctest_sources(_doctest_data: Path, tmp_path_factory: pytest.TempPathFacto
             f["observations/qpos"] = rng.standard_normal((20, 14))
             f["action"] = rng.standard_normal((20, 14))
             f["observations/images/top"] = rng.integers(0, 255, (20, 48, 64, 3), dtype=np.uint8)
-    return root
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from robodata.sample_data import write_sample_uploads
+from robodata_tests.fixtures.built_once import built_once, sample_uploads_once
 
 # Real footage ships inside the repository: no test reads outside it.
 TESTDATA = Path(__file__).resolve().parent / "data"
@@ -18,9 +18,9 @@ REAL_VIDEO = TESTDATA / "carphone_pristine.mp4"
 
 
 @pytest.fixture(scope="session")
-def sample_uploads(tmp_path_factory) -> list[Path]:
+def sample_uploads(request, tmp_path_factory) -> list[Path]:
     """Three short sample episodes (2 s each) in the upload format. Treat as read-only."""
-    return write_sample_uploads(tmp_path_factory.mktemp("uploads"), episodes=3, seed=7, seconds=2.0)
+    return sample_uploads_once(request.config, tmp_path_factory, "sample-uploads", episodes=3, seed=7, seconds=2.0)
 
 
 @pytest.fixture
@@ -35,14 +35,15 @@ def uploads(sample_uploads, tmp_path) -> list[Path]:
 
 
 @pytest.fixture(scope="session")
-def ingested(sample_uploads, tmp_path_factory) -> str:
+def ingested(sample_uploads, request, tmp_path_factory) -> str:
     """A dataset holding the three sample episodes. Treat as read-only."""
     import robodata
 
-    root = str(tmp_path_factory.mktemp("dataset") / "ds")
-    for upload in sample_uploads:
-        robodata.ingest_episode(str(upload), root)
-    return root
+    def ingest(folder: Path) -> None:
+        for upload in sample_uploads:
+            robodata.ingest_episode(str(upload), str(folder / "ds"))
+
+    return str(built_once(request.config, tmp_path_factory, "sample-dataset", ingest) / "ds")
 
 
 @pytest.fixture
@@ -57,9 +58,9 @@ pytest_plugins = ["robodata_tests.fixtures.s3_server"]
 
 
 @pytest.fixture(scope="session")
-def eight_short_uploads(tmp_path_factory) -> list[Path]:
+def eight_short_uploads(request, tmp_path_factory) -> list[Path]:
     """Eight half-second sample episodes (indices 0-7): cheap enough for many ingests. Read-only."""
-    return write_sample_uploads(tmp_path_factory.mktemp("short-uploads"), episodes=8, seed=11, seconds=0.5)
+    return sample_uploads_once(request.config, tmp_path_factory, "eight-uploads", episodes=8, seed=11, seconds=0.5)
 
 
 # --- markers (registered in pyproject.toml) -------------------------------------------------

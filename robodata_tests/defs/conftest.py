@@ -9,16 +9,16 @@ import pytest
 
 from robodata.defs.ingest import checks, episodes
 from robodata.defs.resources import DatasetStore
-from robodata.sample_data import write_sample_uploads
+from robodata_tests.fixtures.built_once import sample_uploads_once
 
 EPISODE_ASSETS = [episodes.raw_episodes, episodes.gop_blobs, episodes.aligned_frames]
 EPISODE_KEYS = ["episode_000000", "episode_000001", "episode_000002"]
 
 
 @pytest.fixture(scope="session")
-def short_uploads(tmp_path_factory) -> list[Path]:
+def short_uploads(request, tmp_path_factory) -> list[Path]:
     """Three 1-second sample episodes in the upload format. Treat as read-only."""
-    return write_sample_uploads(tmp_path_factory.mktemp("defs_uploads"), episodes=3, seed=11, seconds=1.0)
+    return sample_uploads_once(request.config, tmp_path_factory, "defs-uploads", episodes=3, seed=11, seconds=1.0)
 
 
 def make_store(base: Path, uploads: list[Path]) -> DatasetStore:

@@ -235,27 +235,27 @@ def test_the_webserver_answers_every_request_across_a_postgres_restart(cluster):
 
 
 def test_terminate_cancels_a_running_run_and_both_workers_run_again(cluster, instance, tmp_path):
-    key = upload(cluster, tmp_path, 10, seconds=4)
-    run = sensor_run(instance, key)
-    wait_until(lambda: in_step(instance, run.run_id, "gop_blobs"), 300, "the run encoding")
-    terminated = instance.get_run_by_id(run.run_id)
-    worker = worker_of(cluster, terminated)
-    DagsterGraphQLClient("127.0.0.1", port_number=cluster.webserver_port).terminate_run(run.run_id)
-    assert wait_until(lambda: finished(instance, run.run_id), 60, "terminated run finished").status == (
-        dg.DagsterRunStatus.CANCELED
-    )
-
-    # The sensor asks for the canceled upload again (attempt 2) while the other worker takes no
-    # runs, so only the worker whose run was terminated can execute it; then a new upload runs
-    # with both workers taking runs again. Both succeed.
-    other_worker = ({"w1", "w2"} - {worker}).pop()
+    # Worker w2 takes no runs until the end of the block, so w1 runs the upload, is terminated in
+    # the middle of it, and alone can run attempt 2, which the sensor requests at its next tick
+    # after the cancel. Then a new upload runs with both workers taking runs again. Both succeed.
+    worker, other_worker = "w1", "w2"
     consume(cluster, other_worker, False)
-    again = sensor_run(instance, key, attempt=2)
-    assert wait_until(lambda: finished(instance, again.run_id), 600, "the run again").status == (
-        dg.DagsterRunStatus.SUCCESS
-    )
-    assert worker_of(cluster, instance.get_run_by_id(again.run_id)) == worker
-    consume(cluster, other_worker, True)
+    try:
+        key = upload(cluster, tmp_path, 10, seconds=4)
+        run = sensor_run(instance, key)
+        wait_until(lambda: in_step(instance, run.run_id, "gop_blobs"), 300, "the run encoding")
+        DagsterGraphQLClient("127.0.0.1", port_number=cluster.webserver_port).terminate_run(run.run_id)
+        assert wait_until(lambda: finished(instance, run.run_id), 60, "terminated run finished").status == (
+            dg.DagsterRunStatus.CANCELED
+        )
+        assert worker_of(cluster, instance.get_run_by_id(run.run_id)) == worker
+        again = sensor_run(instance, key, attempt=2)
+        assert wait_until(lambda: finished(instance, again.run_id), 600, "the run again").status == (
+            dg.DagsterRunStatus.SUCCESS
+        )
+        assert worker_of(cluster, instance.get_run_by_id(again.run_id)) == worker
+    finally:  # the module's later tests need both workers
+        consume(cluster, other_worker, True)
     other = sensor_run(instance, upload(cluster, tmp_path, 11, seconds=1))
     assert wait_until(lambda: finished(instance, other.run_id), 600, "the new upload's run").status == (
         dg.DagsterRunStatus.SUCCESS

@@ -1,8 +1,8 @@
 """Exactly one copy, whatever the timing: two writers of the same new episode, both held just
-before each of their commits (GOPs, then rows) and released together, 20 rounds on a local disk
-and 5 on s3:// (moto; the gate forces the same interleaving every round, so more rounds there
-add minutes, not cases). Each round races twice: into an empty root (both try to create the
-tables) and into a dataset that already holds another episode (both merge into it)."""
+before each of their commits (GOPs, then rows) and released together, 10 rounds on a local disk
+and 2 on s3:// (the gate forces the same interleaving every round, so more rounds add CI minutes,
+not cases; on moto a round costs seconds). Each round races twice: into an empty root (both try
+to create the tables) and into a dataset that already holds another episode (both merge into it)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from robodata.format.tables import frames_uri, gops_uri, open_table
 from robodata.ingest import read_upload
 from robodata_tests.ingest.race_hooks import held_commits, run_together
 
-ROUNDS = 20
-S3_ROUNDS = 5
+ROUNDS = 10
+S3_ROUNDS = 2
 
 
 @pytest.fixture

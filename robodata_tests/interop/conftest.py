@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from robodata.interop import export_lerobot
+from robodata_tests.fixtures.built_once import built_once
 
 
 @pytest.fixture(scope="session")
-def exported(ingested, tmp_path_factory) -> str:
+def exported(ingested, request, tmp_path_factory) -> str:
     """The sample dataset (3 episodes) as LeRobot v3, 2 episodes per file. Treat as read-only."""
-    root = tmp_path_factory.mktemp("lerobot") / "sample_lerobot"
-    export_lerobot(ingested, root, episodes_per_file=2, progress=False)
-    return str(root)
+
+    def export(folder: Path) -> None:
+        export_lerobot(ingested, folder / "sample_lerobot", episodes_per_file=2, progress=False)
+
+    return str(built_once(request.config, tmp_path_factory, "sample-lerobot", export) / "sample_lerobot")
