@@ -39,6 +39,10 @@ SCENARIOS: dict[str, Scenario] = {
         "benchmarks.lerobot_path",
         "per-batch CPU of LeRobotCompatDataset.__getitems__ + default collate against make_dataloader's batch read",
     ),
+    "s3-client": Scenario(
+        "benchmarks.s3_client",
+        "CPU per storage call on a local moto S3 server: one aiobotocore session per process against one per call",
+    ),
     "upkeep": Scenario(
         "benchmarks.upkeep_scale",
         "open, ds[i], a 64-row batch and an episode filter before and after upkeep, local and s3://",

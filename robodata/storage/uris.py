@@ -127,8 +127,8 @@ _SESSIONS: dict[int, object] = {}
 
 def _shared_session():
     """This process's aiobotocore session. A new session reads botocore's endpoint and S3
-    service models again, about 0.14 s of CPU on every file-system call (a listing then costs
-    0.18 s of CPU instead of 0.05 s); a session's caches of those models are all it shares,
+    service models again on every file-system call (a listing then costs 3.8x the CPU:
+    ``python -m benchmarks s3-client``); a session's caches of those models are all it shares,
     since credentials are given with each client. Keyed by process: not carried over a fork."""
     from aiobotocore.session import AioSession
 
