@@ -111,35 +111,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def _doctest_data(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The sample uploads and their dataset, made once; every example gets a copy."""
-    from robodata_tests.fixtures.built_once import built_once
+def _doctest_data(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The sample uploads and their dataset (the suite's, built once); every example gets a copy.
+    Returns (the folder of the uploads, the dataset root)."""
+    from robodata_tests.fixtures.built_once import SAMPLE, sample_dataset_once, sample_uploads_once
 
-    return built_once(request.config, tmp_path_factory, "doctest-data", _write_doctest_data)
-
-
-def _write_doctest_data(root: Path) -> None:
-    import robodata
-    from robodata.sample_data import write_sample_uploads
-
-    uploads = write_sample_uploads(root / "uploads", episodes=3, seed=7, seconds=2.0)
-    for upload in uploads:
-        robodata.ingest_episode(str(upload), str(root / "data" / "demo"))
+    uploads = sample_uploads_once(request.config, tmp_path_factory, "sample-uploads", **SAMPLE)
+    return uploads[0].parent, sample_dataset_once(request.config, tmp_path_factory, uploads)
 
 
 @pytest.fixture(scope="session")
 def _doctest_sources(
-    _doctest_data: Path, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    _doctest_data: tuple[Path, Path], request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
     """The import examples' sources: a LeRobot export of the sample dataset, two ALOHA files."""
     from robodata_tests.fixtures.built_once import built_once
 
     return built_once(
-        request.config, tmp_path_factory, "doctest-sources", lambda root: _write_doctest_sources(_doctest_data, root)
+        request.config, tmp_path_factory, "doctest-sources", lambda root: _write_doctest_sources(_doctest_data[1], root)
     )
 
 
-def _write_doctest_sources(_doctest_data: Path, root: Path) -> None:
+def _write_doctest_sources(dataset: Path, root: Path) -> None:
     import h5py
     import numpy as np
 
@@ -149,7 +142,7 @@ def _write_doctest_sources(_doctest_data: Path, root: Path) -> None:
     # hung in encode or handed the MP4 muxer a bad timestamp (CI, 2026-12-01); the examples read
     # the export, whatever its codec, and the interop tests keep the AV1 path.
     export_lerobot(
-        str(_doctest_data / "data" / "demo"),
+        str(dataset),
         root / "exports" / "demo_lerobot",
         progress=False,
         vcodec="libx264",
@@ -174,10 +167,10 @@ def _doctest_workspace(request: pytest.FixtureRequest) -> None:
 
     import robodata
 
-    source = request.getfixturevalue("_doctest_data")
+    uploads, dataset = request.getfixturevalue("_doctest_data")
     workspace = request.getfixturevalue("tmp_path")
-    for name in ("data", "uploads"):
-        shutil.copytree(source / name, workspace / name)
+    shutil.copytree(uploads, workspace / "uploads")
+    shutil.copytree(dataset, workspace / "data" / "demo")
     if any(f"{name}/" in (request.node.dtest.docstring or "") for name in ("exports", "recordings")):
         sources = request.getfixturevalue("_doctest_sources")
         for name in ("exports", "recordings"):

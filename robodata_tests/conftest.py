@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from robodata_tests.fixtures.built_once import built_once, sample_uploads_once
+from robodata_tests.fixtures.built_once import SAMPLE, sample_dataset_once, sample_uploads_once
 
 # Real footage ships inside the repository: no test reads outside it.
 TESTDATA = Path(__file__).resolve().parent / "data"
@@ -20,7 +20,7 @@ REAL_VIDEO = TESTDATA / "carphone_pristine.mp4"
 @pytest.fixture(scope="session")
 def sample_uploads(request, tmp_path_factory) -> list[Path]:
     """Three short sample episodes (2 s each) in the upload format. Treat as read-only."""
-    return sample_uploads_once(request.config, tmp_path_factory, "sample-uploads", episodes=3, seed=7, seconds=2.0)
+    return sample_uploads_once(request.config, tmp_path_factory, "sample-uploads", **SAMPLE)
 
 
 @pytest.fixture
@@ -37,13 +37,7 @@ def uploads(sample_uploads, tmp_path) -> list[Path]:
 @pytest.fixture(scope="session")
 def ingested(sample_uploads, request, tmp_path_factory) -> str:
     """A dataset holding the three sample episodes. Treat as read-only."""
-    import robodata
-
-    def ingest(folder: Path) -> None:
-        for upload in sample_uploads:
-            robodata.ingest_episode(str(upload), str(folder / "ds"))
-
-    return str(built_once(request.config, tmp_path_factory, "sample-dataset", ingest) / "ds")
+    return str(sample_dataset_once(request.config, tmp_path_factory, sample_uploads))
 
 
 @pytest.fixture
