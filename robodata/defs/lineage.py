@@ -4,8 +4,12 @@ after the write, what was written, the tag if one was made; Dagster's standard k
 (its table, or its own output: a report, a tag); and a data version naming that output
 (``gops.lance@N``, ``frames.lance@N``, a report's or a tag's own name)."""
 
+from typing import Any
+
 import dagster as dg
 import pyarrow as pa
+from dagster._core.errors import DagsterUserCodeProcessError
+from dagster._utils.error import SerializableErrorInfo
 
 from robodata.defs.resources import DatasetStore
 from robodata.errors import RoboDataError, StorageError
@@ -128,6 +132,31 @@ BAD_INPUT = "bad input"
 RETRYABLE = "storage (retried)"
 
 
+class BadInputFailure(DagsterUserCodeProcessError, dg.Failure):
+    """A ``dg.Failure`` that Dagster records as its reason alone, with no Python stack.
+
+    Dagster keeps the stack a step failure was raised from and copies the first step failure into
+    the run's failure event, the run's summary in the UI and the CLI. For bad input that stack is
+    noise: the reason names the file and the problem, and the same upload fails the same way every
+    time. Dagster records an error already serialized in another process
+    (``DagsterUserCodeProcessError``) as that serialized error, so this failure carries one
+    without a stack; Dagster still handles it as a ``Failure`` (its metadata, no retry).
+    ``robodata_tests/defs/test_pickup.py`` pins this against the installed Dagster.
+    """
+
+    def __init__(self, reason: str, metadata: dict[str, Any]) -> None:
+        dg.Failure.__init__(self, description=reason, metadata=metadata, allow_retries=False)
+        self.user_code_process_error_infos = [SerializableErrorInfo(message=reason, stack=[], cls_name=None)]
+
+
+def classified_failure(reason: str, metadata: dict[str, Any], *, retryable: bool) -> dg.Failure:
+    """The step's failure for ``reason`` (one line): a retryable one keeps its stack for whoever
+    debugs the storage or the code; bad input is classified ``bad input`` and fails without one."""
+    if retryable:
+        return dg.Failure(description=reason, metadata={**metadata, FAILURE_KIND: RETRYABLE}, allow_retries=True)
+    return BadInputFailure(reason, {**metadata, FAILURE_KIND: BAD_INPUT})
+
+
 def failure(store: DatasetStore, exc: Exception) -> dg.Failure:
     """A Dagster failure whose message is one line naming the file and the problem, credentials
     redacted; an episode audit's failure also lists each check's outcome as metadata. Only a
@@ -140,12 +169,11 @@ def failure(store: DatasetStore, exc: Exception) -> dg.Failure:
         for name, outcome in audit.items()
     }
     retryable = isinstance(exc, StorageError) or not isinstance(exc, RoboDataError)
-    metadata[FAILURE_KIND] = RETRYABLE if retryable else BAD_INPUT
     reason = " ".join(store.redact(str(exc)).split()) or type(exc).__name__
-    return dg.Failure(description=reason, metadata=metadata, allow_retries=retryable)
+    return classified_failure(reason, metadata, retryable=retryable)
 
 
 def refused(reason: str) -> dg.Failure:
     """A failure no retry can fix that is not about an upload (the instance is set up for the
     other partitioning): one line, classified like bad input so the sensor does not repeat it."""
-    return dg.Failure(description=reason, metadata={FAILURE_KIND: BAD_INPUT}, allow_retries=False)
+    return classified_failure(reason, {}, retryable=False)

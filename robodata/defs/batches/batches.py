@@ -24,7 +24,7 @@ import dagster as dg
 from robodata.defs.ingest.episodes import FINGERPRINT_TAG, GopBlobsConfig
 from robodata.defs.ingest.jobs import ingest_batch_job
 from robodata.defs.ingest.sensor import UploadSensorSettings, _finished_runs, tick_result
-from robodata.defs.lineage import CODE_VERSION, failure, lineage_result, refused
+from robodata.defs.lineage import CODE_VERSION, classified_failure, failure, lineage_result, refused
 from robodata.defs.resources import (
     PARTITIONS_OF,
     PER_BATCH,
@@ -59,7 +59,7 @@ def _batch_failure(store: DatasetStore, exc: Exception) -> dg.Failure:
             "not_committed_episodes": json.dumps(exc.not_committed),
         }
     reason = " ".join(store.redact(str(exc)).split())
-    return dg.Failure(description=reason, metadata=metadata, allow_retries=base.allow_retries)
+    return classified_failure(reason, metadata, retryable=base.allow_retries)
 
 
 def _plan(store: DatasetStore, batch_id: str) -> BatchPlan:
