@@ -31,7 +31,8 @@ PACKAGE = ROOT / "robodata"
 NEEDS = {"dagster": "dagster", "torch": "torch"}
 
 
-def _imported_modules(path: Path) -> set[str]:
+@cache  # each module is parsed once, not once per module whose imports reach it
+def _imported_modules(path: Path) -> frozenset[str]:
     """Every absolute module name ``path`` imports, at module level or inside functions."""
     dotted = ".".join(("robodata",) + path.relative_to(PACKAGE).parent.parts)
     names = set()
@@ -43,7 +44,7 @@ def _imported_modules(path: Path) -> set[str]:
             module = node.module if not node.level else f"{base}.{node.module}" if node.module else base
             names.add(module)
             names.update(f"{module}.{alias.name}" for alias in node.names)  # a submodule, maybe
-    return names
+    return frozenset(names)
 
 
 def _source_of(module: str) -> Path | None:

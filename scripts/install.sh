@@ -7,8 +7,12 @@ bash scripts/install_system.sh
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-# pip byte-compiles what it installs (half the install's time): worth it, since this machine sets
-# PYTHONDONTWRITEBYTECODE=1, so a module pip did not compile is compiled again by every process
-# that imports it (without it, the quick tests took 290 s instead of 180).
-.venv/bin/python -m pip install -q -c constraints.txt -e ".[test,torch]"
+# Byte-compiling everything pip installs is half the install's time. Where Python writes bytecode
+# (its default; scripts/test.sh makes sure), a module is compiled once, when first imported, so
+# only what runs is compiled. Where PYTHONDONTWRITEBYTECODE is set (this machine sets it), nothing
+# would be kept and every process would compile torch again (the quick tests took 290 s instead
+# of 180): pip compiles at install then.
+COMPILE=()
+[ -n "${PYTHONDONTWRITEBYTECODE:-}" ] || COMPILE=(--no-compile)
+.venv/bin/python -m pip install -q "${COMPILE[@]}" -c constraints.txt -e ".[test,torch]"
 bash scripts/install_cluster.sh

@@ -1,18 +1,31 @@
 #!/usr/bin/env bash
 # What CI runs (.ci/run): install, then the checks from quickest to slowest, so a mistake fails in
-# the first minutes: pre-commit (ruff, ruff format, file checks), the type checker, the quick
-# tests, the rest of the suite, then Dagster from the command line on a clean instance.
+# the first minutes: pre-commit (ruff, ruff format, file checks), the type checker beside Dagster
+# from the command line on a clean instance (scripts/dagster_cli_check.sh), the quick tests, then
+# the rest of the suite.
 # Arguments go to both pytest runs (e.g. -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Python's default: each module is compiled once, when first imported, and its bytecode kept. A
+# machine that sets PYTHONDONTWRITEBYTECODE makes every test process (hundreds: workers, Dagster
+# runs, CLI calls) compile robodata and its tests again, and pip compile every installed module.
+unset PYTHONDONTWRITEBYTECODE
 bash scripts/install.sh
 export PATH="$PWD/.venv/bin:$PATH"
 stage() { printf '\n== %s (%s)\n' "$1" "$(date +%T)"; }
 
 stage "pre-commit: ruff, ruff format, file checks"
 pre-commit run --all-files --show-diff-on-failure
-stage "type checker (mypy, [tool.mypy] in pyproject.toml)"
-mypy
+stage "type checker (mypy, [tool.mypy] in pyproject.toml) beside Dagster from the command line"
+# Each takes one core, so they run side by side; mypy's report is printed when both are done.
+mypy_log=$(mktemp)
+mypy > "$mypy_log" 2>&1 &
+mypy_pid=$!
+bash scripts/dagster_cli_check.sh
+mypy_status=0
+wait "$mypy_pid" || mypy_status=$?
+cat "$mypy_log" && rm -f "$mypy_log"
+[ "$mypy_status" -eq 0 ]
 QUICK="not slow and not s3 and not dagster"
 # pytest-xdist: one worker per core (ROBODATA_TEST_WORKERS to change it, 0 for one process);
 # a test file runs whole on one worker, so a module's servers and fixtures start once.
@@ -22,16 +35,3 @@ python -m pytest -q "${PARALLEL[@]}" -m "$QUICK" "$@"
 stage "the rest: S3, Dagster and slow tests"
 python -m pytest -q "${PARALLEL[@]}" -m "not ($QUICK)" "$@"
 
-stage "Dagster from the command line"
-# Dagster from the command line, as a user would run it: validate the definitions, write one
-# sample upload, register its partition, materialize the episode (checks included) in-process.
-ci_tmp=$(mktemp -d)
-trap 'rm -rf "$ci_tmp"' EXIT
-export DAGSTER_HOME="$ci_tmp/dagster_home" ROBODATA_ROOT="$ci_tmp/dataset" ROBODATA_UPLOADS="$ci_tmp/uploads"
-mkdir -p "$DAGSTER_HOME" && cp robodata/dagster_home/dagster.yaml "$DAGSTER_HOME/"
-dagster definitions validate -m robodata.definitions
-robodata sample-data "$ROBODATA_UPLOADS" --episodes 1 --seconds 1
-robodata register-uploads
-dagster asset materialize -m robodata.definitions \
-    --select 'raw_episodes,gop_blobs,aligned_frames' --partition episode_000000
-robodata info "$ROBODATA_ROOT"
