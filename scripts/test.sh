@@ -34,4 +34,3 @@ stage "quick tests: -m '$QUICK'"
 python -m pytest -q "${PARALLEL[@]}" -m "$QUICK" "$@"
 stage "the rest: S3, Dagster and slow tests"
 python -m pytest -q "${PARALLEL[@]}" -m "not ($QUICK)" "$@"
-
