@@ -66,7 +66,7 @@ from robodata.interop.lerobot_format import (
     video_key,
 )
 from robodata.interop.lerobot_rate import Rate, camera_rate_rows, export_fps
-from robodata.interop.lerobot_video import LIBSVTAV1_DEFAULT_PRESET, SharedVideoWriter, probe_video_info
+from robodata.interop.lerobot_video import SharedVideoWriter, probe_video_info, resolved_preset
 from robodata.reader import open_dataset
 from robodata.storage.failures import storage_call
 
@@ -108,7 +108,7 @@ def export_lerobot(
     g: int = 2,
     crf: int = 30,
     pix_fmt: str = "yuv420p",
-    preset: int | str | None = LIBSVTAV1_DEFAULT_PRESET,
+    preset: int | str | None = None,
     storage_options: dict | None = None,
     progress: bool = True,
     rate: Rate = "control",
@@ -139,7 +139,7 @@ def export_lerobot(
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
-        video = (vcodec, g, crf, pix_fmt, preset)
+        video = (vcodec, g, crf, pix_fmt, resolved_preset(vcodec, preset))
         writer = _Writer(ds, staging, fps, rate, features, extras, video, storage_options)
         groups = [episodes[i : i + episodes_per_file] for i in range(0, len(episodes), episodes_per_file)]
         bar = tqdm(total=len(episodes), desc="export-lerobot", unit="episode", disable=not progress)

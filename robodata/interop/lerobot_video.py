@@ -15,9 +15,18 @@ from robodata.errors import BadUploadError
 LIBSVTAV1_DEFAULT_PRESET = 12  # lerobot/configs/video.py
 
 
+def resolved_preset(vcodec: str, preset: int | str | None) -> int | str | None:
+    """The preset LeRobot's VideoEncoderConfig settles on: the one given, else libsvtav1's default
+    (12) for libsvtav1 and the encoder's own for any other (x264 has no preset 12)."""
+    if preset is None and vcodec == "libsvtav1":
+        return LIBSVTAV1_DEFAULT_PRESET
+    return preset
+
+
 def codec_options(vcodec: str, g: int, crf: int, preset: int | str | None) -> dict[str, str]:
     """Encoder options as LeRobot's VideoEncoderConfig.get_codec_options builds them."""
     options = {"g": str(g), "crf": str(crf)}
+    preset = resolved_preset(vcodec, preset)
     if preset is not None:
         options["preset"] = str(preset)
     if vcodec == "libsvtav1":
@@ -46,7 +55,7 @@ class SharedVideoWriter:
         g: int = 2,
         crf: int = 30,
         pix_fmt: str = "yuv420p",
-        preset: int | str | None = LIBSVTAV1_DEFAULT_PRESET,
+        preset: int | str | None = None,
     ) -> None:
         self.path, self.fps, self.frames = path, fps, 0
         os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints a banner per file at its default level

@@ -180,3 +180,18 @@ def test_export_refuses_an_existing_folder_and_leaves_nothing_on_failure(ingeste
     with pytest.raises(ValueError):
         export_lerobot(ingested, tmp_path / "out", vcodec="no_such_codec", progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["existing"]
+
+
+def test_another_encoder_keeps_its_own_preset(ingested, tmp_path):
+    """Preset 12 is libsvtav1's default in LeRobot's VideoEncoderConfig, not every encoder's: an
+    H.264 export (x264 has no preset 12) uses x264's own and records none, as LeRobot does."""
+    root = tmp_path / "h264"
+    result = export_lerobot(ingested, root, vcodec="libx264", rate="camera", progress=False)
+    features = json.loads((root / "meta/info.json").read_text())["features"]
+    videos = {key: feature["info"] for key, feature in features.items() if feature["dtype"] == "video"}
+    assert sorted(videos) == sorted(KEYS)
+    assert {(info["video.codec"], info["video.preset"]) for info in videos.values()} == {("h264", None)}
+    for key in KEYS:
+        [mp4] = (root / "videos" / key).rglob("*.mp4")
+        with av.open(str(mp4)) as container:
+            assert sum(1 for _ in container.decode(video=0)) == result.frames
