@@ -160,9 +160,9 @@ def classified_failure(reason: str, metadata: dict[str, Any], *, retryable: bool
 def failure(store: DatasetStore, exc: Exception) -> dg.Failure:
     """A Dagster failure whose message is one line naming the file and the problem, credentials
     redacted; an episode audit's failure also lists each check's outcome as metadata. Only a
-    storage failure (or an unexpected error) may be retried, by the asset's RetryPolicy: a bad
+    storage failure (or an unexpected error) may be retried (``retries.storage_retries``): a bad
     upload, an incompatible episode or a failed audit (robodata's other errors) fails the same
-    way every time, so it fails once, classified ``bad input``."""
+    way every time, so it fails once, classified ``bad input``, without a stack."""
     audit = getattr(exc, "results", None) or {}
     metadata = {
         f"check {name}": ("passed: " if outcome.passed else "FAILED: ") + store.redact(outcome.description)
