@@ -48,8 +48,10 @@ def test_a_graphql_backfill_runs_each_partition_on_the_definitions_executor(tmp_
     """A backfill launched as the UI launches one (GraphQL, an asset selection, no job named):
     the daemon runs one run per partition of Dagster's asset job, and each run executes its steps
     in its own process with the in-process executor the Definitions set (no process per step).
-    The upload sensor is stopped first, so the backfill's runs are the only ones. Two partitions:
-    one run each is the point, and each run is a process of its own."""
+    The upload sensor is stopped first (the UI's toggle), so the backfill's runs are the only
+    ones; the daemon starts once the backfill is launched, so its first backfill iteration (they
+    come every 30 s) takes it. Two partitions: one run each is the point, and each run is a
+    process of its own."""
     keys = EPISODE_KEYS[:2]
     store = make_store(tmp_path, short_uploads[:2])
     home = instance_home(tmp_path / "home")
@@ -57,12 +59,11 @@ def test_a_graphql_backfill_runs_each_partition_on_the_definitions_executor(tmp_
     with dg.DagsterInstance.from_config(str(home)) as instance:
         instance.add_dynamic_partitions("episodes", keys)
     env = {"ROBODATA_ROOT": store.root, "ROBODATA_UPLOADS": store.uploads_root}
-    with (
-        running_webserver(home, env, tmp_path / "webserver.log") as server,
-        running_daemon(home, env, tmp_path / "daemon.log", stop_sensors=("upload_sensor",)),
-    ):
-        assets = ["raw_episodes", "gop_blobs", "aligned_frames"]
-        assert server.backfill_assets(assets, keys) in ("COMPLETED", "COMPLETED_SUCCESS")
+    with running_webserver(home, env, tmp_path / "webserver.log") as server:
+        server.stop_sensor("upload_sensor")
+        backfill = server.launch_backfill(["raw_episodes", "gop_blobs", "aligned_frames"], keys)
+        with running_daemon(home, env, tmp_path / "daemon.log"):
+            assert server.wait_for_backfill(backfill) in ("COMPLETED", "COMPLETED_SUCCESS")
     with dg.DagsterInstance.from_config(str(home)) as instance:
         runs = instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": server.last_backfill}))
         assert sorted(run.tags["dagster/partition"] for run in runs) == keys

@@ -35,6 +35,11 @@ BACKFILL = """mutation($params: LaunchBackfillParams!) { launchPartitionBackfill
   ... on InvalidSubsetError { message } ... on UnauthorizedError { message } } }"""
 BACKFILL_STATUS = """query($id: String!) { partitionBackfillOrError(backfillId: $id) {
   ... on PartitionBackfill { status } ... on PythonError { message } } }"""
+SENSOR = """query($selector: SensorSelector!) { sensorOrError(sensorSelector: $selector) {
+  __typename ... on Sensor { id } ... on PythonError { message } } }"""
+STOP_SENSOR = """mutation($id: String!) { stopSensor(id: $id) {
+  __typename ... on StopSensorMutationResult { instigationState { status } }
+  ... on PythonError { message } ... on UnauthorizedError { message } } }"""
 DAEMON = Path(sys.executable).with_name("dagster-daemon")
 
 
@@ -97,19 +102,32 @@ class Webserver:
             run_ids.append(launched["run"]["runId"])
         return [self.wait_for(lambda i=i: self._finished(i), timeout, "the runs to finish") for i in run_ids]
 
-    def backfill_assets(self, assets: list[str], partitions: list[str], timeout: float = 600) -> str:
+    def stop_sensor(self, name: str) -> None:
+        """Stop sensor ``name`` as the UI's toggle does (its state stored in the instance, which
+        a daemon started afterwards reads)."""
+        selector = {"repositoryLocationName": self.location, "repositoryName": "__repository__", "sensorName": name}
+        sensor = self.graphql(SENSOR, {"selector": selector})["sensorOrError"]
+        assert sensor["__typename"] == "Sensor", sensor
+        stopped = self.graphql(STOP_SENSOR, {"id": sensor["id"]})["stopSensor"]
+        assert stopped["__typename"] == "StopSensorMutationResult", stopped
+        assert stopped["instigationState"]["status"] == "STOPPED", stopped
+
+    def launch_backfill(self, assets: list[str], partitions: list[str]) -> str:
         """Launch a backfill of ``assets`` over ``partitions`` as the UI's *Materialize* does (a
-        daemon must be running to carry it out); return its final status."""
+        daemon carries it out); return its id."""
         params = {"assetSelection": [{"path": [a]} for a in assets], "partitionNames": partitions}
         launched = self.graphql(BACKFILL, {"params": params})["launchPartitionBackfill"]
         assert launched["__typename"] == "LaunchBackfillSuccess", launched
-        backfill_id = launched["backfillId"]
+        self.last_backfill = launched["backfillId"]
+        return self.last_backfill
+
+    def wait_for_backfill(self, backfill_id: str, timeout: float = 600) -> str:
+        """The backfill's final status, once it has one."""
 
         def finished():
             status = self.graphql(BACKFILL_STATUS, {"id": backfill_id})["partitionBackfillOrError"]["status"]
             return status if status in ("COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED") else None
 
-        self.last_backfill = backfill_id
         return self.wait_for(finished, timeout, "the backfill to finish")
 
     def _loaded(self):
@@ -159,23 +177,15 @@ def running_webserver(home: Path, env: dict[str, str], log: Path, load_timeout: 
 
 
 @contextmanager
-def running_daemon(
-    home: Path, env: dict[str, str], log: Path, stop_sensors: tuple[str, ...] = ()
-) -> Iterator[subprocess.Popen]:
+def running_daemon(home: Path, env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
     """dagster-daemon over the same workspace and instance (backfills, run queue, monitoring,
-    sensors), with ``stop_sensors`` stopped first; its process group is stopped on exit."""
+    sensors: stop one first with ``Webserver.stop_sensor``); its process group is stopped on exit."""
     environment = {
         **os.environ,
         "DAGSTER_HOME": str(home),
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
         **env,
     }
-    dagster = Path(sys.executable).with_name("dagster")
-    for sensor in stop_sensors:
-        subprocess.run(
-            [str(dagster), "sensor", "stop", sensor, "-w", "workspace.yaml"],
-            cwd=REPO, env=environment, check=True, capture_output=True, timeout=300,
-        )  # fmt: skip
     with log.open("w") as output:
         process = subprocess.Popen(
             [str(DAEMON), "run", "-w", "workspace.yaml"],
