@@ -178,7 +178,8 @@ def test_sensor_retries_a_lost_run_and_gives_up_after_max_attempts(store):
 def test_sensor_leaves_a_run_that_dagster_retries_to_its_retry_and_counts_the_chain_once(store):
     """Run retries on (as every shipped dagster.yaml has them): a failed run tagged
     dagster/will_retry=true is not the attempt's outcome; the retry's is, once."""
-    with dg.instance_for_test(overrides={"run_retries": {"enabled": True, "max_retries": 1}}) as instance:
+    settings = {"run_retries": {"enabled": True, "max_retries": 1}}
+    with dg.DagsterInstance.ephemeral(settings=settings) as instance:
         first = evaluate(instance, store, None)
         [lost, landed] = [r for r in first.run_requests if r.partition_key in EPISODE_KEYS[:2]]
         lost_root = lost_run(instance, store, lost)
