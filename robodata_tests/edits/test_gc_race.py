@@ -47,7 +47,8 @@ def _all_frames_decode(root: str) -> int:
     return len(ds)
 
 
-def test_gc_while_a_reingest_waits_before_its_frames_commit(monkeypatch, uploads, tmp_path):
+def test_gc_while_a_reingest_waits_before_its_frames_commit(monkeypatch, eight_short_uploads, tmp_path):
+    uploads = eight_short_uploads  # read only: ingest never writes to an upload
     root = str(tmp_path / "ds")
     gops = _orphaned_episode(root, uploads[0])
     hold = Hold()
@@ -83,7 +84,8 @@ def test_gc_while_a_reingest_waits_before_its_frames_commit(monkeypatch, uploads
     assert result.gops == gops and _all_frames_decode(root) == result.rows
 
 
-def test_a_reingest_while_gc_waits_before_its_delete(monkeypatch, uploads, tmp_path):
+def test_a_reingest_while_gc_waits_before_its_delete(monkeypatch, eight_short_uploads, tmp_path):
+    uploads = eight_short_uploads  # read only: ingest never writes to an upload
     root = str(tmp_path / "ds")
     gops = _orphaned_episode(root, uploads[0])
     hold = Hold()

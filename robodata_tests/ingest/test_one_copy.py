@@ -101,7 +101,9 @@ def test_two_writers_of_a_new_episode_leave_one_copy_on_s3(monkeypatch, s3, eigh
     assert counts == {"races": 2 * S3_ROUNDS, "extra_frame_rows": 0, "extra_gop_rows": 0}
 
 
-def test_two_uploads_racing_for_one_episode_index_leave_one_episode(monkeypatch, uploads, tmp_path, encode_once):
+def test_two_uploads_racing_for_one_episode_index_leave_one_episode(
+    monkeypatch, eight_short_uploads, tmp_path, encode_once
+):
     """Two folders, both episode_index 0, held at each commit and released together: one is
     stored, the other is refused naming both, and no row of the loser remains."""
     import json
@@ -110,6 +112,7 @@ def test_two_uploads_racing_for_one_episode_index_leave_one_episode(monkeypatch,
     from robodata.errors import EpisodeIndexTakenError
     from robodata.format.provenance import stored_uploads
 
+    uploads = eight_short_uploads  # read only; the rival is a copy
     rival = tmp_path / "uploads" / "rival_0"
     shutil.copytree(uploads[1], rival)
     meta = json.loads((rival / "episode.json").read_text())

@@ -1,9 +1,10 @@
 """Credentials the store refuses (403) are a clear one-line error naming the store, on the write
 and the read path, through the API and the CLI; nothing is created and no credential is shown.
 
-The store is moto's standalone server with its IAM authentication switched on
-(``INITIAL_NO_AUTH_ACTION_COUNT=0``, for this test's private server only): every request signed
-with a key moto's IAM does not know is answered ``403 InvalidAccessKeyId``.
+The store is moto's standalone server with its IAM authentication switched on (what
+``INITIAL_NO_AUTH_ACTION_COUNT=0`` does, switched at run time, on this module's private server
+only, during each test): every request signed with a key moto's IAM does not know is answered
+``403 InvalidAccessKeyId``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 import robodata
 from robodata.errors import DatasetLocationError, StorageError
 from robodata.storage import fsspec_filesystem
+from robodata_tests.fixtures.s3_server import S3Server
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WRONG_KEY = "AKIAREFUSEDKEY0000001"
@@ -29,21 +31,27 @@ def _keys(server) -> list[str]:
     return sorted(fsspec_filesystem(server.uri(), server.storage_options).find(server.uri()))
 
 
+@pytest.fixture(scope="module")
+def one_episode_store(tmp_path_factory, sample_uploads):
+    """This module's own moto server, holding a one-episode dataset at ``ds``."""
+    server = S3Server(tmp_path_factory.mktemp("refusing-s3"))
+    server.start()
+    root = server.uri("ds")
+    robodata.ingest_episode(str(sample_uploads[0]), root, storage_options=server.storage_options)
+    yield server, root
+    server.stop()
+
+
 @pytest.fixture
-def refusing_store(private_s3, sample_uploads, monkeypatch):
-    """A private moto server holding a one-episode dataset at ``ds``, restarted with IAM
-    authentication on; yields (server, dataset root, the keys stored before)."""
-    root = private_s3.uri("ds")
-    robodata.ingest_episode(str(sample_uploads[0]), root, storage_options=private_s3.storage_options)
-    before = _keys(private_s3)
-    private_s3.stop()
-    monkeypatch.setenv("INITIAL_NO_AUTH_ACTION_COUNT", "0")  # read by the server process at start
-    private_s3.start()
-    yield private_s3, root, before
-    private_s3.stop()
-    monkeypatch.delenv("INITIAL_NO_AUTH_ACTION_COUNT")
-    private_s3.start()  # without authentication again, so the check below can list the bucket
-    assert _keys(private_s3) == before  # nothing created, nothing changed
+def refusing_store(one_episode_store):
+    """The module's server with IAM authentication on for the test; yields (server, dataset
+    root, the keys stored before)."""
+    server, root = one_episode_store
+    before = _keys(server)
+    server.require_auth(True)
+    yield server, root, before
+    server.require_auth(False)  # so the check below can list the bucket
+    assert _keys(server) == before  # nothing created, nothing changed
 
 
 def _refused_options(server) -> dict[str, str]:
