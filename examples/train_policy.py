@@ -6,6 +6,13 @@ normalisation from ``dataset.meta.stats``. robodata adds a pinned version (a Lan
 batch sampler that gives every DDP rank the same steps, and checkpoints that resume mid-epoch at
 the exact next sample, on any number of processes.
 
+The workers are never forked from this process (Lance is not fork-safe): by default they fork
+from a fork server that imports torch, Lance and robodata once for all of them
+(``robodata.torch.worker_context("forkserver")``); ``--start-method spawn`` starts each in a
+fresh interpreter instead. The normalisation is computed once (rank 0, broadcast to the other
+ranks) and saved in the checkpoint with the model, so a resumed run uses the same numbers without
+another pass over the data.
+
     python examples/train_policy.py data/demo --tag run-42 --steps 300 --checkpoint ckpt.pt
     torchrun --nproc_per_node 2 examples/train_policy.py data/demo --tag run-42 --steps 300 --checkpoint ckpt.pt
 
@@ -58,6 +65,17 @@ def unwrapped_state(state: dict) -> dict:
     return {key.removeprefix("module."): value for key, value in state.items()}
 
 
+def normalization(stats: dict, camera: str) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """(mean, std) of state, action and the camera from LeRobot-style ``meta.stats``."""
+    return {
+        k: (
+            torch.as_tensor(stats[k]["mean"], dtype=torch.float32),
+            torch.as_tensor(stats[k]["std"], dtype=torch.float32).clamp_min(1e-6),
+        )
+        for k in ("observation.state", "action", camera)
+    }
+
+
 def log(rank: int, **fields) -> None:
     if rank == 0:
         print(json.dumps(fields), flush=True)
@@ -76,6 +94,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=300, help="optimizer steps in total")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument(
+        "--start-method",
+        choices=("forkserver", "spawn"),
+        default="forkserver",
+        help="how the DataLoader workers start (never a fork of this process: Lance is not fork-safe); "
+        "forkserver imports torch and robodata once for all workers",
+    )
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint", default=None, help="save here every --save-every steps; resume from it if present")
@@ -102,27 +127,14 @@ def main(argv: list[str] | None = None) -> int:
         batch_sampler=sampler,
         collate_fn=collate_batch,
         num_workers=args.workers,
-        multiprocessing_context=worker_context() if args.workers else None,  # spawn: Lance is not fork-safe
+        multiprocessing_context=worker_context(args.start_method) if args.workers else None,
         persistent_workers=args.workers > 0,
     )
     if not dataset.meta.camera_keys:
         raise SystemExit(f"{args.dataset}: the policy needs a camera; this dataset has none")
     camera = dataset.meta.camera_keys[0]  # the cameras are read from the dataset, in recorded order
-    stats = dataset.meta.stats
-    norm = {
-        k: (
-            torch.as_tensor(stats[k]["mean"], dtype=torch.float32),
-            torch.as_tensor(stats[k]["std"], dtype=torch.float32).clamp_min(1e-6),
-        )
-        for k in ("observation.state", "action", camera)
-    }
-    state_dim = dataset.meta.features["observation.state"]["shape"][0]
-    action_dim = dataset.meta.features["action"]["shape"][0]
-    policy = ConvPolicy(state_dim, action_dim)
-    model = nn.parallel.DistributedDataParallel(policy) if distributed else policy
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
 
-    step, epoch, batches_in_epoch = 0, 0, 0
+    checkpoint = None
     if args.checkpoint and os.path.exists(args.checkpoint):
         checkpoint = torch.load(args.checkpoint, weights_only=False)
         if checkpoint["dataset_version"] != version:
@@ -130,6 +142,23 @@ def main(argv: list[str] | None = None) -> int:
                 f"{args.checkpoint} was trained on version {checkpoint['dataset_version']}, "
                 f"tag {args.tag!r} names version {version}"
             )
+    # The normalisation: the checkpoint's (the same version's statistics), else computed from
+    # meta.stats; by rank 0 only (one pass over the data, not one per rank), sent to the others.
+    norm = None
+    if rank == 0:
+        norm = (checkpoint or {}).get("normalization") or normalization(dataset.meta.stats, camera)
+    if distributed:
+        shared = [norm]
+        dist.broadcast_object_list(shared, src=0)
+        norm = shared[0]
+    state_dim = dataset.meta.features["observation.state"]["shape"][0]
+    action_dim = dataset.meta.features["action"]["shape"][0]
+    policy = ConvPolicy(state_dim, action_dim)
+    model = nn.parallel.DistributedDataParallel(policy) if distributed else policy
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+
+    step, epoch, batches_in_epoch = 0, 0, 0
+    if checkpoint is not None:
         policy.load_state_dict(unwrapped_state(checkpoint["model"]))  # saved on any world size
         optimizer.load_state_dict(checkpoint["optimizer"])
         sampler.load_state_dict(checkpoint["sampler"])  # any world size: continues at the next sample
@@ -144,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         version=version,
         world_size=world,
         workers=args.workers,
+        start_method=args.start_method if args.workers else None,
         frames=len(dataset),
         step=step,
     )
@@ -158,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                 "dataset": args.dataset,
                 "tag": args.tag,
                 "dataset_version": version,
+                "normalization": norm,  # {key: (mean, std)}: what the model's inputs and targets were scaled by
             }
             torch.save(state, args.checkpoint + ".partial")
             os.replace(args.checkpoint + ".partial", args.checkpoint)  # never a half-written checkpoint

@@ -1,5 +1,5 @@
-"""examples/train_policy.py: trains from a pinned tag with 2 workers, resumes mid-epoch, runs
-under torchrun with 2 gloo processes."""
+"""examples/train_policy.py: trains from a pinned tag with 2 workers (spawned, then from the fork
+server), resumes mid-epoch, runs under torchrun with 2 gloo processes."""
 
 from __future__ import annotations
 
@@ -46,10 +46,13 @@ def test_trains_from_a_tag_and_resumes_mid_epoch(short_dataset, tmp_path):
         "--save-every",
         "2",
     ]
-    first = run(base + ["--stop-after", "3"])
+    # Stopped by spawned workers, resumed by workers forked from the fork server (the example's
+    # default): never a fork of the training process, which has used Lance.
+    first = run(base + ["--start-method", "spawn", "--stop-after", "3"])
     version = robodata.open(short_dataset).tags["policy-run"]
     start = next(e for e in first if e["event"] == "start")
     assert (start["tag"], start["version"], start["workers"]) == ("policy-run", version, 2)
+    assert start["start_method"] == "spawn"
     assert first[-1]["event"] == "done" and first[-1]["step"] == 3
     saved = torch.load(checkpoint, weights_only=False)
     assert saved["sampler"]["consumed"] == 3 * 8 and saved["dataset_version"] == version
@@ -57,6 +60,7 @@ def test_trains_from_a_tag_and_resumes_mid_epoch(short_dataset, tmp_path):
     second = run(base)
     resumed = next(e for e in second if e["event"] == "resumed")
     assert (resumed["step"], resumed["consumed"]) == (3, 24)
+    assert next(e for e in second if e["event"] == "start")["start_method"] == "forkserver"
     assert second[-1]["event"] == "done" and second[-1]["step"] == 6
     assert torch.load(checkpoint, weights_only=False)["sampler"]["consumed"] == 6 * 8
     assert all(e["loss"] == e["loss"] for e in second if e["event"] == "step")  # no NaN
