@@ -93,7 +93,7 @@ def _file_markers(path: Path) -> set[str]:
 def _markers(item: pytest.Item) -> set[str]:
     module = getattr(item, "module", None)
     found = _file_markers(Path(str(item.path)))
-    if {"s3", "s3_root", "private_s3"} & set(item.fixturenames):
+    if {"s3", "s3_root", "private_s3", "module_s3"} & set(item.fixturenames):
         found.add("s3")
     if module and (_uses(module, "dagster") or _uses(module, "robodata.defs")):
         found.add("dagster")

@@ -14,25 +14,15 @@ from robodata.cli import main as cli
 from robodata.errors import StorageUnreachableError
 from robodata.ingest import writer
 from robodata_tests.dataset_checks import assert_one_copy, gop_rows
-from robodata_tests.fixtures.s3_server import S3Server
-
-
-@pytest.fixture(scope="module")
-def faults_server(tmp_path_factory):
-    """This module's own server: its tests stop it, kill it and start it again."""
-    server = S3Server(tmp_path_factory.mktemp("faults-s3"))
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
-def private_s3(faults_server):
-    """The module's server, running and without a fault switch armed (whatever the test before
-    left); each test writes under a prefix of its own."""
-    faults_server.start()  # a no-op unless the test before left it stopped or dead
-    faults_server.disarm()
-    return faults_server
+def private_s3(module_s3):
+    """The module's server (its tests stop it, kill it and start it again), running and without
+    a fault switch armed, whatever the test before left; each test writes under its own prefix."""
+    module_s3.start()  # a no-op unless the test before left it stopped or dead
+    module_s3.disarm()
+    return module_s3
 
 
 def _options(server) -> dict[str, str]:

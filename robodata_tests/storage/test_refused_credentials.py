@@ -19,7 +19,6 @@ import pytest
 import robodata
 from robodata.errors import DatasetLocationError, StorageError
 from robodata.storage import fsspec_filesystem
-from robodata_tests.fixtures.s3_server import S3Server
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WRONG_KEY = "AKIAREFUSEDKEY0000001"
@@ -32,14 +31,11 @@ def _keys(server) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def one_episode_store(tmp_path_factory, sample_uploads):
+def one_episode_store(module_s3, sample_uploads):
     """This module's own moto server, holding a one-episode dataset at ``ds``."""
-    server = S3Server(tmp_path_factory.mktemp("refusing-s3"))
-    server.start()
-    root = server.uri("ds")
-    robodata.ingest_episode(str(sample_uploads[0]), root, storage_options=server.storage_options)
-    yield server, root
-    server.stop()
+    root = module_s3.uri("ds")
+    robodata.ingest_episode(str(sample_uploads[0]), root, storage_options=module_s3.storage_options)
+    return module_s3, root
 
 
 @pytest.fixture
