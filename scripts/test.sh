@@ -28,9 +28,19 @@ cat "$mypy_log" && rm -f "$mypy_log"
 [ "$mypy_status" -eq 0 ]
 QUICK="not slow and not s3 and not dagster"
 # pytest-xdist: one worker per core (ROBODATA_TEST_WORKERS to change it, 0 for one process);
-# a test file runs whole on one worker, so a module's servers and fixtures start once.
-PARALLEL=(-n "${ROBODATA_TEST_WORKERS:-auto}" --dist loadfile)
+# a test file runs whole on one worker, so a module's servers and fixtures start once. A worker
+# that dies (pytest-timeout ends a hung test's worker) fails the run at once: xdist would start a
+# new worker on the same file, up to 8 times, and a test that hangs again holds CI for hours.
+PARALLEL=(-n "${ROBODATA_TEST_WORKERS:-auto}" --dist loadfile --max-worker-restart=0)
+# A stage that outlives its bound is interrupted (pytest prints what ran and what failed), then
+# killed: the bound is 3x the stage's time on this 2-core machine at its slower speed.
+bounded() {
+  local seconds=$1
+  shift
+  timeout --signal=INT --kill-after=60 "$seconds" "$@"
+}
 stage "quick tests: -m '$QUICK'"
-python -m pytest -q "${PARALLEL[@]}" -m "$QUICK" "$@"
+# No quick test takes a minute: a hung one is failed after 5 (its stack printed after 4).
+bounded 900 python -m pytest -q "${PARALLEL[@]}" -o timeout=300 -o faulthandler_timeout=240 -m "$QUICK" "$@"
 stage "the rest: S3, Dagster and slow tests"
-python -m pytest -q "${PARALLEL[@]}" -m "not ($QUICK)" "$@"
+bounded 1800 python -m pytest -q "${PARALLEL[@]}" -m "not ($QUICK)" "$@"
