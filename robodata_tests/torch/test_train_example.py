@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,10 +22,20 @@ EXAMPLE = REPO / "examples" / "train_policy.py"
 
 
 def run(command: list[str], timeout: float = 240) -> list[dict]:
+    """The command's JSON events. Past ``timeout`` its whole process group is killed, not only
+    the command: torchrun's ranks and every DataLoader worker would outlive it, still running."""
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    with subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, start_new_session=True
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, stderr = process.communicate()
+            pytest.fail(f"not done after {timeout} s: {command}\n{stdout[-2000:]}{stderr[-4000:]}")
+    assert process.returncode == 0, stdout[-2000:] + stderr[-4000:]
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
 
 
 def test_trains_from_a_tag_and_resumes_mid_epoch(short_dataset, tmp_path):
@@ -87,7 +98,6 @@ def test_runs_under_torchrun_with_two_gloo_processes(short_dataset, tmp_path):
             "--checkpoint",
             str(tmp_path / "ddp.pt"),
         ],
-        timeout=400,
     )
     start = next(e for e in events if e["event"] == "start")
     assert start["world_size"] == 2 and start["version"] == robodata.open(short_dataset).tags["ddp-run"]
