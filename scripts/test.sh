@@ -34,10 +34,11 @@ QUICK="not slow and not s3 and not dagster"
 PARALLEL=(-n "${ROBODATA_TEST_WORKERS:-auto}" --dist loadfile --max-worker-restart=0)
 # A stage that outlives its bound is interrupted (pytest prints what ran and what failed), then
 # killed: a stage's time at this 2-core machine's slower speed, plus a hung test's 10 minutes.
+# --foreground keeps pytest in the terminal's process group, so Ctrl-C still stops it all.
 bounded() {
   local seconds=$1
   shift
-  timeout --signal=INT --kill-after=60 "$seconds" "$@"
+  timeout --foreground --signal=INT --kill-after=60 "$seconds" "$@"
 }
 stage "quick tests: -m '$QUICK'"
 bounded 1200 python -m pytest -q "${PARALLEL[@]}" -m "$QUICK" "$@"
