@@ -16,6 +16,8 @@ Both rates share one writer: the camera rate only selects which rows become fram
 
 >>> export_lerobot("data/demo", "lerobot/demo", rate="camera", progress=False).frames  # 2 s at 30 fps, 3 episodes
 180
+
+The MP4s are AV1 (libsvtav1), as LeRobot writes them; ``vcodec`` picks another FFmpeg encoder.
 """
 
 from __future__ import annotations
@@ -118,7 +120,7 @@ def export_lerobot(
     Everything is written into a staging folder next to ``root`` and renamed into place at the
     end, so a failed export leaves nothing behind.
 
-    >>> result = export_lerobot("data/demo", "lerobot/demo", version=1, rate="camera", progress=False)
+    >>> result = export_lerobot("data/demo", "lerobot/demo", version=1, rate="camera", vcodec="libx264", progress=False)
     >>> result.dataset_version, result.episodes, result.frames  # version 1 held episode 0
     (1, 1, 60)
     """
