@@ -22,10 +22,6 @@ import time
 def test_hangs_forever():
     while True:
         time.sleep(1)
-
-
-def test_after_the_hang():
-    pass
 """
 
 
