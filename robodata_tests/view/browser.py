@@ -10,12 +10,15 @@ on a busy machine.
 from __future__ import annotations
 
 import base64
+import contextlib
+import glob
 import io
 import json
 import os
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -81,6 +84,8 @@ class Chromium:
                 "about:blank",
             ],
             pass_fds=(to_browser_r, from_browser_w),
+            # Its own process group, so closing reaches the renderer and utility processes too.
+            start_new_session=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -126,11 +131,44 @@ class Chromium:
         return self
 
     def __exit__(self, *exc) -> None:
-        self._process.kill()
-        self._process.wait()
+        self.close()
+
+    def close(self, timeout: float = 20) -> None:
+        """Stop every Chromium process, then remove the profile. Killing only the browser process
+        left its children writing into the profile while it was being removed (CI failed with
+        "Directory not empty: 'Default'"), so the whole process group goes, and the profile is
+        removed only once none of it is left."""
+        try:
+            self.call("Browser.close", timeout=5)
+        except (AssertionError, OSError):
+            pass  # it has already gone, or does not answer: the kill below covers both
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._process.wait(timeout=5)
+        group = self._process.pid
+        deadline = time.monotonic() + timeout
+        while self._process.poll() is None or _running_in_group(group):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+            assert time.monotonic() < deadline, f"chromium's processes (group {group}) did not exit"
+            time.sleep(0.05)
         os.close(self._to_browser)
         os.close(self._from_browser)
         self._profile.cleanup()
+
+
+def _running_in_group(group: int) -> bool:
+    """Whether a process of ``group`` is still running (zombies, which hold no files, do not count:
+    whether they are reaped soon depends on the container's init)."""
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it exited while we looked
+        state, process_group = fields[0], int(fields[2])
+        if process_group == group and state not in ("Z", "X"):
+            return True
+    return False
 
 
 class Tab:
