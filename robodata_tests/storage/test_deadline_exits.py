@@ -6,8 +6,11 @@ script, which reads through the store before it goes silent), ``robodata info``,
 store and exit. Before the storage call ran in a daemon thread, Lance's own retries kept each
 process alive for about six times the deadline after the message.
 
-The bounds are hang checks, not timings: exit within 5 s of the message (a process that waits for
-Lance's retries exits some five deadlines after it) and 20 s in all."""
+The bounds are hang checks, not timings, so they are counted in deadlines: exit within two
+deadlines of the message and four of the first request to the store. A process that waits for
+Lance's retries exits some five deadlines after the message. A fixed 5 s after the message was
+too tight: under load, the training script's normal interpreter exit (torch, the DataLoader's
+worker) took 7 s in CI."""
 
 from __future__ import annotations
 
@@ -30,8 +33,8 @@ REPO = Path(__file__).resolve().parents[2]
 DEADLINE_S = 10  # the training script's reads before the store goes silent must not miss it
 # The commands' stores are silent from their first connection: no call has to succeed in time.
 SILENT_FROM_THE_START_DEADLINE_S = 4
-EXIT_BOUND_S = 20
-EXIT_AFTER_MESSAGE_S = 5
+EXIT_AFTER_MESSAGE_DEADLINES = 2
+EXIT_AFTER_FIRST_REQUEST_DEADLINES = 4
 
 TRAIN = """
 import sys
@@ -61,8 +64,8 @@ def _environ(endpoint: str, fake_credentials: dict[str, str], deadline_s: float 
 class Run:
     """A process whose stderr lines are timed as they arrive."""
 
-    def __init__(self, name: str, argv: list[str], env: dict[str, str], **popen) -> None:
-        self.name = name
+    def __init__(self, name: str, argv: list[str], env: dict[str, str], deadline_s: float, **popen) -> None:
+        self.name, self.deadline_s = name, deadline_s
         self.process = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True, **popen)
         self.started = time.monotonic()
         self.lines: list[tuple[float, str]] = []
@@ -78,7 +81,7 @@ class Run:
 
     def finish(self) -> None:
         try:
-            self.process.wait(timeout=EXIT_BOUND_S * 6)
+            self.process.wait(timeout=self.deadline_s * 20)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
@@ -91,8 +94,8 @@ class Run:
 
     def check(self, prefix: str, store: SilentProxy) -> None:
         """One line starting with ``prefix`` names the store (progress bars aside); the process
-        exits with code 2 within EXIT_AFTER_MESSAGE_S of printing it, and within EXIT_BOUND_S of
-        its first request to the store (start-up on a loaded 2-core machine can take 20 s)."""
+        exits with code 2 within two deadlines of printing it, and within four of its first request
+        to the store (not of its start: start-up on a loaded 2-core machine can take 20 s)."""
         errors = [(at, line) for at, line in self.lines if line.startswith(prefix)]
         assert len(errors) == 1, self.err
         printed, line = errors[0]
@@ -102,11 +105,13 @@ class Run:
         )
         assert self.process.returncode == 2, self.err
         assert f"could not reach {store.endpoint}" in line, line
-        assert self.exited - printed < EXIT_AFTER_MESSAGE_S, (
+        assert self.exited - printed < EXIT_AFTER_MESSAGE_DEADLINES * self.deadline_s, (
             f"{self.name} exited {self.exited - printed:.0f} s after its message"
         )
         waited = self.exited - max(self.started, store.first_contact)
-        assert waited < EXIT_BOUND_S, f"{self.name} exited {waited:.0f} s after its first request to the store"
+        assert waited < EXIT_AFTER_FIRST_REQUEST_DEADLINES * self.deadline_s, (
+            f"{self.name} exited {waited:.0f} s after its first request to the store"
+        )
 
 
 def test_the_commands_exit_soon_after_the_deadline(s3, eight_short_uploads):
@@ -125,6 +130,7 @@ def test_the_commands_exit_soon_after_the_deadline(s3, eight_short_uploads):
                 name,
                 argv,
                 _environ(stores[name].endpoint, credentials, SILENT_FROM_THE_START_DEADLINE_S),
+                SILENT_FROM_THE_START_DEADLINE_S,
                 stdout=subprocess.DEVNULL,
             )
             for name, argv in commands.items()
@@ -146,7 +152,12 @@ def test_a_dataloader_worker_ends_the_training_script(s3, eight_short_uploads):
     env = _environ(proxy.endpoint, {k: v for k, v in s3.environ.items() if k != "AWS_ENDPOINT_URL"})
     try:
         train = Run(
-            "DataLoader", [sys.executable, "-c", TRAIN, dataset], env, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            "DataLoader",
+            [sys.executable, "-c", TRAIN, dataset],
+            env,
+            DEADLINE_S,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
         )
         assert train.process.stdout.readline().strip() == "ready", train.err
         proxy.go_silent()
