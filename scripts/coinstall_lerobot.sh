@@ -22,6 +22,9 @@ PY=${LEROBOT_PYTHON:-$HOME/.pyenv/versions/3.12.1/bin/python}
 started=$SECONDS
 stage() { echo "== [$((SECONDS - started)) s] $*"; }
 
+stage "Debian's FFmpeg 5 libraries, for LeRobot's default decoder (torchcodec)"
+bash scripts/install_system.sh scripts/debian-packages-lerobot.txt
+
 stage "venv $VENV ($("$PY" --version))"
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip

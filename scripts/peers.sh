@@ -13,17 +13,7 @@ PY=${PEERS_PYTHON:-$HOME/.pyenv/versions/3.12.1/bin/python}
 # Debian packages of the peers only (CI does not install them; scripts/debian-packages.txt is
 # the project's own list): FFmpeg 5 shared libraries that torchcodec dlopens, and OSMesa for
 # MuJoCo's headless rendering in gym-aloha.
-PEERS_DEBIAN_PACKAGES=(libavcodec59 libavformat59 libavutil57 libswscale6 libswresample4
-                       libavdevice59 libavfilter8 libosmesa6)
-missing=()
-for pkg in "${PEERS_DEBIAN_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get -o DPkg::Lock::Timeout=900 update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+bash scripts/install_system.sh scripts/debian-packages-lerobot.txt scripts/debian-packages-peers.txt
 
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
