@@ -37,7 +37,7 @@ def test_core_is_ranges_without_the_extras():
 def test_extras():
     extras = {name: {name_of(r) for r in reqs} for name, reqs in PROJECT["optional-dependencies"].items()}
     assert {"dagster", "dagster-webserver", "dagster-postgres", "dagster-celery"} <= extras["dagster"]
-    assert extras["torch"] == {"torch"}
+    assert extras["torch"] == {"torch", "pandas"}  # pandas: LeRobotCompatDataset.meta.tasks
     assert extras["interop"] >= {"h5py"} and extras["plots"] == {"matplotlib"}
     assert {"pytest", "pre-commit", "mypy", "ruff"} <= extras["test"]
     every = [r for reqs in PROJECT["optional-dependencies"].values() for r in reqs] + PROJECT["dependencies"]

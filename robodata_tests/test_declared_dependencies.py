@@ -1,0 +1,282 @@
+"""Every third-party package robodata imports is declared in the wheel's metadata, in the core or
+in the extra of the layer that imports it, with an upper bound; and the wheel ships ``py.typed``.
+
+The imports are read with ``ast`` from every module of the package (imports inside functions
+count, as do ``import_extra("module", "extra", ...)`` calls), each top-level module is mapped to
+its distribution with ``importlib.metadata.packages_distributions()``, and the requirements are
+those of a wheel built from this checkout's pyproject.toml by the build backend (setuptools), so
+the test reads what ``pip install robodata`` would get, not the environment's installed copy.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import shutil
+import subprocess
+import sys
+import zipfile
+from email.parser import Parser
+from functools import cache
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "robodata"
+
+# Where a module lives under robodata/ (a path prefix, "/" separated; the longest prefix that
+# matches wins) -> the extras whose requirements its imports may come from, besides the core.
+# A module no prefix matches is core. When modules move, add their new folder here.
+LAYER_EXTRAS: dict[str, tuple[str, ...]] = {
+    # Orchestration: the Dagster definitions, the instance helpers, the cluster, the demo.
+    "orchestration/": ("dagster",),
+    "defs/": ("dagster",),
+    "dagster_home/": ("dagster",),
+    "cluster/": ("dagster",),
+    "definitions.py": ("dagster",),
+    "demo.py": ("dagster",),
+    # PyTorch loaders; NVDEC decode is the gpu extra's.
+    "torch/": ("torch", "gpu"),
+    # LeRobot: the compat dataset and training entry point (torch) and the v3 export (interop).
+    "lerobot/": ("torch", "interop"),
+    "interop/": ("interop",),
+    "view/": ("plots",),
+}
+
+# Modules robodata imports that it does not install, and why.
+NOT_INSTALLED_BY_ROBODATA = {
+    "benchmarks": "the source checkout's top-level benchmarks/ (first party, outside the wheel), "
+    "imported after require_benchmarks",
+    "lerobot": "LeRobot (Python >= 3.12, its own pins) is installed beside robodata; robodata-train "
+    "says so when it is missing",
+    "datasets": "Hugging Face datasets, LeRobot's: meta.episodes falls back to its own table without it",
+}
+
+# Modules the test environment may lack (so packages_distributions() cannot name them): their
+# distributions. torchcodec is the gpu extra's, not installed on the CPU-only CI machine.
+DISTRIBUTION_OF_UNINSTALLED = {"torchcodec": "torchcodec"}
+
+
+def layer_extras(relative: str, table: dict[str, tuple[str, ...]] = LAYER_EXTRAS) -> tuple[str, ...]:
+    """The extras a module at ``relative`` (under the package, "/" separated) may draw on."""
+    matches = [prefix for prefix in table if relative.startswith(prefix)]
+    return table[max(matches, key=len)] if matches else ()
+
+
+def imported_modules(package: Path):
+    """(module path relative to ``package``, line, top-level module, extra named or None) for
+    every absolute import in ``package``, at any depth, and every ``import_extra`` call."""
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    yield relative, node.lineno, alias.name.split(".")[0], None
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                yield relative, node.lineno, node.module.split(".")[0], None
+            elif (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "import_extra"
+                and len(node.args) >= 2
+                and all(isinstance(arg, ast.Constant) and isinstance(arg.value, str) for arg in node.args[:2])
+            ):
+                yield relative, node.lineno, node.args[0].value.split(".")[0], node.args[1].value
+
+
+@cache
+def _installed() -> dict[str, list[str]]:
+    return importlib.metadata.packages_distributions()
+
+
+def distributions_of(module: str) -> set[str]:
+    """The canonical names of the distributions that install top-level ``module``; empty if none known."""
+    names = _installed().get(module, [])
+    if module in DISTRIBUTION_OF_UNINSTALLED:
+        names = [*names, DISTRIBUTION_OF_UNINSTALLED[module]]
+    return {canonicalize_name(name) for name in names}
+
+
+def requirements_by_extra(requires_dist: list[str], extras: list[str], project: str = "robodata") -> dict:
+    """{"": the core's requirements, extra: the requirements installing the extra adds, by
+    canonical name}, from METADATA's Requires-Dist lines (``robodata[plots]`` in an extra
+    brings the plots extra's requirements)."""
+    parsed = [Requirement(line) for line in requires_dist]
+
+    def direct(extra: str) -> list[Requirement]:
+        return [
+            r for r in parsed if (r.marker is None if not extra else r.marker and r.marker.evaluate({"extra": extra}))
+        ]
+
+    def closure(extra: str, seen: frozenset = frozenset()) -> dict[str, Requirement]:
+        found = {}
+        for requirement in direct(extra):
+            if canonicalize_name(requirement.name) == project:
+                for inner in set(requirement.extras) - seen:
+                    found |= closure(inner, seen | {extra, inner})
+            else:
+                found[canonicalize_name(requirement.name)] = requirement
+        return found
+
+    return {extra: closure(extra) for extra in ["", *extras]}
+
+
+def undeclared_imports(
+    package: Path, declared: dict[str, dict], table: dict[str, tuple[str, ...]] = LAYER_EXTRAS
+) -> list[str]:
+    """One line per import in ``package`` whose distribution the core and the importing layer's
+    extras (or, for ``import_extra``, the extra it names) do not declare."""
+    first_party = {package.name} | set(NOT_INSTALLED_BY_ROBODATA)
+    problems = []
+    for relative, line, module, named_extra in imported_modules(package):
+        if module in sys.stdlib_module_names or module in first_party:
+            continue
+        distributions = distributions_of(module)
+        where = f"{relative}:{line} imports {module}"
+        if not distributions:
+            problems.append(
+                f"{where}, which no installed distribution provides (name it in DISTRIBUTION_OF_UNINSTALLED)"
+            )
+            continue
+        extras = ("",) + ((named_extra,) if named_extra else layer_extras(relative, table))
+        if not any(distributions & set(declared.get(extra, {})) for extra in extras):
+            allowed = " or ".join(f"extra {e!r}" if e else "the core" for e in extras)
+            problems.append(f"{where} ({', '.join(sorted(distributions))}): declare it in {allowed}")
+    return problems
+
+
+def unbounded(requirements: list[Requirement]) -> list[str]:
+    """The requirements that let any future release in (no <, <=, ~= or == specifier)."""
+    return [str(r) for r in requirements if not any(s.operator in {"<", "<=", "~=", "=="} for s in r.specifier)]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> zipfile.ZipFile:
+    """The wheel the build backend makes from this checkout (a copy, so no build/ or egg-info
+    lands in the repo)."""
+    source = tmp_path_factory.mktemp("source")
+    shutil.copy(REPO / "pyproject.toml", source)
+    shutil.copy(REPO / "README.md", source)
+    shutil.copytree(PACKAGE, source / "robodata", ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path_factory.mktemp("dist")
+    built = subprocess.run(
+        [sys.executable, "-c", f"from setuptools import build_meta; print(build_meta.build_wheel({str(out)!r}))"],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stderr
+    with zipfile.ZipFile(out / built.stdout.splitlines()[-1]) as archive:
+        yield archive
+
+
+@pytest.fixture(scope="module")
+def metadata(wheel):
+    (name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+    return Parser().parsestr(wheel.read(name).decode())
+
+
+@pytest.fixture(scope="module")
+def declared(metadata) -> dict[str, dict]:
+    return requirements_by_extra(metadata.get_all("Requires-Dist"), metadata.get_all("Provides-Extra"))
+
+
+def test_every_import_is_declared_by_the_core_or_its_layers_extra(declared):
+    assert undeclared_imports(PACKAGE, declared) == []
+
+
+def test_every_requirement_has_an_upper_bound(metadata):
+    requirements = [Requirement(line) for line in metadata.get_all("Requires-Dist")]
+    requirements = [r for r in requirements if canonicalize_name(r.name) != "robodata"]
+    assert len(requirements) > 30  # the core, the extras and the test tools
+    assert unbounded(requirements) == []
+
+
+def test_the_wheel_declares_what_the_layers_use(declared):
+    assert {"pylance", "pyarrow", "av", "aiobotocore"} <= set(declared[""])
+    assert {"pydantic", "sqlalchemy", "dagster", "matplotlib"} <= set(
+        declared["dagster"]
+    )  # plots through robodata[plots]
+    assert "pydantic" not in declared[""] and "torch" not in declared[""]
+    assert str(declared["dagster"]["dagster"].specifier) == "<1.14,>=1.13"
+
+
+def test_layers_map_to_extras_by_their_longest_prefix():
+    table = {"torch/": ("torch", "gpu"), "torch/lerobot_": ("torch", "interop"), "demo.py": ("dagster",)}
+    assert layer_extras("torch/loader.py", table) == ("torch", "gpu")
+    assert layer_extras("torch/lerobot_meta.py", table) == ("torch", "interop")
+    assert layer_extras("demo.py", table) == ("dagster",)
+    assert layer_extras("reader/dataset.py", table) == ()
+    assert layer_extras("defs/ingest/sensor.py") == ("dagster",)
+    assert layer_extras("orchestration/defs/resources.py") == ("dagster",)
+
+
+def test_every_module_robodata_does_not_install_is_still_imported():
+    """Each module robodata does not install is still imported somewhere (else drop its entry)."""
+    imported = {module for _, _, module, _ in imported_modules(PACKAGE)}
+    assert set(NOT_INSTALLED_BY_ROBODATA) - imported == set()
+
+
+def write(root: Path, relative: str, text: str) -> None:
+    (root / relative).parent.mkdir(parents=True, exist_ok=True)
+    (root / relative).write_text(text)
+
+
+def test_an_undeclared_import_inside_a_function_fails(tmp_path):
+    package = tmp_path / "robodata"
+    write(package, "__init__.py", "import numpy\nfrom . import defs\n")
+    write(package, "defs/config.py", "import os\n\n\ndef config():\n    from pydantic import Field\n    return Field\n")
+    lines = ["numpy>=2,<3", 'dagster<1.14,>=1.13; extra == "dagster"']
+    declared = requirements_by_extra(lines, ["dagster", "torch"])
+    assert undeclared_imports(package, declared) == [
+        "defs/config.py:5 imports pydantic (pydantic): declare it in the core or extra 'dagster'"
+    ]
+    # declared by another layer's extra: still missing for defs/
+    declared = requirements_by_extra([*lines, 'pydantic<3,>=2; extra == "torch"'], ["dagster", "torch"])
+    assert len(undeclared_imports(package, declared)) == 1
+    declared = requirements_by_extra([*lines, 'pydantic<3,>=2; extra == "dagster"'], ["dagster", "torch"])
+    assert undeclared_imports(package, declared) == []
+    # the layer table decides: the same file under a layer mapped to torch is fine
+    assert (
+        undeclared_imports(
+            package,
+            requirements_by_extra([*lines, 'pydantic<3; extra == "torch"'], ["dagster", "torch"]),
+            {"defs/": ("torch",)},
+        )
+        == []
+    )
+
+
+def test_import_extra_must_name_an_extra_that_declares_the_module(tmp_path):
+    package = tmp_path / "robodata"
+    write(package, "view/plots.py", 'def plot():\n    return import_extra("matplotlib", "interop", "plots")\n')
+    declared = requirements_by_extra(['matplotlib<4; extra == "plots"'], ["plots", "interop"])
+    assert undeclared_imports(package, declared) == [
+        "view/plots.py:2 imports matplotlib (matplotlib): declare it in the core or extra 'interop'"
+    ]
+
+
+def test_an_extra_inherits_the_extras_it_names():
+    declared = requirements_by_extra(
+        ['matplotlib<4,>=3.9; extra == "plots"', 'robodata[plots]; extra == "dagster"', "numpy<3"], ["plots", "dagster"]
+    )
+    assert {extra: sorted(reqs) for extra, reqs in declared.items()} == {
+        "": ["numpy"],
+        "plots": ["matplotlib"],
+        "dagster": ["matplotlib"],
+    }
+
+
+def test_unbounded_names_requirements_without_a_ceiling():
+    requirements = [Requirement(r) for r in ["av>=15", "av>=15,<19", "torch~=2.6", "x==1.0", "y!=2"]]
+    assert unbounded(requirements) == ["av>=15", "y!=2"]
+
+
+def test_the_wheel_ships_py_typed(wheel):
+    """PEP 561: the marker tells a user's mypy or pyright to check calls against robodata's hints."""
+    names = set(wheel.namelist())
+    assert "robodata/py.typed" in names
+    assert [n for n in names if n.endswith("/dagster_home/dagster.yaml")]  # the other package data
