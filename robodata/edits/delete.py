@@ -31,7 +31,7 @@ def delete_episodes(uri: str, episodes: list[int] | int, *, storage_options: dic
 
     Raises
     ------
-    robodata.EpisodeNotFoundError
+    robodata.errors.EpisodeNotFoundError
         An episode the dataset does not hold; nothing was deleted.
 
     Examples

@@ -49,11 +49,11 @@ def ingest_episode(
     ------
     robodata.BadUploadError
         The upload is incomplete or invalid; nothing was written.
-    robodata.EpisodeIndexTakenError
+    robodata.errors.EpisodeIndexTakenError
         Another episode holds the upload's ``episode_index`` and ``replace`` is False.
     robodata.IncompatibleEpisodeError
         Its cameras, joints or GOP size differ from the dataset's.
-    robodata.DatasetLocationError
+    robodata.errors.DatasetLocationError
         ``dataset_uri`` cannot hold a dataset.
 
     Examples

@@ -118,11 +118,11 @@ def write_episode(
 
     Raises
     ------
-    robodata.EpisodeIndexTakenError
+    robodata.errors.EpisodeIndexTakenError
         Another episode holds its ``episode_index`` and ``replace`` is False; nothing written.
     robodata.IncompatibleEpisodeError
         Its cameras, joints or GOP size differ from the dataset's.
-    robodata.EpisodeAuditError
+    robodata.errors.EpisodeAuditError
         The staged GOPs or rows failed the checks that run before the commit.
 
     Examples

@@ -85,7 +85,7 @@ def test_a_flipped_byte_in_any_frames_data_file_is_found_by_reads_and_verify(dat
                 frames_checksums._checked.clear()
                 ds = robodata.open(root)
                 read = list(READS)[checked % len(READS)]
-                with pytest.raises(robodata.CorruptRowsError) as raised:
+                with pytest.raises(robodata.errors.CorruptRowsError) as raised:
                     READS[read](ds)
                 assert str(raised.value) == (
                     f"{expected}, version {ds.version}; re-ingest the episodes it holds or restore the file"
@@ -146,7 +146,7 @@ def test_a_dataset_without_row_checksums_opens_and_is_upgraded(dataset_copy):
     assert verify_dataset(root).notes == []
     path = _data_files(root)[0]
     path.write_bytes(path.read_bytes()[:-1])
-    with pytest.raises(robodata.CorruptRowsError, match=f"data/{path.name}"):
+    with pytest.raises(robodata.errors.CorruptRowsError, match=f"data/{path.name}"):
         robodata.open(root)
 
 
@@ -159,7 +159,7 @@ def test_a_data_file_of_another_size_is_refused_on_open(dataset_copy, damage):
         path.unlink()
     else:
         path.write_bytes(data[:-7] if damage == "truncated" else data + b"\0" * 7)
-    with pytest.raises(robodata.CorruptRowsError) as raised:
+    with pytest.raises(robodata.errors.CorruptRowsError) as raised:
         robodata.open(root)
     message = str(raised.value)
     assert "\n" not in message
