@@ -40,8 +40,9 @@ LAYER_EXTRAS: dict[str, tuple[str, ...]] = {
     "demo.py": ("dagster",),
     # PyTorch loaders; NVDEC decode is the gpu extra's.
     "torch/": ("torch", "gpu"),
-    # LeRobot: the compat dataset and training entry point (torch) and the v3 export (interop).
-    "lerobot/": ("torch", "interop"),
+    # LeRobot: the compat dataset and the training entry point need torch; the v3 export asks
+    # for the interop extra's pandas through import_extra, which names its extra itself.
+    "lerobot/": ("torch",),
     "interop/": ("interop",),
     "view/": ("plots",),
 }
@@ -279,4 +280,45 @@ def test_the_wheel_ships_py_typed(wheel):
     """PEP 561: the marker tells a user's mypy or pyright to check calls against robodata's hints."""
     names = set(wheel.namelist())
     assert "robodata/py.typed" in names
-    assert [n for n in names if n.endswith("/dagster_home/dagster.yaml")]  # the other package data
+    assert [n for n in names if n.endswith("/dagster.yaml")]  # the Dagster instance's, the other package data
+
+
+def pinned_versions() -> dict[str, str]:
+    """constraints.txt's exact versions, by canonical name."""
+    pins = {}
+    for line in (REPO / "constraints.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, version = line.split("==")
+            pins[canonicalize_name(name)] = version
+    return pins
+
+
+def test_the_bounds_admit_what_ci_tests_and_what_lerobot_resolves(metadata):
+    """The upper bounds hold constraints.txt's versions (the tested environment) and the
+    versions `lerobot[dataset,training]==0.6.1` with `robodata[torch]` resolved to
+    (docs/training.md, scripts/coinstall_lerobot.sh): av<16, fsspec<=2026.2.0, torch<2.12."""
+    requirements = [Requirement(line) for line in metadata.get_all("Requires-Dist")]
+    requirements = [r for r in requirements if canonicalize_name(r.name) != "robodata"]
+    pins = pinned_versions()
+    refused = [
+        f"{r} refuses {pins[canonicalize_name(r.name)]}"
+        for r in requirements
+        if not r.specifier.contains(pins[canonicalize_name(r.name)])
+    ]
+    assert refused == []
+    lerobot = {
+        "torch": "2.11.0",
+        "av": "15.1.0",
+        "fsspec": "2026.2.0",
+        "s3fs": "2026.2.0",
+        "numpy": "2.2.6",
+        "pylance": "14.0.2",
+        "pyarrow": "26.0.1",
+    }
+    refused = [
+        f"{r} refuses {lerobot[r.name]}"
+        for r in requirements
+        if r.name in lerobot and not r.specifier.contains(lerobot[r.name])
+    ]
+    assert refused == []
