@@ -47,8 +47,8 @@ GOPS_SCHEMA = pa.schema(
 REF_SUFFIXES = ("ref_id", "gop_index", "frame_index_in_gop")
 IMAGE_COLUMN_PREFIX = "observation_images_"
 # DatasetMetadata.extra key: the camera names in the order the dataset lists them, the order the
-# first episode ingested recorded them in (episode.json's, a LeRobot dataset's features'). The
-# JSON of the metadata sorts the ``cameras`` mapping's keys, so the order needs its own list.
+# first episode ingested recorded them in (episode.json's, a LeRobot dataset's features').
+# ``DatasetMetadata.to_json`` sorts the ``cameras`` mapping's keys, so the order needs its own list.
 CAMERA_ORDER = "camera_order"
 # Columns every episode has, written from EpisodeData's own fields; an imported or exported
 # extra column may not take one of these names.

@@ -43,9 +43,9 @@ def dataset_metadata(episode: EpisodeData, settings: EncoderSettings) -> Dataset
         gop_size=settings.gop_size,
         codec=settings.describe(),
         robot_type=episode.robot_type,
-        # The episode's camera order (episode.json's, a LeRobot dataset's features'): the metadata's
-        # JSON sorts the cameras mapping's keys. Only the first episode's order is kept: a later
-        # episode joins the dataset's schema (episode_frames_schema) and is read in its order.
+        # The episode's camera order (episode.json's, a LeRobot dataset's features'), kept apart
+        # because DatasetMetadata.to_json sorts the cameras mapping's keys. Only the first episode's
+        # order is kept: a later one joins the dataset's schema (episode_frames_schema).
         extra={**episode.extra_metadata, CAMERA_ORDER: [c.name for c in episode.cameras]},
     )
 
