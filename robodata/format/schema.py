@@ -46,6 +46,10 @@ GOPS_SCHEMA = pa.schema(
 
 REF_SUFFIXES = ("ref_id", "gop_index", "frame_index_in_gop")
 IMAGE_COLUMN_PREFIX = "observation_images_"
+# DatasetMetadata.extra key: the camera names in the order the dataset lists them, the order the
+# first episode ingested recorded them in (episode.json's, a LeRobot dataset's features').
+# ``DatasetMetadata.to_json`` sorts the ``cameras`` mapping's keys, so the order needs its own list.
+CAMERA_ORDER = "camera_order"
 # Columns every episode has, written from EpisodeData's own fields; an imported or exported
 # extra column may not take one of these names.
 CORE_COLUMNS = frozenset(
@@ -100,6 +104,24 @@ class DatasetMetadata:
     renditions: dict[str, list[str]] = field(default_factory=dict)
 
     @property
+    def camera_names(self) -> list[str]:
+        """The cameras in the order the dataset lists them: the order recorded in ``extra``'s
+        ``camera_order``, else ``cameras``' own order (alphabetical once read back from JSON).
+
+        The order is not always the recording's: a dataset ingested from uploads before robodata
+        kept episode.json's order recorded its cameras sorted, and one written before robodata
+        recorded any order has none; both list their cameras alphabetically.
+
+        >>> cameras = {"angle": CameraInfo(64, 48, 30.0), "top": CameraInfo(64, 48, 30.0)}
+        >>> meta = DatasetMetadata(50.0, ["j"], cameras, 8, {}, extra={"camera_order": ["top", "angle"]})
+        >>> meta.camera_names, list(DatasetMetadata.from_json(meta.to_json()).cameras)
+        (['top', 'angle'], ['top', 'angle'])
+        """
+        order = (self.extra or {}).get(CAMERA_ORDER)
+        recorded = [name for name in order if name in self.cameras] if isinstance(order, list) else []
+        return list(dict.fromkeys([*recorded, *self.cameras]))
+
+    @property
     def camera_fps(self) -> dict[str, float]:
         return {name: cam.fps for name, cam in self.cameras.items()}
 
@@ -113,7 +135,10 @@ class DatasetMetadata:
         body = json.loads(text)
         body.pop("camera_fps", None)
         body["cameras"] = {k: CameraInfo(**v) for k, v in body["cameras"].items()}
-        return cls(**body)
+        meta = cls(**body)
+        # Iterating ``cameras`` gives the dataset's order, not the JSON's sorted one.
+        meta.cameras = {name: meta.cameras[name] for name in meta.camera_names}
+        return meta
 
     def compatible_with(self, other: DatasetMetadata) -> list[str]:
         """Differences that stop an episode described by ``other`` joining this dataset."""
@@ -177,7 +202,7 @@ def frames_schema(meta: DatasetMetadata) -> pa.Schema:
         pa.field("source", pa.string()),
         pa.field("is_intervention", pa.bool_()),
     ]
-    for camera in sorted(meta.cameras):
+    for camera in meta.camera_names:
         ref_id, gop_index, in_gop = ref_columns(camera)
         fields += [
             pa.field(ref_id, pa.int64(), nullable=False),

@@ -21,6 +21,7 @@ from robodata.errors import IncompatibleEpisodeError
 from robodata.format.alignment import nearest_frames
 from robodata.format.provenance import with_upload_fields
 from robodata.format.schema import (
+    CAMERA_ORDER,
     CameraInfo,
     DatasetMetadata,
     episode_text,
@@ -42,8 +43,10 @@ def dataset_metadata(episode: EpisodeData, settings: EncoderSettings) -> Dataset
         gop_size=settings.gop_size,
         codec=settings.describe(),
         robot_type=episode.robot_type,
-        # The order the cameras were recorded in (the JSON sorts the cameras dict's keys).
-        extra={**episode.extra_metadata, "camera_order": [c.name for c in episode.cameras]},
+        # The episode's camera order (episode.json's, a LeRobot dataset's features'), kept apart
+        # because DatasetMetadata.to_json sorts the cameras mapping's keys. Only the first episode's
+        # order is kept: a later one joins the dataset's schema (episode_frames_schema).
+        extra={**episode.extra_metadata, CAMERA_ORDER: [c.name for c in episode.cameras]},
     )
 
 
@@ -68,7 +71,7 @@ def build_rows(episode: EpisodeData, cameras: dict[str, CameraGops], schema: pa.
             else np.asarray([s == "intervention" for s in (episode.source or ["human"] * n)])
         ),
     }
-    for camera, layout in sorted(cameras.items()):
+    for camera, layout in cameras.items():  # the schema puts the columns in the dataset's order
         frame_times = np.asarray(layout.frame_times_ns, dtype=np.int64)
         frame = nearest_frames(episode.timestamps_ns, frame_times, layout.fps, _source_of(episode, camera))
         n_frames = np.asarray(layout.n_frames, dtype=np.int64)

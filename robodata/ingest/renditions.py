@@ -65,11 +65,11 @@ def declare_rendition(
     wanted = Rendition.parse(rendition)
     frames = open_frames(dataset_uri, storage_options=storage_options)
     meta = read_metadata(frames.schema)
-    cameras = sorted(meta.cameras) if cameras is None else list(cameras)
+    cameras = meta.camera_names if cameras is None else list(cameras)
     for camera in cameras:
         info = meta.cameras.get(camera)
         if info is None:
-            raise InvalidArgumentError(f"{dataset_uri}: no camera {camera!r}; the dataset has {sorted(meta.cameras)}")
+            raise InvalidArgumentError(f"{dataset_uri}: no camera {camera!r}; the dataset has {meta.camera_names}")
         if not wanted.fits_in(info.height, info.width) or wanted.size == (info.height, info.width):
             raise InvalidArgumentError(
                 f"{dataset_uri}: rendition {wanted.name} is not smaller than camera {camera!r} ({info.width}x{info.height})"
@@ -120,7 +120,7 @@ def add_rendition_to_episode(
     wanted = Rendition.parse(rendition)
     frames = open_frames(dataset_uri, storage_options=storage_options)
     meta = read_metadata(frames.schema)
-    cameras = [c for c in sorted(meta.cameras) if wanted.name in meta.renditions.get(c, [])]
+    cameras = [c for c in meta.camera_names if wanted.name in meta.renditions.get(c, [])]
     if not cameras:
         raise InvalidArgumentError(f"{dataset_uri}: rendition {wanted.name} is not declared; declare_rendition first")
     doing = f"adding rendition {wanted.name} to episode {episode_index}"

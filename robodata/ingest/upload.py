@@ -11,7 +11,9 @@
 
 episode.json holds ``episode_index`` (int), ``task``, ``language_instruction``, ``split``,
 ``robot_type``, ``joint_names``, ``control_hz`` and ``cameras``: a mapping from camera name
-to ``{"file": "<camera>.mp4"}`` (optionally ``"start_offset_ns"``).
+to ``{"file": "<camera>.mp4"}`` (optionally ``"start_offset_ns"``). The order of ``cameras`` is
+the order the dataset lists its cameras in (``RoboDataset.cameras``, LeRobot's ``camera_keys``),
+as the first episode ingested into the dataset lists them.
 """
 
 from __future__ import annotations
@@ -285,5 +287,5 @@ def _read_cameras(fs, upload: str, cameras: dict) -> list:
             fs,
             int(spec.get("start_offset_ns", 0)),
         )
-        for name, spec in sorted(cameras.items())
+        for name, spec in cameras.items()  # episode.json's order: the order the dataset lists them
     ]

@@ -14,6 +14,10 @@ Layout (as ALOHA's record_episodes.py and ACT's record_sim_episodes.py write it)
 attrs: sim (bool), compress (bool)
 ```
 
+The cameras keep the order h5py lists ``/observations/images`` in: the order they were written
+when the group tracks creation order (h5py's ``track_order=True``), else by name (HDF5 groups
+keep no creation order by default, and ALOHA's recorder does not ask for one).
+
 One row per step at the file's control rate (ALOHA records at 50 Hz; ``control_hz`` says so);
 every camera has one frame per step. ALOHA compresses with OpenCV, which treats arrays as BGR,
 so JPEG bytes decode to the array ALOHA stored only after swapping channels back

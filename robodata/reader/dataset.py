@@ -185,7 +185,7 @@ class RoboDataset:
         # every data file's size (two listings); the first read of rows checks their bytes.
         with storage_step("checking frames.lance's checksums", frames_uri(uri), storage_options):
             verify_frames_on_read(uri, frames, storage_options)
-        self.cameras = sorted(self.metadata.cameras)
+        self.cameras = self.metadata.camera_names  # recorded order (LeRobot policies stack them so)
         self._buffers: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
         self._row_files: SharedArrays | None = None
 

@@ -152,3 +152,24 @@ def test_a_bad_file_is_named_and_nothing_is_written(recordings, tmp_path):
         import_hdf5(str(folder / "nothing_*.hdf5"), str(tmp_path / "ds"), progress=False)
     with pytest.raises(BadUploadError, match="has 14 joints but 2 joint names"):
         import_hdf5(str(folder / "episode_0.hdf5"), str(tmp_path / "ds"), joint_names=["a", "b"], progress=False)
+
+
+def _write_cameras_in_order(path: Path, cameras: list[str], track_order: bool) -> None:
+    with h5py.File(path, "w") as root:
+        root.create_dataset("observations/qpos", data=np.zeros((STEPS, 14)))
+        root.create_dataset("action", data=np.zeros((STEPS, 14)))
+        group = root["observations"].create_group("images", track_order=track_order)
+        for k, camera in enumerate(cameras):
+            group.create_dataset(camera, data=_frames(k))
+
+
+def test_cameras_keep_the_files_order_when_it_records_one(tmp_path):
+    """A group that tracks creation order lists its cameras as written; ALOHA's recorder does not
+    track it, and HDF5 then lists them by name: the only order such a file holds."""
+    recorded = ["cam_low", "cam_high", "cam_left_wrist"]
+    _write_cameras_in_order(tmp_path / "tracked.hdf5", recorded, track_order=True)
+    _write_cameras_in_order(tmp_path / "untracked.hdf5", recorded, track_order=False)
+    import_hdf5(str(tmp_path / "tracked.hdf5"), str(tmp_path / "tracked"), progress=False)
+    import_hdf5(str(tmp_path / "untracked.hdf5"), str(tmp_path / "untracked"), progress=False)
+    assert robodata.open(str(tmp_path / "tracked")).cameras == recorded
+    assert robodata.open(str(tmp_path / "untracked")).cameras == ["cam_high", "cam_left_wrist", "cam_low"]
