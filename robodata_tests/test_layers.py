@@ -62,9 +62,9 @@ ALLOWED = {
 FORBIDDEN = {layer: {"dagster"} for layer in LIBRARY | {"__init__"}}
 FORBIDDEN["codec"] = {"dagster", "lance", "pyarrow"}
 # The modules that may run the benchmarks (by file name, wherever their folder moves), each only
-# inside a function that first calls require_benchmarks: the CLI's bench group, the
-# benchmark_report asset, the demo.
-BENCHMARK_ENTRY_POINTS = {"cli.py", "benchmark.py", "demo.py"}
+# inside a function that first calls require_benchmarks: the CLI's bench command (cli/_bench.py),
+# the benchmark_report asset, the demo.
+BENCHMARK_ENTRY_POINTS = {"_bench.py", "benchmark.py", "demo.py"}
 
 
 def _layer(package: Path, path: Path) -> str:
@@ -158,15 +158,16 @@ def test_only_the_entry_points_import_benchmarks_and_only_after_require_benchmar
 def test_the_benchmarks_rule_names_each_unguarded_import(tmp_path):
     package = tmp_path / "robodata"
     (package / "reader").mkdir(parents=True)
+    (package / "cli").mkdir()
     (package / "reader" / "probe.py").write_text("def f():\n    from benchmarks.loader import main\n")
-    (package / "cli.py").write_text(
+    (package / "cli" / "_bench.py").write_text(
         "import benchmarks\n\n"
         "def ok():\n    require_benchmarks('x')\n    from benchmarks.readpath import main\n\n"
         "def early():\n    from benchmarks.readpath import main\n    require_benchmarks('x')\n"
     )
     assert _benchmark_imports(package) == [
-        "robodata/cli.py:1 imports benchmarks outside a guarded entry point",
-        "robodata/cli.py:8 imports benchmarks.readpath outside a guarded entry point",
+        "robodata/cli/_bench.py:1 imports benchmarks outside a guarded entry point",
+        "robodata/cli/_bench.py:8 imports benchmarks.readpath outside a guarded entry point",
         "robodata/reader/probe.py:2 imports benchmarks.loader outside a guarded entry point",
     ]
 

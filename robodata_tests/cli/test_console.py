@@ -15,7 +15,7 @@ import robodata
 from robodata.cli import main
 from robodata.errors import EpisodeNotFoundError, StorageError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run_robodata(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -47,3 +47,19 @@ def test_option_help_shows_defaults_and_skips_flags(capsys):
     assert "--version VERSION a version number or a tag (default: latest)" in text
     assert "--serve serve the page on 127.0.0.1 until Ctrl-C --port" in text  # a flag: no "(default: False)"
     assert "default: None" not in text
+
+
+def test_help_lists_every_command_once_in_the_listed_order(capsys):
+    """The group modules register the commands; robodata.cli.LISTED orders `robodata --help`. A
+    command added to a group is listed there, one removed leaves the listing too."""
+    from robodata.cli import LISTED
+    from robodata.cli._registry import REGISTERED
+
+    assert sorted(LISTED) == sorted(REGISTERED)
+    assert list(COMMANDS) == list(LISTED)
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    lines = capsys.readouterr().out.splitlines()
+    listed = [line.split()[0] for line in lines if line.startswith("    ") and not line.startswith("     ")]
+    assert listed == list(LISTED)
+    assert listed[:3] == ["sample-data", "ingest", "info"] and listed[-1] == "bench"

@@ -1,0 +1,71 @@
+"""The commands that run Dagster or change its instance: ``demo``, ``register-uploads``,
+``repartition`` and ``register-imports`` (each imports Dagster only when it runs)."""
+
+from __future__ import annotations
+
+import argparse
+
+from robodata.cli._registry import command
+
+
+def _demo_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workdir", default="demo", help="folder for uploads, dataset and DAGSTER_HOME")
+    p.add_argument("--episodes", type=int, default=4, help="sample episodes to write and ingest")
+    p.add_argument("--seconds", type=float, default=4.0, help="length of each sample episode")
+
+
+@command("demo", _demo_args)
+def _demo(args: argparse.Namespace) -> int:
+    """The README's demo: sample uploads ingested through Dagster's assets, sensor and checks."""
+    from robodata.demo import run_demo
+
+    run_demo(args.workdir, episodes=args.episodes, seconds=args.seconds)
+    return 0
+
+
+def _register_uploads_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", default=None, help="dataset root (default: $ROBODATA_ROOT, else ./demo/dataset)")
+    p.add_argument("--uploads", default=None, help="uploads root (default: $ROBODATA_UPLOADS, else beside the dataset)")
+
+
+@command("register-uploads", _register_uploads_args)
+def _register_uploads(args: argparse.Namespace) -> int:
+    """Add a Dagster partition (in $DAGSTER_HOME's instance) for every complete upload (every upload
+    batch with ROBODATA_PARTITIONING=batch); no run is started."""
+    from robodata.dagster_home import register_uploads_from_cli
+
+    for key in register_uploads_from_cli(args.dataset, args.uploads):
+        print(key)
+    return 0
+
+
+def _repartition_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("to", choices=["episode", "batch"], help="the partitioning to carry the instance over to")
+    _register_uploads_args(p)
+
+
+@command("repartition", _repartition_args)
+def _repartition(args: argparse.Namespace) -> int:
+    """Carry $DAGSTER_HOME's instance over to per-episode or batch partitions (then set
+    ROBODATA_PARTITIONING and restart the code location): what is ingested is recorded as such."""
+    from robodata.dagster_home import migrate_partitioning_from_cli
+
+    done = migrate_partitioning_from_cli(args.to, args.dataset, args.uploads)
+    print(f"{len(done['stored'])} partition(s) already ingested, {len(done['new'])} to ingest")
+    print(f"now set ROBODATA_PARTITIONING={args.to} and restart the code location")
+    return 0
+
+
+def _register_imports_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", help="a LeRobot v3 root or an HDF5 glob (local or s3://)")
+    p.add_argument("--format", choices=["lerobot", "aloha_hdf5"], default="lerobot", help="what SOURCE holds")
+
+
+@command("register-imports", _register_imports_args)
+def _register_imports(args: argparse.Namespace) -> int:
+    """Add an imported_episodes partition (in $DAGSTER_HOME's instance) per source episode."""
+    from robodata.dagster_home import register_import_partitions_from_cli
+
+    for key in register_import_partitions_from_cli(args.source, args.format):
+        print(key)
+    return 0
