@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from robodata.interop import export_lerobot
+from robodata.lerobot import export_lerobot
 from robodata_tests.fixtures.built_once import built_once
 
 

@@ -16,9 +16,8 @@ from robodata.cli import main
 from robodata.codec.quality import psnr
 from robodata.format.schema import CameraInfo, ref_columns
 from robodata.format.tables import gops_uri, open_table
-from robodata.interop import import_lerobot
-from robodata.interop.lerobot_format import LeRobotFormatError
-from robodata.interop.lerobot_rate import camera_rate_rows, export_fps
+from robodata.lerobot import LeRobotFormatError, import_lerobot
+from robodata.lerobot._rate import camera_rate_rows, export_fps
 
 ROUND_TRIP_PSNR_DB = 30.0  # robodata H.264 -> H.264 crf 30 -> H.264 crf 23, against robodata's frames
 
