@@ -89,7 +89,7 @@ def test_items_equal_the_lerobot_export_read_by_a_reference_reader(short_dataset
 
 
 def test_stats_are_the_exports_quantiles_included(short_dataset, lossless_export):
-    """The export writes LeRobot's stats (interop/lerobot_stats, LeRobot's compute_stats ported);
+    """The export writes LeRobot's stats (robodata.lerobot._stats, LeRobot's compute_stats ported);
     meta.stats computes the same from the dataset, for every feature, index columns included."""
     import json
     from pathlib import Path
