@@ -137,7 +137,7 @@ def _write_doctest_sources(dataset: Path, root: Path) -> None:
     import h5py
     import numpy as np
 
-    from robodata.interop.lerobot_export import export_lerobot
+    from robodata.lerobot import export_lerobot
 
     # H.264, not LeRobot's default SVT-AV1: twice, with both test workers exporting at once, SVT-AV1
     # hung in encode or handed the MP4 muxer a bad timestamp (CI, 2026-12-01); the examples read

@@ -28,7 +28,7 @@ from benchmarks.scenarios import Pair, scenario_a, scenario_b, scenario_c, scena
 from benchmarks.storage import layout_storage, quality_sample
 from benchmarks.sweep import storage_matched_point, sweep_gop_sizes
 from robodata.codec import EncoderSettings
-from robodata.interop import export_lerobot
+from robodata.lerobot import export_lerobot
 from robodata.reader import open_dataset
 from robodata.sample_data import write_sample_uploads
 

@@ -43,8 +43,8 @@ def main(args: argparse.Namespace) -> int:
     from torch.utils.data._utils import worker as worker_state
 
     import robodata
+    from robodata.lerobot import LeRobotCompatDataset
     from robodata.reader import decode_pool
-    from robodata.torch import LeRobotCompatDataset
     from robodata.torch.batch_reader import BatchReader
 
     torch.set_num_threads(1)

@@ -1,6 +1,6 @@
 """Training-loader benchmark: PyTorch DataLoader samples/s for 0, 1, 2 workers and batch sizes 32
 and 128, robodata against the LeRobot-layout baseline fed through the same DataLoader (random
-order); ``robodata.torch.LeRobotCompatDataset`` against the same baseline; per-worker memory at
+order); ``robodata.lerobot.LeRobotCompatDataset`` against the same baseline; per-worker memory at
 1M and 10M rows; time to the first batch by worker start method; resident memory over a long run.
 
 Run ``robodata bench loader`` (``--help`` for sizes). Needs the ``torch`` extra.
@@ -132,7 +132,8 @@ def compat_throughput(uri: str, *, num_workers: int, batch_size: int, samples: i
     batches from its resumable sampler, read with one batched ``__getitems__`` per batch."""
     from torch.utils.data import DataLoader
 
-    from robodata.torch import LeRobotCompatDataset, collate_batch, worker_context
+    from robodata.lerobot import LeRobotCompatDataset
+    from robodata.torch import collate_batch, worker_context
 
     dataset = LeRobotCompatDataset(uri)
     sampler = dataset.sampler(batch_size=batch_size, seed=1)
@@ -218,7 +219,7 @@ class LeRobotLayoutTorchDataset:
 def baseline_available() -> bool:
     try:
         import benchmarks.lerobot_baseline  # noqa: F401
-        import robodata.interop.lerobot_export  # noqa: F401
+        import robodata.lerobot  # noqa: F401
     except ImportError:
         return False
     return True
@@ -327,7 +328,7 @@ def main(args: argparse.Namespace) -> int:
     rows = []
     baseline_root = None
     if args.baseline and baseline_available() and cameras is None:
-        from robodata.interop.lerobot_export import export_lerobot
+        from robodata.lerobot import export_lerobot
 
         baseline_root = str(Path(workdir) / "lerobot")
         if not (Path(baseline_root) / "meta" / "info.json").is_file():

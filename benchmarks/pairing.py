@@ -6,7 +6,7 @@ import numpy as np
 
 from benchmarks.lerobot_baseline import LeRobotLayoutReader
 from robodata.format.alignment import nearest_frames
-from robodata.interop.lerobot_format import camera_time_column
+from robodata.lerobot import camera_time_column
 from robodata.reader import RoboDataset
 
 # The exporter writes robodata's episode index here; without it, episodes pair in sorted order.

@@ -138,7 +138,7 @@ def render_report(results: dict) -> str:
         f"Dataset: `{d['uri']}` version {d['version']}: {d['episodes']} episodes, {d['rows']:,} rows at "
         f"{d['control_hz']:g} Hz, cameras {', '.join(f'{c} {v}' for c, v in d['cameras'].items())}, "
         f"{d['codec']} G={d['gop_size']}. Baseline: {b['layout']} layout exported from it by "
-        f"`robodata.interop.export_lerobot` ({_encoding(results)}, {b['video_files']} MP4 files, "
+        f"`robodata.lerobot.export_lerobot` ({_encoding(results)}, {b['video_files']} MP4 files, "
         f"{_n(b['episodes_per_video_file'], 1)} episodes per file, exported in {_n(b['export_seconds'], 1)} s).",
         SECTIONS[0],
         headline_table(results),

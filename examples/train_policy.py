@@ -1,7 +1,7 @@
 """Train a small convolutional policy on a pinned robodata version, LeRobot-style.
 
 The data side is what LeRobot training code already does: a map-style dataset with LeRobot's keys
-(``robodata.torch.LeRobotCompatDataset``), a torch DataLoader with 2 worker processes,
+(``robodata.lerobot.LeRobotCompatDataset``), a torch DataLoader with 2 worker processes,
 normalisation from ``dataset.meta.stats``. robodata adds a pinned version (a Lance tag), a
 batch sampler that gives every DDP rank the same steps, and checkpoints that resume mid-epoch at
 the exact next sample, on any number of processes.
@@ -35,7 +35,8 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 import robodata
-from robodata.torch import LeRobotCompatDataset, collate_batch, worker_context
+from robodata.lerobot import LeRobotCompatDataset
+from robodata.torch import collate_batch, worker_context
 
 
 class ConvPolicy(nn.Module):

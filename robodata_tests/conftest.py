@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from robodata_tests.fixtures.built_once import SAMPLE, sample_dataset_once, sample_uploads_once
+from robodata_tests.fixtures.built_once import SAMPLE, built_once, sample_dataset_once, sample_uploads_once
 
 # Real footage ships inside the repository: no test reads outside it.
 TESTDATA = Path(__file__).resolve().parent / "data"
@@ -46,6 +46,30 @@ def dataset_copy(ingested, tmp_path) -> str:
     target = tmp_path / "ds"
     shutil.copytree(ingested, target)
     return str(target)
+
+
+@pytest.fixture(scope="session")
+def exported(ingested, request, tmp_path_factory) -> str:
+    """The sample dataset (3 episodes) as LeRobot v3, 2 episodes per file, made once: AV1
+    encoding is the slow part of the LeRobot and import tests. Treat as read-only."""
+    from robodata.lerobot import export_lerobot
+
+    def export(folder: Path) -> None:
+        export_lerobot(ingested, folder / "sample_lerobot", episodes_per_file=2, progress=False)
+
+    return str(built_once(request.config, tmp_path_factory, "sample-lerobot", export) / "sample_lerobot")
+
+
+@pytest.fixture(scope="session")
+def short_dataset(eight_short_uploads, request, tmp_path_factory) -> str:
+    """Three half-second episodes (0-2) ingested: for tests that run training or export. Read-only."""
+    import robodata
+
+    def ingest(folder: Path) -> None:
+        for upload in eight_short_uploads[:3]:
+            robodata.ingest_episode(str(upload), str(folder / "ds"))
+
+    return str(built_once(request.config, tmp_path_factory, "short-dataset", ingest) / "ds")
 
 
 pytest_plugins = ["robodata_tests.fixtures.s3_server"]

@@ -9,6 +9,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "robodata"
+# Code outside the wheel that uses robodata as a user would: public names only.
+OUTSIDE = [PACKAGE.parent / folder for folder in ("benchmarks", "examples", "scripts")]
 
 LIBRARY = {
     "errors",
@@ -24,6 +26,7 @@ LIBRARY = {
     "sample_data",
     "view",
     "torch",
+    "lerobot",
 }
 LIBRARY |= {"quiet_lance", "source_checkout"}
 # layer -> the robodata layers it may import (itself always allowed)
@@ -42,11 +45,15 @@ ALLOWED = {
     # Write, audit, publish: an ingest checks what it staged with integrity's checks, not the reader.
     "ingest": {"codec", "format", "storage", "errors", "integrity"},
     "edits": {"format", "storage", "errors", "integrity"},  # gc reads integrity's GOP leases
-    "interop": {"codec", "format", "storage", "errors", "ingest", "reader"},
+    # The HDF5 import and the format registry, which names LeRobot's episode source.
+    "interop": {"codec", "format", "storage", "errors", "ingest", "reader", "lerobot"},
     "summary": {"format", "reader", "storage", "errors"},
     "sample_data": {"interop", "format", "storage", "errors"},
     "view": {"reader", "format", "storage", "errors"},  # it only reads
-    "torch": {"reader", "format", "interop", "storage", "errors"},  # reads, in LeRobot's keys
+    "torch": {"reader", "format", "storage", "errors"},  # the training loader: knows nothing of LeRobot's formats
+    # Everything LeRobot: its formats, export and import (through ingest's driver), its stats,
+    # and LeRobotCompatDataset on the training loader.
+    "lerobot": {"torch", "reader", "ingest", "format", "codec", "storage", "errors"},
     "__init__": LIBRARY,
     "defs": LIBRARY,
     # Dagster's own rooms: the definitions (a folder per domain), the entry point that loads
@@ -169,6 +176,58 @@ def test_the_benchmarks_rule_names_each_unguarded_import(tmp_path):
         "robodata/cli/_bench.py:1 imports benchmarks outside a guarded entry point",
         "robodata/cli/_bench.py:8 imports benchmarks.readpath outside a guarded entry point",
         "robodata/reader/probe.py:2 imports benchmarks.loader outside a guarded entry point",
+    ]
+
+
+def _private_lerobot_imports(package: Path = PACKAGE, outside: list[Path] = OUTSIDE) -> list[str]:
+    """Imports of robodata.lerobot's private modules (``robodata.lerobot._name``) from anywhere but
+    robodata/lerobot/: the package and the code beside it that uses it (benchmarks, examples,
+    scripts). LeRobot's formats are known in one place; everyone else uses its public names."""
+    found = []
+    files = [p for p in sorted(package.rglob("*.py")) if _layer(package, p) != "lerobot"]
+    files += [p for folder in outside for p in sorted(folder.rglob("*.py"))]
+    for path in files:
+        where = path.relative_to(package.parent)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            for name in names:
+                parts = name.split(".")
+                if parts[:2] == ["robodata", "lerobot"] and len(parts) > 2 and _private(parts[2]):
+                    found.append(f"{where}:{node.lineno} imports {name}")
+    return found
+
+
+def test_only_the_lerobot_package_imports_its_private_modules():
+    assert _private_lerobot_imports() == []
+
+
+def test_the_training_loader_knows_nothing_of_lerobot_or_interop():
+    reached = {
+        module.split(".")[1]
+        for path in sorted((PACKAGE / "torch").rglob("*.py"))
+        for _, module in _imports(PACKAGE, path)
+        if module.startswith("robodata.")
+    }
+    assert reached & {"lerobot", "interop"} == set()
+    assert {"lerobot", "interop"} & ALLOWED["torch"] == set()
+
+
+def test_the_private_lerobot_rule_names_each_import(tmp_path):
+    package = tmp_path / "robodata"
+    (package / "lerobot").mkdir(parents=True)
+    (package / "torch").mkdir()
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (package / "lerobot" / "_export.py").write_text("from robodata.lerobot._format import ACTION\n")
+    (package / "torch" / "probe.py").write_text("from robodata.lerobot import _stats, export_lerobot\n")
+    (scripts / "probe.py").write_text("import robodata.lerobot._meta\nfrom robodata.lerobot import train\n")
+    assert _private_lerobot_imports(package, [scripts]) == [
+        "robodata/torch/probe.py:1 imports robodata.lerobot._stats",
+        "scripts/probe.py:1 imports robodata.lerobot._meta",
     ]
 
 

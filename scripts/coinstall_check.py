@@ -46,7 +46,7 @@ def robodata_item(work: Path) -> dict:
     subprocess.run([*run, "sample-data", str(uploads), "--episodes", "2", "--seconds", "1"], check=True)
     subprocess.run([*run, "ingest", *map(str, sorted(uploads.iterdir())), str(root)], check=True)
     dataset = robodata.open(str(root))
-    from robodata.torch import LeRobotCompatDataset  # robodata[torch]: the LeRobot-shaped view
+    from robodata.lerobot import LeRobotCompatDataset  # robodata[torch]: the LeRobot-shaped view
 
     compat = LeRobotCompatDataset(str(root))[0]
     return {
@@ -81,7 +81,7 @@ def main(work: Path) -> None:
     for key, value in sorted(ours["item"].items()):
         print(f"   {key}: {describe(value)}")
     assert int(ours["item"]["episode_index"]) == 0 and int(ours["item"]["frame_index"]) == 0
-    print("robodata.torch.LeRobotCompatDataset item 0:")
+    print("robodata.lerobot.LeRobotCompatDataset item 0:")
     for key, value in sorted(ours["compat"].items()):
         print(f"   {key}: {describe(value)}")
     print(f"both loaded in one process (pid {__import__('os').getpid()})")

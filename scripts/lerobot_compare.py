@@ -41,7 +41,7 @@ LOSS = re.compile(r"step:(\S+) .*?loss:([0-9.eE+-]+)")
 def prepare(work: Path, episodes: int, seconds: float) -> tuple[str, str]:
     """The robodata dataset (tagged) and its LeRobot export under ``work``."""
     import robodata
-    from robodata.interop.lerobot_export import export_lerobot
+    from robodata.lerobot import export_lerobot
     from robodata.sample_data import write_sample_uploads
 
     dataset, export = work / "robodata", work / "lerobot"
@@ -101,7 +101,7 @@ def losses(args: argparse.Namespace) -> int:
     for out in (ours_out, theirs_out):
         shutil.rmtree(out, ignore_errors=True)
     ours = run_training(
-        [sys.executable, "-m", "robodata.torch.lerobot_train", f"--dataset.repo_id={dataset}",
+        [sys.executable, "-m", "robodata.lerobot.train", f"--dataset.repo_id={dataset}",
          f"--dataset.revision={TAG}", *train_args(args.steps, ours_out)],
         work / "robodata-train.log",
     )  # fmt: skip
@@ -127,7 +127,7 @@ from torch.utils.data import DataLoader
 kind, path, workers, batch, context = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 started = time.perf_counter()
 if kind == "robodata":
-    from robodata.torch import LeRobotCompatDataset
+    from robodata.lerobot import LeRobotCompatDataset
     dataset = LeRobotCompatDataset(path, version="compare", return_uint8=True)
 else:
     from lerobot.datasets.lerobot_dataset import LeRobotDataset

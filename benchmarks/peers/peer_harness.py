@@ -50,7 +50,7 @@ from benchmarks.profiling import Profile, profile_from_own_times
 from benchmarks.report import headline_table
 from benchmarks.scenarios import Pair, window_offsets
 from robodata.codec import EncoderSettings
-from robodata.interop import export_lerobot
+from robodata.lerobot import export_lerobot
 from robodata.reader import open_dataset
 
 WRITER = Path(__file__).with_name("lerobot_writer.py")

@@ -179,7 +179,7 @@ def robodata_takes_resolution() -> bool:
         return False
     import inspect
 
-    from robodata.torch import LeRobotCompatDataset
+    from robodata.lerobot import LeRobotCompatDataset
     from robodata.torch.batch_reader import BatchReader
 
     return all(
@@ -207,7 +207,7 @@ class RobodataCompatSystem:
         self._ds = None
 
     def _dataset(self):
-        from robodata.torch import LeRobotCompatDataset
+        from robodata.lerobot import LeRobotCompatDataset
 
         if self._ds is None:
             sized = {}

@@ -144,7 +144,7 @@ def _export_lerobot_args(p: argparse.ArgumentParser) -> None:
 @command("export-lerobot", _export_lerobot_args)
 def _export_lerobot(args: argparse.Namespace) -> int:
     """Export a dataset version as a LeRobot v3.0 dataset."""
-    from robodata.interop.lerobot_export import export_lerobot
+    from robodata.lerobot import export_lerobot
     from robodata.storage import env_storage_options
 
     result = export_lerobot(
@@ -176,7 +176,7 @@ def _import_lerobot_args(p: argparse.ArgumentParser) -> None:
 @command("import-lerobot", _import_lerobot_args)
 def _import_lerobot(args: argparse.Namespace) -> int:
     """Import a LeRobot v3 dataset; episodes already in the dataset are skipped."""
-    from robodata.interop.lerobot_import import import_lerobot
+    from robodata.lerobot import import_lerobot
     from robodata.storage import env_storage_options
 
     result = import_lerobot(

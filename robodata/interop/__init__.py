@@ -1,21 +1,17 @@
-"""Moving data in and out: LeRobot v3 export; LeRobot v3 and ALOHA / ACT HDF5 import through
-one driver (``import_episodes``) over ``EpisodeSource``s."""
+"""Importing recordings: ALOHA / ACT HDF5 (``import_hdf5``), and the format registry
+(``IMPORT_FORMATS``, ``open_episode_source``) that names every ``EpisodeSource`` robodata reads
+(LeRobot's is ``robodata.lerobot.LeRobotEpisodes``) for ``import_episodes``, the one import driver."""
 
-from robodata.interop.episode_source import EpisodeSource, import_episodes
+from robodata.ingest.episode_source import EpisodeSource, import_episodes
+from robodata.ingest.import_result import ImportResult
 from robodata.interop.hdf5_import import import_hdf5
-from robodata.interop.import_result import ImportResult
-from robodata.interop.lerobot_export import ExportResult, export_lerobot
-from robodata.interop.lerobot_import import import_lerobot
 from robodata.interop.sources import IMPORT_FORMATS, open_episode_source
 
 __all__ = [
     "IMPORT_FORMATS",
     "EpisodeSource",
-    "ExportResult",
     "ImportResult",
-    "export_lerobot",
     "import_episodes",
     "import_hdf5",
-    "import_lerobot",
     "open_episode_source",
 ]

@@ -45,10 +45,10 @@ from PIL import Image
 from robodata.codec import EncoderSettings
 from robodata.errors import BadUploadError, NotFoundError, import_extra
 from robodata.ingest import CameraStream, EpisodeData
+from robodata.ingest.episode_source import import_episodes
+from robodata.ingest.import_result import ImportResult
+from robodata.ingest.source_fingerprint import source_fingerprint
 from robodata.interop.aloha_layout import ALOHA_JOINTS
-from robodata.interop.episode_source import import_episodes
-from robodata.interop.import_result import ImportResult
-from robodata.interop.source_fingerprint import source_fingerprint
 from robodata.storage import fsspec_filesystem, is_remote
 from robodata.storage.failures import storage_call
 

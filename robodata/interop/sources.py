@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from robodata.interop.episode_source import EpisodeSource
+from robodata.ingest.episode_source import EpisodeSource
 from robodata.interop.hdf5_import import Hdf5Episodes
-from robodata.interop.lerobot_import import LeRobotEpisodes
+from robodata.lerobot import LeRobotEpisodes
 
 
 @dataclass(frozen=True)

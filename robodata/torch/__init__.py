@@ -1,13 +1,13 @@
 """robodata for training code: the sampler, the resumable loaders, the PyTorch datasets and their
 worker start-up, in one place.
 
-``RoboTorchDataset``, ``make_dataloader`` and ``LeRobotCompatDataset`` need PyTorch
+``RoboTorchDataset`` and ``make_dataloader`` need PyTorch
 (``pip install 'robodata[torch]'``); the sampler (``robodata.torch.sampler``), the batch reader
 (``robodata.torch.batch_reader``) and the numpy-only ``TrainingLoader``
 (``robodata.torch.loader``) do not, so this package imports torch only when one of the former is
 asked for.
 
->>> from robodata.torch import LeRobotCompatDataset, make_dataloader
+>>> from robodata.torch import make_dataloader
 >>> make_dataloader("data/demo", batch_size=8).dataset_version
 3
 """
@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING
 
 # name -> the module that defines it (imported on first use: torch only when needed)
 _EXPORTS = {
-    "LeRobotCompatDataset": "robodata.torch.lerobot_compat",
-    "LeRobotMeta": "robodata.torch.lerobot_meta",
     "RoboTorchDataset": "robodata.torch.torch_dataset",
     "TorchLoader": "robodata.torch.torch_dataset",
     "collate_batch": "robodata.torch.torch_dataset",
@@ -30,8 +28,6 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "LeRobotCompatDataset",
-    "LeRobotMeta",
     "RoboTorchDataset",
     "TorchLoader",
     "collate_batch",
@@ -42,7 +38,6 @@ __all__ = [
 
 if TYPE_CHECKING:
     from robodata.torch.delta_timestamps import resolve_delta_timestamps
-    from robodata.torch.lerobot_compat import LeRobotCompatDataset, LeRobotMeta
     from robodata.torch.torch_dataset import (
         RoboTorchDataset,
         TorchLoader,

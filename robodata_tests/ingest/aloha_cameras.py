@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from robodata.interop import export_lerobot
+from robodata.lerobot import export_lerobot
 from robodata.sample_data import write_sample_uploads
 
 RECORDED = ["top", "angle", "front_close"]

@@ -8,12 +8,12 @@ import pytest
 
 import robodata
 from robodata.ingest import ingest_episode
-from robodata.interop import import_lerobot
+from robodata.lerobot import import_lerobot
 from robodata_tests.ingest.aloha_cameras import RECORDED, VIDEO_KEYS, aloha_uploads, export_video_keys
 
 # Without torch the module is skipped, not an error: the import below needs it.
 torch = pytest.importorskip("torch")
-from robodata.torch import LeRobotCompatDataset  # noqa: E402
+from robodata.lerobot import LeRobotCompatDataset  # noqa: E402
 
 
 def assert_recorded_order(dataset: str) -> None:

@@ -9,7 +9,8 @@ import numpy as np
 
 import robodata
 from robodata.format.provenance import UPLOAD_COLUMNS
-from robodata.interop import export_lerobot, import_hdf5, import_lerobot
+from robodata.interop import import_hdf5
+from robodata.lerobot import export_lerobot, import_lerobot
 
 from .test_hdf5_import import STEPS, _write_episode
 

@@ -10,7 +10,7 @@ import robodata
 from robodata.ingest.renditions import add_rendition
 
 torch = pytest.importorskip("torch")
-from robodata.torch.lerobot_compat import LeRobotCompatDataset  # noqa: E402
+from robodata.lerobot import LeRobotCompatDataset  # noqa: E402
 from robodata.torch.torch_dataset import make_dataloader  # noqa: E402
 
 TOP = "observation_images_top"

@@ -41,7 +41,7 @@ import sys
 from torch.utils.data import DataLoader
 from robodata.errors import RoboDataError
 from robodata.storage import env_storage_options
-from robodata.torch.lerobot_compat import LeRobotCompatDataset
+from robodata.lerobot import LeRobotCompatDataset
 
 ds = LeRobotCompatDataset(sys.argv[1], storage_options=env_storage_options())
 print("ready", flush=True)

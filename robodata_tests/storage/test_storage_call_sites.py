@@ -74,7 +74,7 @@ UNWRAPPED: dict[tuple[str, str, str], str] = {
     ): "the fragments of the manifest already read: no request",
     ("integrity/frames_checksums.py", "record_frames_checksums", "fs.makedirs"): "local only",
     ("integrity/gop_leases.py", "write_record", "fs.makedirs"): "local only",
-    ("interop/lerobot_export.py", "_plan", "ds.to_table"): "a RoboDataset method: under the deadline inside",
+    ("lerobot/_export.py", "_plan", "ds.to_table"): "a RoboDataset method: under the deadline inside",
     ("storage/put_folder.py", "put_folder", "fs.makedirs"): "local only",
     (
         "storage/uploads.py",
@@ -83,12 +83,12 @@ UNWRAPPED: dict[tuple[str, str, str], str] = {
     ): "a file listed without an ETag: local only (S3 lists one per object)",
     ("summary.py", "dataset_summary", "ds.versions"): "a RoboDataset method: under the deadline inside",
     (
-        "torch/lerobot_version_stats.py",
+        "lerobot/_version_stats.py",
         "lerobot_stats_of",
         "ds.to_table",
     ): "a RoboDataset method: under the deadline inside",
     (
-        "torch/lerobot_version_stats.py",
+        "lerobot/_version_stats.py",
         "lerobot_stats_of",
         "ds.to_table(columns=columns).take",
     ): "Arrow's take on rows already read",

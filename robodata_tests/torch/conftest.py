@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from robodata_tests.fixtures.built_once import built_once, sample_uploads_once
+from robodata_tests.fixtures.built_once import sample_uploads_once
 
 
 @pytest.fixture(scope="session")
@@ -16,15 +16,3 @@ def extra_upload(request, tmp_path_factory) -> Path:
         request.config, tmp_path_factory, "extra-upload", episodes=1, seed=11, seconds=1.0, start_index=3
     )
     return upload
-
-
-@pytest.fixture(scope="session")
-def short_dataset(eight_short_uploads, request, tmp_path_factory) -> str:
-    """Three half-second episodes (0-2) ingested: for tests that run training or export. Read-only."""
-    import robodata
-
-    def ingest(folder: Path) -> None:
-        for upload in eight_short_uploads[:3]:
-            robodata.ingest_episode(str(upload), str(folder / "ds"))
-
-    return str(built_once(request.config, tmp_path_factory, "short-dataset", ingest) / "ds")

@@ -20,7 +20,7 @@ from robodata.defs.encoding import EncodingConfig
 from robodata.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.defs.resources import DatasetStore
 from robodata.errors import RoboDataError
-from robodata.interop.episode_source import import_episodes
+from robodata.interop import import_episodes
 from robodata.interop.sources import IMPORT_FORMATS, open_episode_source
 
 IMPORT_PARTITIONS = "imported_episodes"

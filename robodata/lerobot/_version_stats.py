@@ -1,7 +1,7 @@
 """Statistics of a pinned robodata version for LeRobot training code.
 
-``lerobot_stats``: what LeRobot would have written to ``meta/stats.json`` for the same episodes
-(``robodata.interop.lerobot_stats``: per-episode stats with histogram quantiles q01..q99 over
+``lerobot_stats_of``: what LeRobot would have written to ``meta/stats.json`` for the same episodes
+(``robodata.lerobot._stats``: per-episode stats with histogram quantiles q01..q99 over
 every row, camera stats over ``sample_indices`` frames per episode, aggregated as LeRobot does),
 for every feature an item carries, the index columns included. It reads the version's numeric
 columns once and decodes the sampled frames, so ``meta.stats`` computes it on first use.
@@ -15,14 +15,14 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from robodata.errors import RoboDataError
 from robodata.format import stats as feature_stats
 from robodata.format.schema import image_column
-from robodata.interop import lerobot_stats
-from robodata.interop.lerobot_format import video_key
+from robodata.lerobot import _stats as lerobot_stats
+from robodata.lerobot._features import lerobot_key
+from robodata.lerobot._format import video_key
 from robodata.reader import open_dataset
 from robodata.reader import to_numpy as _to_numpy
-
-RENAMED = {"observation_state": "observation.state", "action": "action"}
 
 
 def lerobot_stats_of(
@@ -47,7 +47,7 @@ def lerobot_stats_of(
         chunked = table[column]
         if chunked.null_count or pa.types.is_string(chunked.type) or pa.types.is_large_string(chunked.type):
             continue  # strings and partly annotated columns have no statistics (as in the export)
-        values[RENAMED.get(column, column)] = _to_numpy(chunked)
+        values[lerobot_key(column, cameras)] = _to_numpy(chunked)
     values["timestamp"] = (frame / fps).astype(np.float32)
     values["frame_index"] = frame.astype(np.int64)
     values["episode_index"] = episode.astype(np.int64)
@@ -69,35 +69,18 @@ def lerobot_stats_of(
 
 def stored_stats(uri: str, version: int | str | None = None, storage_options: dict | None = None) -> dict:
     """robodata's summary statistics (mean/std/min/max/count, LeRobot keys) of ``uri`` at
-    ``version``, merged from the per-episode moments stored at ingest."""
+    ``version``, merged from the per-episode moments ingest stored: no pass over the data.
+
+    >>> sorted(stored_stats("data/demo")["action"])
+    ['count', 'max', 'mean', 'min', 'std']
+    """
     ds = open_dataset(uri, version=version, storage_options=storage_options)
     episodes, counts = np.unique(np.asarray(ds.rows.episode_index), return_counts=True)
-    return version_stats(ds, dict(zip(episodes.tolist(), counts.tolist(), strict=True)))
-
-
-def version_stats(ds, episode_lengths: dict[int, int]) -> dict[str, dict[str, np.ndarray]]:
-    """LeRobot-keyed statistics of ``ds``'s version from the per-episode moments stored at ingest;
-    episodes without stored moments (ingested before robodata kept them) are computed here."""
-    found, missing = feature_stats.episode_moments_at(ds.uri, ds.version, episode_lengths, ds.storage_options)
-    for episode in missing:
-        found[episode] = _compute_moments(ds, episode)
+    lengths = dict(zip(episodes.tolist(), counts.tolist(), strict=True))
+    found, missing = feature_stats.episode_moments_at(ds.uri, ds.version, lengths, ds.storage_options)
+    if missing:  # every write stores its episode's moments: a dataset without them lost stats.lance
+        raise RoboDataError(
+            f"{uri}: version {ds.version} has no stored statistics for episodes {missing} in stats.lance"
+        )
     aggregated = feature_stats.aggregate([found[e] for e in sorted(found)])
-    keyed = {image_column(c): video_key(c) for c in ds.cameras}
-    return {keyed.get(name, RENAMED.get(name, name)): value for name, value in aggregated.items()}
-
-
-def _compute_moments(ds, episode: int) -> dict[str, dict]:
-    """What ingest stores for ``episode``, from the dataset: state and action of every row, and
-    the first frame of the sampled GOPs among those its rows show (in time order)."""
-    rows = np.flatnonzero(np.asarray(ds.rows.episode_index) == episode)
-    table = ds.take_rows(rows, ["observation_state", "action"])
-    moments = {name: feature_stats.vector_moments(_to_numpy(table[name])) for name in ("observation_state", "action")}
-    for cam in ds.cameras:
-        first = rows[np.asarray(ds.rows.frame_in_gop[cam])[rows] == 0]
-        first = first[np.argsort(np.asarray(ds.rows.frame_index)[first], kind="stable")]
-        _, keep = np.unique(np.asarray(ds.rows.ref_id[cam])[first], return_index=True)
-        keep = np.sort(keep)[feature_stats.sampled_gops(len(keep))]
-        column = image_column(cam)
-        frames = ds.get_frames(first[keep], cameras=column)[column] if len(keep) else []
-        moments[image_column(cam)] = feature_stats.pixel_moments(list(frames))
-    return moments
+    return {lerobot_key(name, ds.cameras): value for name, value in aggregated.items()}

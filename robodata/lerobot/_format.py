@@ -106,6 +106,11 @@ def video_key(camera: str) -> str:
 
 
 def camera_time_column(camera: str) -> str:
+    """The export's per-frame column naming the time of the ``camera`` frame each LeRobot frame shows.
+
+    >>> camera_time_column("top")
+    'robodata.frame_timestamp_ns.top'
+    """
     return CAMERA_TIME_PREFIX + camera
 
 

@@ -6,13 +6,13 @@ Mapping: ``observation.images.<cam>`` -> camera ``<cam>``; ``observation.state``
 -> the row columns; ``task_index`` -> task text; timestamps, episode and frame indices kept;
 every other per-frame feature becomes a column (dots become underscores). A dataset exported by
 robodata comes back as it was: its ``robodata.frame_timestamp_ns.<cam>`` columns undo the
-control-rate frame repetition (see lerobot_export) and its ``robodata/*`` episode columns restore
+control-rate frame repetition (see ``_export``) and its ``robodata/*`` episode columns restore
 episode index, task name and split. A camera-rate export (``rate="camera"``) has no repeats: it
 comes back at the camera fps, one row per camera frame, with the sampled rows' states.
 
 The import is resumable: episodes already in the dataset are skipped. Each imported episode
 stores where it came from (``upload_uri`` = "<root> episode <n>") and a fingerprint of its
-source content (``robodata.interop.source_fingerprint``), so importing the same dataset again skips what is
+source content (``robodata.ingest.source_fingerprint``), so importing the same dataset again skips what is
 stored, and an episode edited in the source since is imported again (its labels kept).
 
 >>> import_lerobot("exports/demo_lerobot", "data/demo_again", progress=False).imported
@@ -31,9 +31,10 @@ from robodata.codec import EncoderSettings
 from robodata.errors import BadUploadError
 from robodata.format.schema import CORE_COLUMNS, IMAGE_COLUMN_PREFIX
 from robodata.ingest import CameraStream, EpisodeData
-from robodata.interop.episode_source import import_episodes
-from robodata.interop.import_result import ImportResult
-from robodata.interop.lerobot_format import (
+from robodata.ingest.episode_source import import_episodes
+from robodata.ingest.import_result import ImportResult
+from robodata.ingest.source_fingerprint import source_fingerprint
+from robodata.lerobot._format import (
     ACTION,
     CAMERA_TIME_PREFIX,
     ROBODATA_EPISODE_INDEX,
@@ -45,9 +46,8 @@ from robodata.interop.lerobot_format import (
     arrow_of_feature,
     camera_time_column,
 )
-from robodata.interop.lerobot_source import LeRobotSource, SourceEpisode, VideoFeature, matrix
-from robodata.interop.lerobot_video import decode_span
-from robodata.interop.source_fingerprint import source_fingerprint
+from robodata.lerobot._source import LeRobotSource, SourceEpisode, VideoFeature, matrix
+from robodata.lerobot._video import decode_span
 from robodata.storage.failures import storage_call
 
 # LeRobot features that land in robodata's own columns rather than as extra columns.

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from robodata.interop.lerobot_format import (
+from robodata.lerobot._format import (
     ACTION,
     DEFAULT_FEATURES,
     IMAGE_PREFIX,

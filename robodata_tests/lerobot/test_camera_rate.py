@@ -16,9 +16,8 @@ from robodata.cli import main
 from robodata.codec.quality import psnr
 from robodata.format.schema import CameraInfo, ref_columns
 from robodata.format.tables import gops_uri, open_table
-from robodata.interop import import_lerobot
-from robodata.interop.lerobot_format import LeRobotFormatError
-from robodata.interop.lerobot_rate import camera_rate_rows, export_fps
+from robodata.lerobot import LeRobotFormatError, import_lerobot
+from robodata.lerobot._rate import camera_rate_rows, export_fps
 
 ROUND_TRIP_PSNR_DB = 30.0  # robodata H.264 -> H.264 crf 30 -> H.264 crf 23, against robodata's frames
 
@@ -26,7 +25,7 @@ ROUND_TRIP_PSNR_DB = 30.0  # robodata H.264 -> H.264 crf 30 -> H.264 crf 23, aga
 @pytest.fixture(scope="module")
 def camera_export(ingested, tmp_path_factory) -> Path:
     """The CLI's camera-rate export in H.264: what these tests check does not depend on the codec,
-    and LeRobot's AV1 is covered by the shared ``exported`` fixture (robodata_tests/interop/conftest.py)
+    and LeRobot's AV1 is covered by the shared ``exported`` fixture (robodata_tests/conftest.py)
     and the export docstrings. SVT-AV1 4.1.0 has, rarely and under load, hung at the end of a file
     or handed the MP4 muxer an invalid timestamp; fewer AV1 encodes, fewer chances of that."""
     root = tmp_path_factory.mktemp("camera_rate") / "lerobot"

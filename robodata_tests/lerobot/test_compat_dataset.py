@@ -1,18 +1,18 @@
-"""robodata.torch.LeRobotCompatDataset against the LeRobot export of the same version, read by a
+"""robodata.lerobot.LeRobotCompatDataset against the LeRobot export of the same version, read by a
 reference reader written from LeRobot's documented format; camera-rate offsets; stats."""
 
 from __future__ import annotations
 
 import pytest
 
-from robodata.interop.lerobot_export import export_lerobot
+from robodata.lerobot import export_lerobot
 
 # Without torch the module is skipped, not an error: the imports below need it.
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
-from robodata.torch import LeRobotCompatDataset  # noqa: E402
-from robodata_tests.torch.lerobot_reference import LeRobotReference  # noqa: E402
+from robodata.lerobot import LeRobotCompatDataset  # noqa: E402
+from robodata_tests.lerobot.lerobot_reference import LeRobotReference  # noqa: E402
 
 DELTAS = {
     "observation.images.top": [-0.02, 0.0],
@@ -89,7 +89,7 @@ def test_items_equal_the_lerobot_export_read_by_a_reference_reader(short_dataset
 
 
 def test_stats_are_the_exports_quantiles_included(short_dataset, lossless_export):
-    """The export writes LeRobot's stats (interop/lerobot_stats, LeRobot's compute_stats ported);
+    """The export writes LeRobot's stats (robodata.lerobot._stats, LeRobot's compute_stats ported);
     meta.stats computes the same from the dataset, for every feature, index columns included."""
     import json
     from pathlib import Path
@@ -172,7 +172,7 @@ def test_episodes_select_items_and_keep_the_global_index(short_dataset):
 def test_forked_workers_after_reading_fail_at_once_saying_what_to_pass(short_dataset):
     import multiprocessing
 
-    from robodata.torch.lerobot_compat import ForkedWorkerError
+    from robodata.lerobot._compat_dataset import ForkedWorkerError
 
     ds = LeRobotCompatDataset(short_dataset)
     ds[0]  # this process has read through Lance: a child forked from it is not safe
@@ -192,7 +192,7 @@ FORKED_LOADER = """
 import multiprocessing, sys, warnings
 import torch
 from torch.utils.data import DataLoader
-from robodata.torch import LeRobotCompatDataset
+from robodata.lerobot import LeRobotCompatDataset
 from robodata.torch.fork_safety import lance_thread_count
 
 assert multiprocessing.get_start_method() == "fork"

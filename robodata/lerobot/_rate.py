@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from robodata.interop.lerobot_format import LeRobotFormatError
+from robodata.lerobot._format import LeRobotFormatError
 
 Rate = Literal["control", "camera"]
 RATES = ("control", "camera")

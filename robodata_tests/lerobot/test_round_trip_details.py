@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 import robodata
 from robodata.ingest import CameraStream, EpisodeData, write_episode
-from robodata.interop import export_lerobot, import_lerobot
+from robodata.lerobot import export_lerobot, import_lerobot
 
 SIZE = 64  # SVT-AV1's smallest frame; the exports here are H.264: these details do not depend on the codec
 

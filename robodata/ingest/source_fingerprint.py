@@ -1,6 +1,6 @@
 """A fingerprint of an imported episode's source content, stored with its rows like an upload's
 fingerprint (``robodata.format.provenance``), so importing the same source again skips it and an
-episode edited in its source is imported again (``robodata.interop.episode_source``).
+episode edited in its source is imported again (``robodata.ingest.episode_source``).
 
 Each importer hands over what it read from the source (signals as arrays or Arrow tables) and
 facts about what is only decoded when written (video file sizes and spans). Import options

@@ -7,14 +7,11 @@ import numpy as np
 import pytest
 
 import robodata
+from robodata.errors import RoboDataError
 from robodata.format import stats
 from robodata.format.schema import image_column
+from robodata.lerobot import stored_stats
 from robodata.sample_data import write_sample_uploads
-
-# Without torch the module is skipped, not an error: the imports below need it.
-torch = pytest.importorskip("torch")
-from robodata.torch import lerobot_version_stats  # noqa: E402
-from robodata.torch.lerobot_version_stats import stored_stats  # noqa: E402
 
 
 def expected_stats(uri: str, version: int) -> dict:
@@ -76,26 +73,25 @@ def test_stats_follow_delete_and_reingest_without_a_pass_over_the_data(eight_sho
     robodata.ingest_episode(str(replacement), root)
     latest = robodata.open(root).version
 
-    # Every episode's moments were stored at ingest: computing any of them here would fail.
-    with monkeypatch.context() as patch:
-        patch.setattr(lerobot_version_stats, "_compute_moments", None)
-        now = stored_stats(root)
-        before = stored_stats(root, version=first)
+    # Every episode's moments were stored at ingest: nothing is computed from the data here.
+    now = stored_stats(root)
+    before = stored_stats(root, version=first)
     assert before["observation.state"]["count"][0] > now["observation.state"]["count"][0]
     assert now["observation.images.top"]["count"][0] == 2  # one GOP per episode
     assert_stats_match(now, expected_stats(root, latest))
     assert_stats_match(before, expected_stats(root, first))
 
 
-def test_episodes_ingested_before_stats_were_kept_are_computed(eight_short_uploads, tmp_path):
+def test_a_dataset_that_lost_its_stored_statistics_is_named(eight_short_uploads, tmp_path):
     import shutil
 
     root = str(tmp_path / "ds")
     for upload in eight_short_uploads[:2]:
         robodata.ingest_episode(str(upload), root)
     shutil.rmtree(f"{root}/stats.lance")
-    stats = stored_stats(root)
-    assert_stats_match(stats, expected_stats(root, robodata.open(root).version))
+    with pytest.raises(RoboDataError) as error:
+        stored_stats(root)
+    assert str(error.value) == f"{root}: version 2 has no stored statistics for episodes [0, 1] in stats.lance"
 
 
 @pytest.mark.parametrize("key", ["observation.state", "action", "observation.images.top"])

@@ -11,7 +11,7 @@ it can be inverted exactly.
 ``rate="camera"`` exports at the cameras' shared fps instead, as LeRobot records (one frame per
 camera tick, the encoding LeRobot users have): each LeRobot frame is one camera frame, shown once
 in the MP4, and its state, action and other per-frame features come from the robodata row nearest
-in time to that frame (``lerobot_rate.camera_rate_rows``). The other rows' samples are dropped.
+in time to that frame (``_rate.camera_rate_rows``). The other rows' samples are dropped.
 Both rates share one writer: the camera rate only selects which rows become frames.
 
 >>> export_lerobot("data/demo", "lerobot/demo", rate="camera", progress=False).frames  # 2 s at 30 fps, 3 episodes
@@ -38,14 +38,14 @@ from robodata.format.ids import episode_filter
 from robodata.format.provenance import UPLOAD_COLUMNS
 from robodata.format.schema import CORE_COLUMNS, image_column, ref_columns
 from robodata.format.tables import gops_uri, open_table
-from robodata.interop import lerobot_stats
-from robodata.interop.lerobot_format import (
+from robodata.lerobot import _stats as lerobot_stats
+from robodata.lerobot._features import features as lerobot_features
+from robodata.lerobot._format import (
     ACTION,
     CODEBASE_VERSION,
     DATA_PATH,
     DEFAULT_CHUNK_SIZE,
     DEFAULT_DATA_FILE_SIZE_IN_MB,
-    DEFAULT_FEATURES,
     DEFAULT_VIDEO_FILE_SIZE_IN_MB,
     EPISODES_PATH,
     INFO_PATH,
@@ -61,14 +61,11 @@ from robodata.interop.lerobot_format import (
     LeRobotFormatError,
     camera_time_column,
     chunk_and_file,
-    feature_of_arrow,
-    joint_names_feature,
-    recorded_cameras,
     video_columns,
     video_key,
 )
-from robodata.interop.lerobot_rate import Rate, camera_rate_rows, export_fps
-from robodata.interop.lerobot_video import SharedVideoWriter, probe_video_info, resolved_preset
+from robodata.lerobot._rate import Rate, camera_rate_rows, export_fps
+from robodata.lerobot._video import SharedVideoWriter, probe_video_info, resolved_preset
 from robodata.reader import open_dataset
 from robodata.storage.failures import storage_call
 
@@ -136,7 +133,7 @@ def export_lerobot(
     extras = [
         c for c in table.column_names if c not in CORE_COLUMNS and c not in UPLOAD_COLUMNS and not c.startswith("__")
     ]
-    features = _features(ds, table, extras, fps, rate)
+    features = lerobot_features(ds, table.schema, extras, robodata_columns=_robodata_columns(ds, table, fps, rate))
     staging = target.parent / f".{target.name}.partial-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -200,30 +197,15 @@ def _task_text(rows: pa.Table) -> str:
     return rows["task"][0].as_py() or ""
 
 
-def _features(ds, table: pa.Table, extras: list[str], fps: int, rate: Rate) -> dict:
-    joints = list(ds.metadata.joint_names)
-    names = joint_names_feature(ds.metadata)
-    features: dict[str, dict] = {
-        STATE: {"dtype": "float32", "shape": [len(joints)], "names": names},
-        ACTION: {"dtype": "float32", "shape": [len(joints)], "names": names},
-    }
-    for camera in recorded_cameras(ds.metadata, ds.cameras):
-        info = ds.metadata.cameras[camera]
-        features[video_key(camera)] = {
-            "dtype": "video",
-            "shape": [info.height, info.width, 3],
-            "names": ["height", "width", "channels"],
-            "info": None,  # filled from the first MP4 written
-        }
-    for name in extras:
-        features[name] = feature_of_arrow(name, table.schema.field(name).type)
-    for camera in ds.cameras:
-        features[camera_time_column(camera)] = {"dtype": "int64", "shape": [1], "names": None}
+def _robodata_columns(ds, table: pa.Table, fps: int, rate: Rate) -> dict[str, dict]:
+    """robodata's bookkeeping features: per camera the time of the frame each row shows (import
+    undoes the frame repetition with it), and the row times when they lie off the 1/fps grid."""
+    out = {camera_time_column(camera): {"dtype": "int64", "shape": [1], "names": None} for camera in ds.cameras}
     times = table["timestamp_ns"].to_numpy()
     grid = np.round(table["frame_index"].to_numpy() * (1e9 / fps)).astype(np.int64)
     if rate == "camera" or not np.array_equal(times, grid):  # sampled rows lie off the camera grid
-        features[ROW_TIMESTAMP] = {"dtype": "int64", "shape": [1], "names": None}
-    return {**features, **{k: dict(v) for k, v in DEFAULT_FEATURES.items()}}
+        out[ROW_TIMESTAMP] = {"dtype": "int64", "shape": [1], "names": None}
+    return out
 
 
 def _splits(episodes: list[_Episode]) -> dict[str, str]:
@@ -248,6 +230,7 @@ class _Writer:
         self.episode_rows: list[dict] = []
         self.episode_stats: list[dict[str, dict]] = []
         self.video_bytes = 0
+        self.probed: set[str] = set()
         self.frames = 0  # LeRobot frames written so far: the next episode's dataset_from_index
 
     # --- one data file and one MP4 per camera for a group of episodes ---------------------------
@@ -315,8 +298,9 @@ class _Writer:
                     )
                 )
         self.video_bytes += path.stat().st_size
-        if self.features[key]["info"] is None:
+        if key not in self.probed:  # the first MP4 of a camera says what its stream is
             self.features[key]["info"] = self._video_info(str(path))
+            self.probed.add(key)
 
     def _video_info(self, path: str) -> dict:
         # Stream-derived entries first, then the encoder settings, as get_video_info orders them.

@@ -50,7 +50,7 @@ def metadata_factory(original: Callable) -> Callable:
         uri = robodata_uri(repo_id, root)
         if uri is None:
             return original(repo_id, root, revision, *args, **kwargs)
-        from robodata.torch.lerobot_compat import LeRobotCompatDataset
+        from robodata.lerobot._compat_dataset import LeRobotCompatDataset
 
         return LeRobotCompatDataset(uri, version=pinned(revision)).meta
 
@@ -64,7 +64,7 @@ def dataset_factory(original: Callable) -> Callable:
         uri = robodata_uri(repo_id, root)
         if uri is None:
             return original(repo_id, root, episodes, episode_filter, *args, **kwargs)
-        from robodata.torch.lerobot_compat import LeRobotCompatDataset
+        from robodata.lerobot._compat_dataset import LeRobotCompatDataset
 
         version = pinned(kwargs.get("revision"))
         if episode_filter is not None:

@@ -17,9 +17,8 @@ import robodata
 from robodata.codec.quality import psnr
 from robodata.errors import BadUploadError
 from robodata.format.provenance import UPLOAD_COLUMNS
-from robodata.interop import import_lerobot
-from robodata.interop.lerobot_format import LeRobotFormatError
-from robodata.interop.lerobot_source import LeRobotSource
+from robodata.lerobot import LeRobotFormatError, import_lerobot
+from robodata.lerobot._source import LeRobotSource
 
 # Import re-encodes the AV1 source into H.264 at crf 23 (the ingest default). Every imported frame
 # is within this of the source frame PyAV decodes from the LeRobot MP4; measured minimum 32.4 dB
@@ -174,7 +173,7 @@ def test_video_cut_short_after_the_check_fails_its_camera_with_the_file_named(le
     source = LeRobotSource(str(lerobot_copy))
     episode = source.episodes[0]
     frames = source.read_data(source.data_path(episode))
-    from robodata.interop.lerobot_import import episode_data
+    from robodata.lerobot._import import episode_data
 
     data = episode_data(source, episode, frames, None)
     camera = data.cameras[0]

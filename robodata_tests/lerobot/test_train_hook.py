@@ -12,7 +12,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import robodata  # noqa: E402
-from robodata.torch import LeRobotCompatDataset, lerobot_train  # noqa: E402
+from robodata.lerobot import LeRobotCompatDataset  # noqa: E402
+from robodata.lerobot import train as lerobot_train  # noqa: E402
 
 
 @pytest.fixture

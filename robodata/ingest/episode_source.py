@@ -1,4 +1,4 @@
-"""The one import driver: any recording format that can list its episodes and read each one as
+"""The one import driver (``robodata.interop`` re-exports it): any recording format that can list its episodes and read each one as
 an EpisodeData imports the same way (checked first, skipped when present, one commit each).
 
 "Present" means the dataset holds the episode_index with the same source content: a source
@@ -24,7 +24,7 @@ from robodata.errors import BadUploadError
 from robodata.format.provenance import StoredUpload, stored_episodes
 from robodata.format.tables import frames_uri
 from robodata.ingest import EpisodeData, write_episode
-from robodata.interop.import_result import ImportResult, SourceIndexTakenError
+from robodata.ingest.import_result import ImportResult, SourceIndexTakenError
 from robodata.storage.dataset_root import check_dataset_location
 from robodata.storage.failures import storage_step
 
@@ -67,8 +67,8 @@ def import_episodes(
     Episodes already in the dataset are skipped, so an interrupted import resumes; every other
     selected episode is checked before the first is written; each is then one commit.
 
-    >>> from robodata.interop.sources import open_episode_source
-    >>> source = open_episode_source("lerobot", "exports/demo_lerobot")
+    >>> from robodata.lerobot import LeRobotEpisodes
+    >>> source = LeRobotEpisodes("exports/demo_lerobot")
     >>> import_episodes(source, "data/imported", episodes=[0, 1], progress=False).imported
     [0, 1]
     >>> import_episodes(source, "data/imported", progress=False).imported  # 0 and 1 are stored: skipped

@@ -17,8 +17,7 @@ import pytest
 pytestmark = pytest.mark.lerobot
 torch = pytest.importorskip("torch")
 
-from robodata.interop.lerobot_export import export_lerobot  # noqa: E402
-from robodata.torch import LeRobotCompatDataset  # noqa: E402
+from robodata.lerobot import LeRobotCompatDataset, export_lerobot  # noqa: E402
 
 try:
     from lerobot.datasets import compute_stats
@@ -196,7 +195,7 @@ def test_lerobot_train_runs_unchanged_through_robodata_train(short_dataset, expo
     repo = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run(
-        [sys.executable, "-m", "robodata.torch.lerobot_train", *args],
+        [sys.executable, "-m", "robodata.lerobot.train", *args],
         env=env,
         capture_output=True,
         text=True,

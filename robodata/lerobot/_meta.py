@@ -12,7 +12,7 @@
   0.6.1 drops the ``stats/*`` columns when it loads the table, so this one has none either.
 - ``tasks``: LeRobot's table (pandas, task text as the index, a ``task_index`` column).
 - ``stats``: LeRobot's statistics, computed from the data the way LeRobot computes them
-  (``robodata.interop.lerobot_stats``) on first use, for the whole version.
+  (``robodata.lerobot._stats``) on first use, for the whole version.
 - totals describe the whole version; the episodes a dataset object selects are its own
   (``dataset.episodes``), as in LeRobot.
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robodata.interop.lerobot_format import (
+from robodata.lerobot._format import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_DATA_FILE_SIZE_IN_MB,
     DEFAULT_VIDEO_FILE_SIZE_IN_MB,

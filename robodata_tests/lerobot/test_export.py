@@ -15,8 +15,7 @@ import pytest
 
 import robodata
 from robodata.codec.quality import psnr
-from robodata.interop import export_lerobot
-from robodata.interop.lerobot_format import LeRobotFormatError
+from robodata.lerobot import LeRobotFormatError, export_lerobot
 
 CAMERAS = ["top", "wrist_left", "wrist_right"]
 KEYS = [f"observation.images.{c}" for c in CAMERAS]
