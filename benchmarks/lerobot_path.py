@@ -43,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
     from torch.utils.data._utils import worker as worker_state
 
     import robodata
-    from robodata.reader import decode_pool
+    from robodata.reader import _decode_pool as decode_pool
     from robodata.torch import LeRobotCompatDataset
     from robodata.torch.batch_reader import BatchReader
 

@@ -42,10 +42,8 @@ from robodata.interop.lerobot_format import (
     recorded_cameras,
     video_key,
 )
-from robodata.reader import open_dataset
+from robodata.reader import PLANAR_RGB, RowIndex, SharedArrays, adopt_rows, open_dataset
 from robodata.reader import to_numpy as _to_numpy
-from robodata.reader.renditions import PLANAR_RGB
-from robodata.reader.row_index import RowIndex, SharedArrays
 from robodata.torch.batch_reader import BatchReader, checked_indices
 from robodata.torch.delta_timestamps import resolve_delta_timestamps
 from robodata.torch.fork_safety import ForkedAfterLanceError, forked_from_lance, mark_lance_used, run_without_lance
@@ -322,7 +320,7 @@ class LeRobotCompatDataset(Dataset):
     def _lance_dataset(self):
         """The pinned version's Lance-backed dataset in this process, on the shared row index."""
         ds = self.reader.dataset
-        ds.adopt_rows(self._shared_rows)
+        adopt_rows(ds, self._shared_rows)
         return ds
 
     def _row_index(self) -> RowIndex:
