@@ -44,7 +44,7 @@ def main(args: argparse.Namespace) -> int:
 
     import robodata
     from robodata.lerobot import LeRobotCompatDataset
-    from robodata.reader import decode_pool
+    from robodata.reader import _decode_pool as decode_pool
     from robodata.torch.batch_reader import BatchReader
 
     torch.set_num_threads(1)

@@ -20,14 +20,14 @@ from robodata.codec import decode_gop_frames
 from robodata.format.ids import camera_filter
 from robodata.format.schema import camera_of
 from robodata.integrity.gop_checksums import gop_checksum
-from robodata.reader import RoboDataset, open_dataset
+from robodata.reader import RoboDataset, gop_store, open_dataset
 
 
 def sequential_decode_fps(ds: RoboDataset, column: str, threads: int | None = None, max_gops: int = 400) -> float:
     """Frames/s decoding (and converting to RGB) every frame of a camera's GOPs, one
     single-threaded decoder per core."""
     camera = camera_of(column, ds.cameras)
-    gops = ds.gops.lance_dataset  # the reader's own table
+    gops = gop_store(ds).lance_dataset  # the reader's own table
     table = gops.to_table(columns=["packet_sizes", "codec"], filter=camera_filter(camera), with_row_id=True)
     row_ids = table["_rowid"].to_pylist()[:max_gops]
     sizes = table["packet_sizes"].to_pylist()[:max_gops]
@@ -120,7 +120,7 @@ def checksum_seconds(ds: RoboDataset, column: str, rng: np.random.Generator, bat
     n = len(ds)
 
     def hash_time(rows) -> float:
-        blobs = list(ds.gops.read(ds.gops.refs(rows, column)).values())
+        blobs = list(gop_store(ds).read(gop_store(ds).refs(rows, column)).values())
         start = time.perf_counter()
         for _ in range(20):
             for data in blobs:

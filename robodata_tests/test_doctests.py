@@ -53,7 +53,7 @@ def test_pytest_config_runs_the_package_examples():
             "-q",
             "-p",
             "no:cacheprovider",
-            "robodata/reader/dataset.py",
+            "robodata/reader/_dataset.py",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -61,7 +61,7 @@ def test_pytest_config_runs_the_package_examples():
         timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "robodata/reader/dataset.py::robodata.reader.dataset.RoboDataset.get_frames" in run.stdout.splitlines()
+    assert "robodata/reader/_dataset.py::robodata.reader._dataset.RoboDataset.get_frames" in run.stdout.splitlines()
 
 
 @pytest.mark.parametrize(("module", "name"), ENTRY_POINTS, ids=[name for _, name in ENTRY_POINTS])

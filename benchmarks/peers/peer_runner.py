@@ -130,19 +130,21 @@ class RobodataSystem:
 
         import numpy as np
 
-        from robodata.reader.renditions import decode_requests
+        from robodata.reader import gop_store
+        from robodata.reader._renditions import decode_requests, output_shape
 
         ds, size = self.ds, self.size
+        gops = gop_store(ds)
         rows = ds.rows  # which GOP and frame each row shows
         prepared = []
         for batch in measurement["batches"]:
             idx = np.asarray(batch, dtype=np.int64)
             requests = []
             for camera in ds.cameras:
-                out = ds._output(camera, len(idx), False, size)
+                out = np.empty((len(idx), *output_shape(ds.metadata, camera, size)), np.uint8)
                 refs, in_gop = rows.ref_id[camera][idx], rows.frame_in_gop[camera][idx]
-                requests += decode_requests(ds.metadata, ds._gop_index, camera, refs, in_gop, out, size)
-            prepared.append(ds._gop_tasks(requests))  # reads the GOP bytes now, outside the timing
+                requests += decode_requests(ds.metadata, gops.index, camera, refs, in_gop, out, size)
+            prepared.append(gops.decode_tasks(requests))  # reads the GOP bytes now, outside the timing
         threads = os.cpu_count() or 1
         seconds, cpu_seconds = [], []
         with ThreadPoolExecutor(threads) as pool:
@@ -168,7 +170,7 @@ def _one_decode_thread(job: dict) -> None:
     """Profiles ask for one decode thread (cProfile sees only the calling thread); ds[i] and the
     torch datasets take no concurrency argument, so the pool's default is lowered."""
     if job.get("concurrency") == 1:
-        from robodata.reader import decode_pool
+        from robodata.reader import _decode_pool as decode_pool
 
         decode_pool.default_concurrency = lambda: 1
 

@@ -37,7 +37,7 @@ from robodata.lerobot._items import ItemLayout, read_items
 from robodata.lerobot._meta import DatasetInfo, LeRobotMeta
 from robodata.lerobot._version_stats import lerobot_stats_of
 from robodata.reader import open_dataset
-from robodata.reader.row_index import RowIndex, SharedArrays
+from robodata.reader import RowIndex, SharedArrays, adopt_rows
 from robodata.torch.batch_reader import BatchReader, checked_indices
 from robodata.torch.delta_timestamps import resolve_delta_timestamps
 from robodata.torch.fork_safety import ForkedAfterLanceError, forked_from_lance, mark_lance_used, run_without_lance
@@ -300,7 +300,7 @@ class LeRobotCompatDataset(Dataset):
     def _lance_dataset(self):
         """The pinned version's Lance-backed dataset in this process, on the shared row index."""
         ds = self.reader.dataset
-        ds.adopt_rows(self._shared_rows)
+        adopt_rows(ds, self._shared_rows)
         return ds
 
     def _row_index(self) -> RowIndex:

@@ -13,8 +13,7 @@ import numpy as np
 
 from robodata.format.renditions import Rendition
 from robodata.format.schema import camera_of, image_column
-from robodata.reader import RoboDataset, open_dataset, to_numpy
-from robodata.reader.renditions import PIXEL_FORMATS, PLANAR_RGB
+from robodata.reader import PIXEL_FORMATS, PLANAR_RGB, RoboDataset, gop_store, open_dataset, to_numpy
 from robodata.torch.delta_timestamps import resolve_delta_timestamps
 from robodata.torch.gop_cache import GopCache
 
@@ -80,7 +79,7 @@ class BatchReader:
         self.transform = transform
         self.budget_bytes = int(budget_bytes)
         self.prefetch_batches = int(prefetch_batches)
-        # (H, W) of every camera's frames: a training rendition's GOPs when one fits (reader/renditions.py)
+        # (H, W) of every camera's frames: a training rendition's GOPs when one fits (reader/_renditions.py)
         self.resolution = None if resolution is None else Rendition.parse(resolution).size
         # yuv420p: half the bytes through the worker -> trainer queue, no RGB conversion in the worker
         self.pixel_format = pixel_format
@@ -138,11 +137,11 @@ class BatchReader:
     def needed_gops(self, indices: np.ndarray) -> np.ndarray:
         """The GOP ref_ids a batch decodes from, windows included."""
         plain = [c for c in self.image_columns if c not in self.offsets]
-        refs = [self.dataset.gops.refs(indices, plain, self.resolution)] if plain else []
+        refs = [gop_store(self.dataset).refs(indices, plain, self.resolution)] if plain else []
         for column, offs in self.offsets.items():
             if column in self.image_columns:
-                rows, _ = self.dataset.gops.window_rows(indices, offs)
-                refs.append(self.dataset.gops.refs(rows.reshape(-1), column, self.resolution))
+                rows, _ = gop_store(self.dataset).window_rows(indices, offs)
+                refs.append(gop_store(self.dataset).refs(rows.reshape(-1), column, self.resolution))
         return np.unique(np.concatenate(refs)) if refs else np.zeros(0, np.int64)
 
     def read(self, indices) -> dict[str, np.ndarray]:

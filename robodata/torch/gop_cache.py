@@ -5,7 +5,7 @@ order). A thread reads their GOPs with ``read_blobs`` while the worker decodes t
 batch, so decode rarely waits on storage. Every GOP is held once however many batches need
 it; GOPs that no pending batch needs stay as a least-recently-used cache (episode-pool
 shuffles reuse them) and are the first to go when the budget is full. Bytes come from
-``dataset.gops.read``, which verifies their checksums; the decode verifies them again, so a
+``gop_store(dataset).read``, which verifies their checksums; the decode verifies them again, so a
 cached GOP is never trusted blindly (CorruptGopError reaches the consumer's ``acquire``/read).
 """
 
@@ -17,6 +17,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 import numpy as np
+
+from robodata.reader import gop_store
 
 
 def batch_key(indices: np.ndarray) -> bytes:
@@ -120,8 +122,8 @@ class GopCache:
             self._pin(refs)
             missing = np.array([r for r in refs.tolist() if r not in self._bytes], dtype=np.int64)
             if missing.size:  # a batch outside the plan: make what room unpinned GOPs allow
-                self._evict(int(self._dataset.gops.byte_sizes(missing).sum()))
-        fetched = self._dataset.gops.read(missing) if missing.size else {}
+                self._evict(int(gop_store(self._dataset).byte_sizes(missing).sum()))
+        fetched = gop_store(self._dataset).read(missing) if missing.size else {}
         with self._lock:
             self.on_demand_gops += len(fetched)
             for ref, data in fetched.items():
@@ -192,7 +194,7 @@ class GopCache:
                     return
                 position, refs, missing, generation = job
             try:
-                fetched = self._dataset.gops.read(missing) if missing.size else {}
+                fetched = gop_store(self._dataset).read(missing) if missing.size else {}
             except Exception:
                 # The consumer reads what is missing itself, and its read reports the error.
                 fetched = {}
@@ -211,7 +213,7 @@ class GopCache:
             return None
         refs = self._needed_refs(self._plan[position])
         missing = np.array([r for r in refs.tolist() if r not in self._bytes], dtype=np.int64)
-        need = int(self._dataset.gops.byte_sizes(missing).sum()) if missing.size else 0
+        need = int(gop_store(self._dataset).byte_sizes(missing).sum()) if missing.size else 0
         pinned = self._pinned_bytes()
         if pinned and pinned + need > self.budget_bytes:
             return None  # wait until the consumer releases a batch

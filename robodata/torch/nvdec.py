@@ -41,6 +41,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from robodata.reader import gop_store
+
 
 def nvdec_unavailable(device: str | torch.device = "cuda") -> str | None:
     """Why GOPs cannot be decoded on ``device`` here (None: they can)."""
@@ -82,9 +84,9 @@ def take_frames_on_device(
     """Frames of rows ``indices`` in image ``column`` of RoboDataset ``ds``, decoded on the GPU:
     ``[N, 3, H, W]`` uint8 on ``device``. Each GOP is read once (verified) and decoded once."""
     decoder = decoder or NvdecGopDecoder(device)
-    refs, in_gop = ds.gops.frame_refs(indices, column)
+    refs, in_gop = gop_store(ds).frame_refs(indices, column)
     unique, inverse = np.unique(refs, return_inverse=True)
-    gop_bytes = ds.gops.read(unique)
+    gop_bytes = gop_store(ds).read(unique)
     out: torch.Tensor | None = None
     for slot, ref in enumerate(unique.tolist()):
         rows = np.flatnonzero(inverse == slot)

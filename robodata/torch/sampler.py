@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robodata.reader.row_index import SharedArrays
+from robodata.reader import SharedArrays
 
 SHUFFLE_MODES = ("global", "episode", "none")
 

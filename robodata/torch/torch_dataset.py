@@ -5,7 +5,7 @@ DataLoader calls ``__getitems__`` with a whole batch of indices (from the RowSam
 and one decode per GOP. ``__getitems__`` returns a ``SampleBatch``: a sequence of per-sample
 dicts for PyTorch's default collate, which also holds the already-stacked batch that
 ``collate_batch`` hands over without copying. The training process builds the row index once
-and its workers memory-map it (``RoboDataset.share_rows`` / ``adopt_rows``). Workers
+and its workers memory-map it (``robodata.reader.share_rows`` / ``adopt_rows``). Workers
 are started by spawn (Lance is not fork-safe); each opens the pinned dataset version lazily
 from the pickled (uri, version, storage options). Inside a worker, ``get_worker_info`` tells
 which of the rank's batches DataLoader will hand to it (batches w, w + n, ...), and a
@@ -33,7 +33,8 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("robodata's PyTorch adapter needs torch: pip install 'robodata[torch]'") from exc
 
-from robodata.reader.row_index import SharedArrays
+from robodata.reader import SharedArrays, adopt_rows
+from robodata.reader import share_rows as share_dataset_rows
 from robodata.torch.batch_reader import BatchReader
 from robodata.torch.loader import ResumableLoader
 from robodata.torch.sampler import PlannedBatch, RowSampler, current_worker
@@ -94,13 +95,13 @@ def adopt_shared_rows(reader: BatchReader, shared: SharedArrays | None) -> None:
     instead of scanning frames.lance and holding a private copy."""
     if shared is None or shared.owner:
         return
-    reader.dataset.adopt_rows(shared)
+    adopt_rows(reader.dataset, shared)
 
 
 def share_rows(reader: BatchReader) -> SharedArrays | None:
     """The training process's row index as memory-mappable files (made once per dataset); None
     where the reader has not opened its dataset (a worker's copy)."""
-    return reader.dataset.share_rows() if reader.is_open else None
+    return share_dataset_rows(reader.dataset) if reader.is_open else None
 
 
 START_METHODS = ("spawn", "forkserver")

@@ -10,6 +10,7 @@ from robodata.defs.training import snapshots
 from robodata.format.tables import gops_uri
 from robodata.format.versions import current_versions
 from robodata.integrity.verify import verify_dataset
+from robodata.reader import gop_store
 from robodata_tests.defs.conftest import EPISODE_ASSETS, EPISODE_KEYS, materialize_episode, new_instance
 
 CHECK_NAMES = sorted(spec.name for check in checks.episode_checks for spec in check.check_specs)
@@ -80,9 +81,9 @@ def test_a_corrupt_gop_fails_the_checks_and_a_reingest_repairs_it(store):
     assert materialize_episode(instance, store, key).success
     version = current_versions(store.root).frames
     ds = robodata.open(store.root)
-    ref = int(ds.gops.refs([40], "observation_images_wrist_right")[0])
+    ref = int(gop_store(ds).refs([40], "observation_images_wrist_right")[0])
     gop = ds.lance_dataset.take([40], columns=["observation_images_wrist_right_gop_index"]).column(0)[0].as_py()
-    flip_gop_bytes(store.root, ds.gops.read([ref])[ref])
+    flip_gop_bytes(store.root, gop_store(ds).read([ref])[ref])
 
     # The checks alone (with raw_episodes, which writes nothing, to give the run its partition).
     selection = dg.AssetSelection.assets(episodes.raw_episodes) | dg.AssetSelection.checks_for_assets(

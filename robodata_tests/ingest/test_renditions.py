@@ -27,6 +27,7 @@ from robodata.format.renditions import (
 from robodata.format.tables import gops_uri, open_table
 from robodata.ingest.renditions import add_rendition, declare_rendition
 from robodata.integrity.verify import verify_dataset
+from robodata.reader import gop_store
 from robodata_tests.conftest import REAL_VIDEO
 
 TOP = "observation_images_top"
@@ -89,7 +90,7 @@ def test_rendition_frames_match_a_reference_resize_of_the_decoded_frames(real_da
     shifted = min(_psnr(small[i], reference[i + 30]) for i in range(0, len(ds) - 30, 10))
     assert shifted < worst - 3  # the tolerance tells neighbouring frames apart
     # The rendition GOPs were decoded, not the full-resolution ones.
-    refs = ds.gops.refs(rows, column, (72, 88))
+    refs = gop_store(ds).refs(rows, column, (72, 88))
     gops = open_table(gops_uri(root)).to_table(columns=["ref_id", RENDITION_COLUMN, "width", "height"])
     stored = {r["ref_id"]: r for r in gops.to_pylist()}
     assert {(stored[r][RENDITION_COLUMN], stored[r]["width"], stored[r]["height"]) for r in refs.tolist()} == {
@@ -165,11 +166,11 @@ def test_readers_pick_the_rendition_and_fall_back_to_the_same_resize(dataset_cop
     assert not np.array_equal(scaled, stored)  # from the rendition GOPs now
     assert min(_psnr(a, b) for a, b in zip(scaled, stored, strict=True)) > 25.0
     # A size no rendition has: the smallest rendition that fits, scaled (not the full frame).
-    rendition_refs = set(ds.gops.refs(rows, TOP, (224, 224)).tolist())
-    assert set(ds.gops.refs(rows, TOP, (112, 112)).tolist()) == rendition_refs
+    rendition_refs = set(gop_store(ds).refs(rows, TOP, (224, 224)).tolist())
+    assert set(gop_store(ds).refs(rows, TOP, (112, 112)).tolist()) == rendition_refs
     assert ds.get_frames(rows, cameras="top", resolution=(112, 112))["top"].shape == (4, 112, 112, 3)
     # A size larger than every rendition decodes the full frames.
-    assert set(ds.gops.refs(rows, TOP, (240, 320)).tolist()).isdisjoint(rendition_refs)
+    assert set(gop_store(ds).refs(rows, TOP, (240, 320)).tolist()).isdisjoint(rendition_refs)
     windows = ds.get_windows(rows, range(-2, 1), cameras="top", resolution=(224, 224))
     assert windows.data["top"].shape == (4, 3, 224, 224, 3)
     np.testing.assert_array_equal(windows.data["top"][:, -1], stored)

@@ -13,6 +13,7 @@ from robodata.cli import main as cli
 from robodata.errors import CorruptGopError, IncompatibleEpisodeError
 from robodata.format.tables import gops_uri
 from robodata.integrity.verify import verify_dataset
+from robodata.reader import gop_store
 from robodata_tests.edits.test_edits import _gops_data_files
 from robodata_tests.integrity.test_corruption import flip_gop_bytes
 
@@ -49,7 +50,7 @@ def test_a_format_1_dataset_reads_refuses_appends_and_upgrades(dataset_copy, tmp
     assert verify_dataset(dataset_copy).ok
     # From now on reads verify.
     ds = robodata.open(dataset_copy)
-    ref = int(ds.gops.refs([150], TOP)[0])
-    flip_gop_bytes(dataset_copy, ds.gops.read([ref])[ref])
+    ref = int(gop_store(ds).refs([150], TOP)[0])
+    flip_gop_bytes(dataset_copy, gop_store(ds).read([ref])[ref])
     with pytest.raises(CorruptGopError):
         robodata.open(dataset_copy).get_frames([150], cameras=TOP)

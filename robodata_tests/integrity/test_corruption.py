@@ -12,6 +12,7 @@ import pytest
 
 import robodata
 from robodata.errors import CorruptGopError, RoboDataError
+from robodata.reader import gop_store
 from robodata.torch.batch_reader import BatchReader
 from robodata.torch.loader import TrainingLoader
 
@@ -43,9 +44,9 @@ def corrupted(dataset_copy):
     gop_index = rows["observation_images_top_gop_index"].to_numpy()
     bad_row = int(np.flatnonzero((episode == 1) & (gop_index == 2))[0])
     good_row = int(np.flatnonzero((episode == 0) & (gop_index == 0))[0])
-    [ref] = ds.gops.refs([bad_row], TOP)
+    [ref] = gop_store(ds).refs([bad_row], TOP)
     good_frame = ds.get_frames([good_row], cameras=TOP)[TOP]
-    flip_gop_bytes(dataset_copy, ds.gops.read([ref])[int(ref)])
+    flip_gop_bytes(dataset_copy, gop_store(ds).read([ref])[int(ref)])
     return dataset_copy, bad_row, good_row, good_frame, ds.version
 
 
@@ -63,11 +64,11 @@ def test_every_read_path_detects_a_flipped_byte(corrupted):
         "get_frames": lambda: ds.get_frames([good, bad]),
         "get_frames, 1 thread": lambda: ds.get_frames([bad], cameras=TOP, concurrency=1),
         "get_windows": lambda: ds.get_windows([bad], [-2, 0], cameras=TOP),
-        "ds.gops.read": lambda: ds.gops.read(ds.gops.refs([bad], TOP)),
+        "gop_store(ds).read": lambda: gop_store(ds).read(gop_store(ds).refs([bad], TOP)),
         "bytes supplied by the caller": lambda: ds.get_frames(
             [bad],
             cameras=TOP,
-            gop_bytes={int(r): b"x" * int(ds.gops.byte_sizes([r])[0]) for r in ds.gops.refs([bad], TOP)},
+            gop_bytes={int(r): b"x" * int(gop_store(ds).byte_sizes([r])[0]) for r in gop_store(ds).refs([bad], TOP)},
         ),
         "BatchReader without cache": lambda: BatchReader(root, cameras=["top"], budget_bytes=0).read([bad]),
         "BatchReader, prefetched": lambda: _prefetched_read(root, bad),
@@ -109,11 +110,11 @@ def test_the_error_survives_pickling_and_names_the_gop():
 @pytest.mark.parametrize("at", [0.0, 0.3, 0.99])
 def test_a_flip_anywhere_in_the_gop_is_detected(dataset_copy, at):
     ds = robodata.open(dataset_copy)
-    refs = ds.gops.refs(range(len(ds)), TOP)
+    refs = gop_store(ds).refs(range(len(ds)), TOP)
     ref = int(refs[len(refs) // 2])
-    flip_gop_bytes(dataset_copy, ds.gops.read([ref])[ref], at=at)
+    flip_gop_bytes(dataset_copy, gop_store(ds).read([ref])[ref], at=at)
     with pytest.raises(CorruptGopError):
-        robodata.open(dataset_copy).gops.read([ref])
+        gop_store(robodata.open(dataset_copy)).read([ref])
 
 
 def test_a_dataloader_worker_reports_the_corrupt_gop(corrupted):

@@ -31,6 +31,7 @@ from robodata.integrity.frames_checksums import (
     _data_files as manifest_files,
 )
 from robodata.integrity.verify import verify_dataset
+from robodata.reader import adopt_rows, share_rows
 
 POSITIONS_PER_FILE = 40  # of the positions every 97th byte, a seeded sample
 VERIFY_EVERY = 3  # verify (which also checksums every GOP) at every third position
@@ -116,11 +117,11 @@ def test_each_data_file_is_checked_once_per_process_and_adopted_with_a_shared_ro
         READS[name](ds)
     robodata.open(root).to_table(columns=["action"])  # another object, same process
     assert sorted(read) == sorted(p.name for p in _data_files(root))
-    shared = ds.share_rows()
+    shared = share_rows(ds)
     frames_checksums._checked.clear()  # as a DataLoader worker starts: nothing checked yet
     read.clear()
     worker = robodata.open(root)
-    worker.adopt_rows(shared)
+    adopt_rows(worker, shared)
     worker.take_rows([0, 5], ["action"])
     assert read == []  # the process that shared its row index checked these files
 

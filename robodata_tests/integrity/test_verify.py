@@ -10,6 +10,7 @@ import robodata
 from robodata.cli import main as cli
 from robodata.format.tables import gops_uri
 from robodata.integrity.verify import verify_dataset
+from robodata.reader import gop_store
 from robodata_tests.integrity.test_corruption import flip_gop_bytes
 
 TOP = "observation_images_top"
@@ -34,8 +35,8 @@ def test_verify_names_a_corrupt_gop_and_fails(dataset_copy, capsys):
             (rows["episode_index"].to_numpy() == 2) & (rows["observation_images_top_gop_index"].to_numpy() == 5)
         )[0]
     )
-    [ref] = ds.gops.refs([row], TOP)
-    flip_gop_bytes(dataset_copy, ds.gops.read([ref])[int(ref)], at=0.7)
+    [ref] = gop_store(ds).refs([row], TOP)
+    flip_gop_bytes(dataset_copy, gop_store(ds).read([ref])[int(ref)], at=0.7)
     report = verify_dataset(dataset_copy)
     assert len(report.problems) == 1
     assert report.problems[0].startswith(f"GOP 5 of episode 2, camera 'top' (ref_id {ref}) is corrupt: xxh3_64")

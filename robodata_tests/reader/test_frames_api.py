@@ -1,5 +1,5 @@
-"""The read API by camera: FrameBatch and WindowBatch, the public row index, and the old names
-that keep working for one release with a DeprecationWarning."""
+"""The read API by camera: FrameBatch and WindowBatch, the public row index shared between
+processes, and construction through ``robodata.open`` only."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import robodata
 from robodata.format.schema import ref_columns
 from robodata.format.tables import gops_uri, open_table
-from robodata.reader.row_index import RowIndex
+from robodata.reader import RowIndex, adopt_rows, share_rows
 
 TOP = "observation_images_top"
 
@@ -75,22 +75,10 @@ def test_get_windows_returns_frames_columns_times_and_one_pad_mask(ingested):
         ds.get_windows([3], [0], columns=["nope"])
 
 
-def test_old_names_warn_and_keep_their_results(ingested):
+def test_a_dataset_is_made_by_open_only(ingested):
     ds = robodata.open(ingested)
-    with pytest.warns(DeprecationWarning, match=r"take_blobs_decoded.*get_frames"):
-        old = ds.take_blobs_decoded([5, 90], [TOP])
-    assert list(old) == [TOP]
-    np.testing.assert_array_equal(old[TOP], ds.get_frames([5, 90], cameras="top").data["top"])
-    with pytest.warns(DeprecationWarning, match=r"take_windows.*get_windows"):
-        windows = ds.take_windows([1], [-2, 0], [TOP, "action"])
-    assert set(windows) == {TOP, "action", f"{TOP}_is_pad", "action_is_pad"}
-    new = ds.get_windows([1], [-2, 0], cameras="top", columns="action")
-    np.testing.assert_array_equal(windows[TOP], new.data["top"])
-    np.testing.assert_array_equal(windows["action"], new.columns["action"])
-    assert windows["action_is_pad"].tolist() == [[True, False]]
-    with pytest.warns(DeprecationWarning, match=r"robodata\.open"):
-        direct = robodata.RoboDataset(ingested, ds.lance_dataset)
-    assert len(direct) == len(ds) and direct.version == ds.version
+    with pytest.raises(TypeError, match=r"robodata\.open\(uri, version=\.\.\.\)"):
+        robodata.RoboDataset(ingested, ds.lance_dataset)
 
 
 def test_open_and_the_new_api_raise_no_deprecation_warning(ingested):
@@ -105,10 +93,10 @@ def test_open_and_the_new_api_raise_no_deprecation_warning(ingested):
 
 def test_a_second_handle_adopts_the_shared_row_index(ingested):
     owner = robodata.open(ingested)
-    shared = owner.share_rows()
-    assert owner.share_rows() is shared  # made once
+    shared = share_rows(owner)
+    assert share_rows(owner) is shared  # made once
     other = robodata.open(ingested)
-    other.adopt_rows(shared)
+    adopt_rows(other, shared)
     assert isinstance(other.rows, RowIndex)
     assert isinstance(other.rows.episode_index, np.memmap)  # mapped, not scanned again
     np.testing.assert_array_equal(other.rows.ref_id["top"], owner.rows.ref_id["top"])

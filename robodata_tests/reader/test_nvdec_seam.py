@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import robodata
+from robodata.reader import gop_store
 
 torch = pytest.importorskip("torch")
 from robodata.torch.nvdec import NvdecGopDecoder, nvdec_unavailable, take_frames_on_device  # noqa: E402
@@ -26,9 +27,9 @@ def test_without_a_gpu_the_decoder_says_what_is_missing():
 def test_frame_refs_point_each_row_at_its_gop_and_frame(ingested):
     ds = robodata.open(ingested)
     rows = [0, 5, 77]
-    refs, in_gop = ds.gops.frame_refs(rows, TOP)
-    assert set(refs.tolist()) == set(ds.gops.refs(rows, TOP).tolist())
-    gops = ds.gops.read(np.unique(refs))
+    refs, in_gop = gop_store(ds).frame_refs(rows, TOP)
+    assert set(refs.tolist()) == set(gop_store(ds).refs(rows, TOP).tolist())
+    gops = gop_store(ds).read(np.unique(refs))
     from robodata.codec import plain_decode_gop
 
     expected = ds.get_frames(rows, cameras="top")["top"]

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-from robodata.reader.row_index import SharedArrays, remove_orphans
+from robodata.reader._row_index import SharedArrays, remove_orphans
 
 REPO = Path(__file__).resolve().parents[2]
 
 KILLED_RANK = """
 import os, signal, sys
 import numpy as np
-from robodata.reader.row_index import SharedArrays
+from robodata.reader._row_index import SharedArrays
 shared = SharedArrays("rows")
 shared.put("order", np.arange(1000))
 print(shared.directory, flush=True)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import robodata
+from robodata.reader import gop_store
 from robodata.torch.batch_reader import BatchReader
 from robodata.torch.delta_timestamps import resolve_delta_timestamps
 from robodata.torch.loader import TrainingLoader
@@ -18,7 +19,7 @@ def test_batches_equal_get_frames_within_a_byte_budget(ingested):
     ds = robodata.open(ingested)
     sampler = RowSampler.for_dataset(ds, batch_size=8, seed=4)
     batches = sampler.batches()[:6]
-    largest = max(int(ds.gops.byte_sizes(ds.gops.refs(b, WRIST)).sum()) for b in batches)
+    largest = max(int(gop_store(ds).byte_sizes(gop_store(ds).refs(b, WRIST)).sum()) for b in batches)
     # Room for two batches' GOPs: the prefetcher must wait for releases and evict.
     reader = BatchReader(ingested, cameras=["wrist_left"], budget_bytes=2 * largest, prefetch_batches=4)
     reader.schedule(batches)

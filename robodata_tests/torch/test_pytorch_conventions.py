@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.reader.row_index import RowIndex
+from robodata.reader import RowIndex
 from robodata.torch.batch_reader import BatchReader
 
 # Without torch the module is skipped, not an error: the imports below need it.

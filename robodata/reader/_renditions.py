@@ -15,12 +15,12 @@ import numpy as np
 from robodata.codec.resize import PIXEL_FORMATS, PLANAR_RGB, frame_shape
 from robodata.format.renditions import Rendition, source_for
 from robodata.format.schema import DatasetMetadata
-from robodata.reader.gop_index import GopIndex
+from robodata.reader._gop_index import GopIndex
 
 __all__ = ["PIXEL_FORMATS", "PLANAR_RGB", "Request", "decode_requests", "output_shape"]
 
 # One request: (GOP ref_ids, frame in GOP, output slots, scale-to size or None), one entry per row.
-Request = tuple[np.ndarray, np.ndarray, object, tuple[int, int] | None]
+Request = tuple[np.ndarray, np.ndarray, np.ndarray | list[np.ndarray], tuple[int, int] | None]
 
 
 def output_shape(metadata: DatasetMetadata, camera: str, resolution, pixel_format: str = "rgb24") -> tuple[int, ...]:

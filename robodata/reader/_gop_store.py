@@ -1,0 +1,171 @@
+"""The GOPs behind one dataset version: gops.lance, its in-memory index, checked reads of GOP
+bytes, and the plumbing a prefetching loader needs (which GOPs rows decode from, their sizes).
+
+A ``GopStore`` is built from its dataset's public facts (uri, storage options, version, row
+index, cameras) and never touches the dataset's private state; the dataset decodes its frames
+through the same store (``robodata.reader.gop_store(ds)`` hands a loader that one, so the index
+is built once per dataset).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import lance
+import numpy as np
+
+from robodata.format.tables import gops_uri, open_table
+from robodata.integrity.gop_checksums import verify_gop_bytes
+from robodata.reader._decode_pool import GopTask
+from robodata.reader._gop_index import GopIndex
+from robodata.reader._renditions import Request, decode_requests
+from robodata.reader._selection import RowIndices, checked_cameras, checked_rows
+from robodata.storage.deadlines import call_with_deadline
+from robodata.storage.failures import storage_call, storage_step
+
+if TYPE_CHECKING:
+    from robodata.reader._dataset import RoboDataset
+
+
+class GopStore:
+    """What a prefetching loader needs besides ``get_frames``: which GOPs rows decode from, how
+    big they are, their bytes (what ``gop_bytes`` accepts), and which rows a window reads.
+    Reached as ``robodata.reader.gop_store(ds)``.
+
+    >>> from robodata.reader import gop_store
+    >>> rows, gops = [0, 1, 2], gop_store(ds)
+    >>> prefetched = gops.read(gops.refs(rows, ds.cameras))
+    >>> ds.get_frames(rows, gop_bytes=prefetched).data["top"].shape
+    (3, 480, 640, 3)
+    """
+
+    def __init__(self, dataset: RoboDataset) -> None:
+        self._ds = dataset
+
+    @cached_property
+    def lance_dataset(self) -> lance.LanceDataset:
+        """gops.lance (latest version: GOPs are never rewritten in place), for what robodata
+        does not wrap."""
+        gops = open_table(gops_uri(self._ds.uri), self._ds.storage_options)
+        if gops is None:
+            raise FileNotFoundError(f"{gops_uri(self._ds.uri)} does not exist")
+        return gops
+
+    @cached_property
+    def index(self) -> GopIndex:
+        """ref_id -> where each GOP's bytes live, its packets, codec, frame times and checksum;
+        built on first use by one scan of gops.lance's small columns."""
+        ds = self._ds
+        return storage_call("indexing GOPs", gops_uri(ds.uri), ds.storage_options, GopIndex, self.lance_dataset)
+
+    def refs(
+        self, indices: RowIndices, cameras: str | Sequence[str], resolution: tuple[int, int] | None = None
+    ) -> np.ndarray:
+        """The distinct GOP ref_ids that the frames of rows ``indices`` of ``cameras`` (names or
+        image columns) decode from (at ``resolution``: a training rendition's GOPs where one fits).
+
+        >>> robodata.reader.gop_store(ds).refs([0, 1, 2], "top").shape
+        (1,)
+        """
+        ds = self._ds
+        indices = checked_rows(indices, len(ds))
+        refs = []
+        for camera in checked_cameras(ds.uri, ds.cameras, cameras):
+            rows = ds.rows.ref_id[camera][indices]
+            empty = np.zeros((len(rows), 0, 0, 0), np.uint8)
+            plan = decode_requests(ds.metadata, self.index, camera, rows, rows, empty, resolution)
+            refs += [r for r, _, _, _ in plan]
+        return np.unique(np.concatenate(refs)) if refs else np.zeros(0, np.int64)
+
+    def frame_refs(self, indices: RowIndices, camera: str) -> tuple[np.ndarray, np.ndarray]:
+        """Per row of ``indices``: the full-resolution GOP ref_id its frame of ``camera`` (a name
+        or image column) is in and the frame's index in that GOP (what a decoder outside robodata
+        needs, e.g. NVDEC).
+
+        >>> refs, in_gop = robodata.reader.gop_store(ds).frame_refs([0, 1], "top")
+        >>> refs.shape, in_gop.shape
+        ((2,), (2,))
+        """
+        ds = self._ds
+        indices = checked_rows(indices, len(ds))
+        [name] = checked_cameras(ds.uri, ds.cameras, camera)
+        return ds.rows.ref_id[name][indices], ds.rows.frame_in_gop[name][indices]
+
+    def byte_sizes(self, ref_ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Stored size in bytes of each GOP in ``ref_ids``, known without reading it."""
+        return self.index.byte_sizes(self.index.positions(np.asarray(ref_ids)))
+
+    def read(self, ref_ids: Sequence[int] | np.ndarray) -> dict[int, bytes]:
+        """GOP bytes by ref_id, in one coalesced Lance read.
+
+        Raises
+        ------
+        robodata.CorruptGopError
+            Bytes that do not match their stored checksum (a cache holds only verified bytes).
+        """
+        refs = np.asarray(ref_ids)
+        if refs.size == 0:
+            return {}
+        positions = self.index.positions(refs)
+        data = self._read_positions(positions)
+        self._verify(positions, data)
+        return {int(ref): blob for ref, blob in zip(refs, data, strict=True)}
+
+    def window_rows(self, indices: RowIndices, offsets: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The rows ``get_windows`` reads: ``([N, T] row offsets, [N, T] pad mask)``."""
+        offsets = np.asarray(list(offsets), dtype=np.int64)
+        return self._ds.rows.window_rows(checked_rows(indices, len(self._ds)), offsets)
+
+    def decode_tasks(
+        self, requests: list[Request], gop_bytes: Mapping[int, bytes] | None = None, pixel_format: str = "rgb24"
+    ) -> list[GopTask]:
+        """One decode task per distinct GOP of ``requests`` (``decode_requests``' plan), its bytes
+        from ``gop_bytes`` where supplied, else read in one coalesced Lance read; all verified."""
+        index = self.index
+        all_refs = np.concatenate([refs for refs, _, _, _ in requests])
+        unique_refs, inverse = np.unique(all_refs, return_inverse=True)
+        positions = index.positions(unique_refs)
+        supplied = gop_bytes or {}
+        found = [supplied.get(int(ref)) for ref in unique_refs]
+        missing = [slot for slot, data in enumerate(found) if data is None]
+        read = iter(self._read_positions(positions[missing]) if missing else [])
+        blobs = [next(read) if data is None else data for data in found]
+        self._verify(positions, blobs)  # supplied (prefetched) bytes too
+        tasks = [
+            GopTask(data, index.packet_sizes(int(pos)), index.codec(int(pos)), pixel_format=pixel_format)
+            for data, pos in zip(blobs, positions, strict=True)
+        ]
+        cursor = 0
+        for refs, frames, out, size in requests:
+            for slot in range(len(refs)):
+                task = tasks[inverse[cursor + slot]]
+                task.size = size
+                task.wanted.append(int(frames[slot]))
+                task.out.append(out[slot])
+            cursor += len(refs)
+        return tasks
+
+    def _read_positions(self, positions: np.ndarray) -> list[bytes]:
+        ds = self._ds
+        ids = self.index.row_ids(positions).tolist()
+        with storage_step(f"reading {len(ids)} GOPs", gops_uri(ds.uri), ds.storage_options):
+            blobs = call_with_deadline(
+                ds.uri, ds.storage_options, self.lance_dataset.read_blobs, "gop", ids=ids, preserve_order=True
+            )
+        return [data or b"" for _, data in blobs]  # a null blob fails its size check: a corrupt GOP
+
+    def _verify(self, positions: np.ndarray, blobs: list[bytes]) -> None:
+        """CorruptGopError unless every GOP's bytes match the checksum stored with them."""
+        index = self.index
+        checksums, sizes = index.checksums(positions), index.byte_sizes(positions)
+        verify_gop_bytes(
+            self.lance_dataset,
+            blobs,
+            index.ref_ids(positions),
+            checksums,
+            sizes,
+            uri=self._ds.uri,
+            version=self._ds.version,
+        )
