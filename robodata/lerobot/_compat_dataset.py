@@ -36,8 +36,7 @@ from robodata.lerobot._format import CODEBASE_VERSION, recorded_cameras, video_k
 from robodata.lerobot._items import ItemLayout, read_items
 from robodata.lerobot._meta import DatasetInfo, LeRobotMeta
 from robodata.lerobot._version_stats import lerobot_stats_of
-from robodata.reader import open_dataset
-from robodata.reader import RowIndex, SharedArrays, adopt_rows
+from robodata.reader import RowIndex, SharedArrays, adopt_rows, open_dataset
 from robodata.torch.batch_reader import BatchReader, checked_indices
 from robodata.torch.delta_timestamps import resolve_delta_timestamps
 from robodata.torch.fork_safety import ForkedAfterLanceError, forked_from_lance, mark_lance_used, run_without_lance

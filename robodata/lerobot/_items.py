@@ -16,8 +16,8 @@ import torch
 
 from robodata.lerobot._features import RENAMED, robodata_column
 from robodata.lerobot._format import video_key
-from robodata.reader import to_numpy as _to_numpy
 from robodata.reader import PLANAR_RGB
+from robodata.reader import to_numpy as _to_numpy
 
 Offsets = Mapping[str, Sequence[tuple[str, int]]]  # resolve_delta_timestamps: key -> [(kind, steps)]
 
