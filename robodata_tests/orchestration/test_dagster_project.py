@@ -1,5 +1,5 @@
-"""The Dagster project as its users meet it: commands run from the repository root without
-DAGSTER_HOME, the instance config in a wheel, and a store resource
+"""The Dagster project as its users meet it: the top level at the repository root, commands run
+from it without DAGSTER_HOME, the root instance config (and its copy in a wheel), and a store resource
 whose fields say where the data lives."""
 
 import json
@@ -42,9 +42,44 @@ def test_definitions_validate_from_the_repository_root_without_dagster_home():
     assert set(REPO.iterdir()) == before  # Dagster's temporary instance folder is gone again
 
 
+def test_the_top_level_the_design_card_names_is_at_the_repository_root():
+    for name in ("pyproject.toml", "README.md", "workspace.yaml", "dagster.yaml"):
+        assert (REPO / name).is_file(), name
+    for name in ("robodata", "robodata_tests"):
+        assert (REPO / name / "__init__.py").is_file(), name
+
+
+def test_the_shipped_instance_config_is_the_root_one():
+    # A wheel has no repository root: the package ships a copy, which must not drift.
+    assert INSTANCE_IN_PACKAGE == Path(robodata.__file__).parent / "orchestration" / "dagster.yaml"
+    assert INSTANCE_IN_PACKAGE.read_bytes() == (REPO / "dagster.yaml").read_bytes()
+
+
+def test_the_root_config_loads_as_an_instance_with_its_files_under_dot_dagster(tmp_path, monkeypatch):
+    # The root dagster.yaml as DAGSTER_HOME=$PWD reads it, in a copy of the root (the tests never
+    # write into the checkout).
+    shutil.copy(REPO / "dagster.yaml", tmp_path / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with dg.DagsterInstance.get() as dagster_instance:
+        assert dagster_instance.root_directory == str(tmp_path / ".dagster")
+        assert dagster_instance.run_monitoring_enabled
+        assert dagster_instance.run_monitoring_start_timeout_seconds == 180
+        assert dagster_instance.run_retries_enabled and dagster_instance.run_retries_max_retries == 2
+        assert dagster_instance.run_retries_retry_on_asset_or_op_failure is False
+        assert dagster_instance.get_concurrency_config().pool_config.default_pool_limit == 2
+        assert isinstance(dagster_instance.run_coordinator, dg.QueuedRunCoordinator)
+        assert dagster_instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 4
+        dagster_instance.add_dynamic_partitions("episodes", ["episode_000000"])
+        storage = tmp_path / ".dagster"
+        assert dagster_instance.storage_directory() == str(storage / "storage")
+    # Every SQLite file is under .dagster/, nothing beside dagster.yaml at the instance's root.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".dagster", "dagster.yaml"]
+    databases = sorted(str(p.relative_to(storage)) for p in storage.rglob("*.db"))
+    assert databases == ["history/runs.db", "history/runs/index.db", "schedules/schedules.db"]
+    assert (REPO / ".gitignore").read_text().splitlines().count("/.dagster/") == 1
+
+
 def test_instance_config_ships_in_the_wheel(tmp_path):
-    assert INSTANCE_IN_PACKAGE.parent == Path(robodata.__file__).parent / "dagster_home"
-    assert not (REPO / "dagster.yaml").exists()  # one instance config, shipped in the package
     source = tmp_path / "src"
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -59,7 +94,7 @@ def test_instance_config_ships_in_the_wheel(tmp_path):
     )
     [wheel] = tmp_path.glob("robodata-*.whl")
     with zipfile.ZipFile(wheel) as archive:
-        assert archive.read("robodata/dagster_home/dagster.yaml") == INSTANCE_IN_PACKAGE.read_bytes()
+        assert archive.read("robodata/orchestration/dagster.yaml") == (REPO / "dagster.yaml").read_bytes()
 
 
 def test_prepared_home_holds_the_packaged_config(tmp_path, monkeypatch):
@@ -67,7 +102,8 @@ def test_prepared_home_holds_the_packaged_config(tmp_path, monkeypatch):
     home = instance.prepare_dagster_home(tmp_path / "home")
     assert (home / "dagster.yaml").read_bytes() == INSTANCE_IN_PACKAGE.read_bytes()
     with dg.DagsterInstance.get() as dagster_instance:
-        assert dagster_instance.root_directory == str(home)  # SQLite storage inside the home
+        assert dagster_instance.root_directory == str(home / ".dagster")
+        assert dagster_instance.storage_directory() == str(home / ".dagster" / "storage")  # SQLite inside the home
         # No run hangs: stuck starts and cancels time out, a dead worker's run fails and is
         # retried (twice), but a failed step is not re-run as a whole run (a bad upload fails once).
         assert dagster_instance.run_monitoring_enabled
