@@ -1,11 +1,12 @@
-"""A real dagster-webserver on 127.0.0.1 over this repository's workspace.yaml, driven over
-GraphQL: the one way the UI tests start it, launch partition runs or a backfill and stop it
+"""A real dagster-webserver on 127.0.0.1 over this repository's workspace.yaml (or ``dagster
+dev`` in a clean clone of it), driven over GraphQL: the one way the UI tests start it, launch partition runs or a backfill and stop it
 (and, for backfills, the dagster-daemon that carries them out)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -41,6 +42,7 @@ STOP_SENSOR = """mutation($id: String!) { stopSensor(id: $id) {
   __typename ... on StopSensorMutationResult { instigationState { status } }
   ... on PythonError { message } ... on UnauthorizedError { message } } }"""
 DAEMON = Path(sys.executable).with_name("dagster-daemon")
+DAGSTER = Path(sys.executable).with_name("dagster")
 
 
 def instance_home(path: Path) -> Path:
@@ -143,14 +145,68 @@ class Webserver:
         return status if status in ("SUCCESS", "FAILURE", "CANCELED") else None
 
 
+def clean_clone(destination: Path) -> Path:
+    """The repository's tracked files (as they are in the work tree) copied to ``destination``:
+    what a fresh clone holds, without the checkout's ignored files (.venv, caches, instances)."""
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for name in tracked.decode().split("\0"):
+        if name and (REPO / name).is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, destination / name)
+    return destination
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stop_group(process: subprocess.Popen) -> None:
+    """Stop ``process`` and its children: ``dagster`` ignores SIGTERM when backgrounded, so its
+    process group gets SIGKILL after 30 s."""
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@contextmanager
+def running_dagster_dev(
+    checkout: Path, env: dict[str, str], log: Path, load_timeout: float = 300
+) -> Iterator[Webserver]:
+    """``DAGSTER_HOME=$PWD dagster dev`` in ``checkout`` (its root dagster.yaml and
+    workspace.yaml, its own robodata first on the path), in a process session of its own, its
+    code location loaded; the whole session is stopped on exit."""
+    port = _free_port()
+    environment = {
+        **os.environ,
+        "DAGSTER_HOME": str(checkout),
+        "PYTHONPATH": os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")]),
+        **env,
+    }
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            [str(DAGSTER), "dev", "-h", "127.0.0.1", "-p", str(port)],
+            cwd=checkout, env=environment, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        server = Webserver(port, process)
+        try:
+            [location] = server.wait_for(server._loaded, load_timeout, "the code location to load")
+            server.location = location["name"]
+            yield server
+        finally:
+            _stop_group(process)
+
+
 @contextmanager
 def running_webserver(home: Path, env: dict[str, str], log: Path, load_timeout: float = 300) -> Iterator[Webserver]:
     """dagster-webserver with instance ``home`` and the extra environment ``env``, its code
     location loaded (a cold start on a loaded machine can take minutes); its whole process group
     is stopped on exit (``dagster`` ignores SIGTERM when backgrounded: it gets SIGKILL after 30 s)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _free_port()
     environment = {
         **os.environ,
         "DAGSTER_HOME": str(home),
@@ -168,12 +224,7 @@ def running_webserver(home: Path, env: dict[str, str], log: Path, load_timeout: 
             server.location = location["name"]
             yield server
         finally:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+            _stop_group(process)
 
 
 @contextmanager
@@ -194,9 +245,4 @@ def running_daemon(home: Path, env: dict[str, str], log: Path) -> Iterator[subpr
         try:
             yield process
         finally:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+            _stop_group(process)
