@@ -316,11 +316,13 @@ def test_a_killed_worker_s_run_is_retried_once_and_a_bad_upload_fails_once(clust
     cursor = wait_until(lambda: _sensor_cursor(instance, "failed", bad), 120, "the sensor giving up on the bad upload")
     assert cursor["failed"][bad] == failed.tags["robodata/upload_fingerprint"]
     assert 21 not in episodes
-    # The run's summary, as the UI shows it: one line naming the file and the problem, no stack.
+    # The run's summary, as the UI shows it: Dagster's Failure with one line naming the file and
+    # the problem, nothing chained to it.
     [summary] = instance.all_logs(failed.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
     error = summary.dagster_event.event_specific_data.error
-    assert "episode.json: 'control_hz' is 10 Hz" in error.message and "\n" not in error.message
-    assert (error.stack, error.cause) == ([], None)
+    assert error.message.startswith(f"{dg.Failure.__module__}.Failure: ") and error.message.count("\n") == 1
+    assert "episode.json: 'control_hz' is 10 Hz" in error.message
+    assert (error.cls_name, error.cause) == ("Failure", None)
 
     # The lost run and its retry are the upload's only runs: the sensor requested no attempt 2.
     wait_until(lambda: _sensor_cursor(instance, "done", key), 120, "the sensor counting the retry")
