@@ -9,6 +9,7 @@ The tree is built from the imported package, not from pyproject.toml, so a wheel
 the same definitions as a checkout.
 """
 
+import warnings
 from pathlib import Path
 
 import dagster as dg
@@ -41,4 +42,12 @@ def domains(mode: str) -> list[str]:
 def defs() -> dg.Definitions:
     """Every definition of the code location, with ``$ROBODATA_PARTITIONING``'s ingestion."""
     tree = dg.ComponentTree.from_module(defs_module=defs_folder, project_root=DEFS_FOLDER.parents[2])
-    return dg.Definitions.merge(*(tree.build_defs(part) for part in domains(partitioning())))
+    with warnings.catch_warnings():
+        # The loader reads each folder's __init__ and each helper module (no `defs` of its own)
+        # through a preview function; that is Dagster's loading, not ours, so say nothing.
+        warnings.filterwarnings(
+            "ignore",
+            message=r"Function `load_definitions_from_modules?` is currently in preview",
+            category=dg.PreviewWarning,
+        )
+        return dg.Definitions.merge(*(tree.build_defs(part) for part in domains(partitioning())))

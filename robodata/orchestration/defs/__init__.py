@@ -10,13 +10,3 @@ helpers) sits one level up, in ``robodata.orchestration``'s private modules. Eac
 at most one ``defs = dg.Definitions(...)``, unconditionally; shared helpers (resources, lineage,
 encoding config) sit at this level.
 """
-
-import warnings
-
-import dagster as dg
-
-# The defs-folder loader reads each folder's __init__ and each helper module (no `defs` of its
-# own) through a preview function; that is Dagster's loading, not ours, so say nothing on load.
-warnings.filterwarnings(
-    "ignore", message=r"Function `load_definitions_from_modules?` is currently in preview", category=dg.PreviewWarning
-)

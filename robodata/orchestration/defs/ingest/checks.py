@@ -25,12 +25,6 @@ from robodata.orchestration.defs.ingest.episodes import aligned_frames, episode_
 from robodata.orchestration.defs.resources import DatasetStore
 from robodata.reader import open_dataset
 
-# Per-partition checks are a preview feature in Dagster 1.13; they are what makes a check see
-# its episode, so accept them without a warning on every load.
-warnings.filterwarnings(
-    "ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=dg.PreviewWarning
-)
-
 DECODE_SAMPLES = 8
 
 CHECK_DESCRIPTIONS = {
@@ -86,10 +80,18 @@ def _episode_outcomes(store: DatasetStore, upload: str) -> dict[str, Callable[[]
 
 
 def _specs(partitions: dg.PartitionsDefinition) -> list[dg.AssetCheckSpec]:
-    return [
-        dg.AssetCheckSpec(name, asset=aligned_frames, blocking=True, description=description, partitions_def=partitions)
-        for name, description in CHECK_DESCRIPTIONS.items()
-    ]
+    # Per-partition checks are a preview feature in Dagster 1.13; they are what makes a check see
+    # its episode (or batch), so accept them without a warning on every load.
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=dg.PreviewWarning
+        )
+        return [
+            dg.AssetCheckSpec(
+                name, asset=aligned_frames, blocking=True, description=description, partitions_def=partitions
+            )
+            for name, description in CHECK_DESCRIPTIONS.items()
+        ]
 
 
 @dg.multi_asset_check(
