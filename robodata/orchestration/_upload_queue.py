@@ -47,8 +47,9 @@ from robodata.storage.uploads import UploadInfo, UploadListing, folder_sorts_aft
 
 
 class UploadSensorSettings(dg.ConfigurableResource):
-    """How much the upload sensor does per tick, and when it retries or warns: the sensor's resource
-    (``upload_sensor_settings``, set in the UI's launchpad or the code location), read by the plan."""
+    """How much the upload sensor does per tick, and when it retries or warns: both sensors'
+    resource ``upload_sensor_settings`` (defs/resources.py), which the plan reads; the one place
+    each default is set."""
 
     max_requests_per_tick: int = Field(default=100, description="Runs requested per tick at most; the rest next tick.")
     max_in_flight: int = Field(default=400, description="Uploads requested and not yet finished, at most.")
