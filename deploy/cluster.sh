@@ -168,14 +168,14 @@ up_daemon() {
     # Creates the tables once, and sets the pool's limit before any run: two runs creating the
     # pool's row at once collide in PostgreSQL.
     dagster instance concurrency set video_encode "${ROBODATA_ENCODE_SLOTS:-$((WORKERS * CONCURRENCY))}" >/dev/null
-    start_bg daemon dagster-daemon run -m robodata.definitions
+    start_bg daemon dagster-daemon run -m robodata.orchestration.definitions
     say "daemon started (log $LOGS/daemon.log)"
 }
 up_webserver() {
     need dagster-webserver "activate robodata's virtualenv"
     prepare_dagster_home
     local host=${ROBODATA_WEBSERVER_HOST:-127.0.0.1} port=${ROBODATA_WEBSERVER_PORT:-3000}
-    start_bg webserver dagster-webserver -m robodata.definitions -h "$host" -p "$port"
+    start_bg webserver dagster-webserver -m robodata.orchestration.definitions -h "$host" -p "$port"
     wait_port "$host" "$port" dagster-webserver webserver
     say "webserver on http://$host:$port"
 }
@@ -242,6 +242,6 @@ case $action in
     up) cmd_up "$@" ;;
     down) cmd_down "$@" ;;
     status) cmd_status "$@" ;;
-    wait) exec python -m robodata.cluster.progress --episodes "${1:?EPISODES}" --timeout "${2:-900}" ;;
+    wait) exec python -m robodata.orchestration.cluster.progress --episodes "${1:?EPISODES}" --timeout "${2:-900}" ;;
     *) die "usage: deploy/cluster.sh up|down|status [COMPONENT...] | wait EPISODES [TIMEOUT_S]" ;;
 esac

@@ -98,7 +98,7 @@ def _uses(module: types.ModuleType, package: str) -> bool:
 
 MARKERS = ("slow", "s3", "dagster", "torch")
 # Folders whose every test runs Dagster (their conftest imports it), so -m "not dagster" skips them whole.
-DAGSTER_FOLDERS = ("defs", "dagster_home", "cluster")
+DAGSTER_FOLDERS = ("orchestration",)
 
 
 def _file_markers(path: Path) -> set[str]:
@@ -119,10 +119,12 @@ def _markers(item: pytest.Item) -> set[str]:
     found = _file_markers(Path(str(item.path)))
     if {"s3", "s3_root", "private_s3", "module_s3"} & set(item.fixturenames):
         found.add("s3")
-    if module and (_uses(module, "dagster") or _uses(module, "robodata.defs")):
+    if module and (_uses(module, "dagster") or _uses(module, "robodata.orchestration")):
         found.add("dagster")
     callspec = getattr(item, "callspec", None)  # e.g. test_doctests' module names
-    if callspec and any(isinstance(v, str) and v.startswith("robodata.defs") for v in callspec.params.values()):
+    if callspec and any(
+        isinstance(v, str) and v.startswith("robodata.orchestration") for v in callspec.params.values()
+    ):
         found.add("dagster")
     if module and (_uses(module, "torch") or _uses(module, "robodata.torch.torch_dataset")):
         found.add("torch")

@@ -29,7 +29,7 @@ def test_quick_loop_selects_no_slow_s3_or_dagster_test():
     assert run.returncode == 0, run.stdout + run.stderr
     ids = [line for line in run.stdout.splitlines() if "::" in line]
     assert len(ids) > 50
-    assert not [i for i in ids if i.startswith("robodata_tests/defs/") or "s3" in i.split("::")[0]]
+    assert not [i for i in ids if i.startswith("robodata_tests/orchestration/") or "s3" in i.split("::")[0]]
     assert not [i for i in ids if "test_benchmark.py" in i or "chromium" in i or "test_defs_interop" in i]
     assert "robodata_tests/view/test_view.py::test_page_states_the_episode_its_version_and_labels_as_bands" in ids
     assert "dagster imported: False" in run.stdout  # deselected files (and defs/conftest.py) never load

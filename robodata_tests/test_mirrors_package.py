@@ -8,9 +8,7 @@ from pathlib import Path
 SUITE = Path(__file__).resolve().parent
 PACKAGE = SUITE.parent / "robodata"
 # package folder -> the test file that covers it from another folder, and why it lives there
-ELSEWHERE = {
-    "cluster": "defs/test_cluster.py",  # runs the whole cluster (deploy/), next to the other Dagster tests
-}
+ELSEWHERE: dict[str, str] = {}
 
 
 def package_folders() -> list[str]:
@@ -30,4 +28,4 @@ def test_every_package_folder_has_its_tests_folder():
 
 def test_the_package_folders_are_found():
     # the check above is only as good as the listing it walks
-    assert {"codec", "format", "reader", "storage", "torch", "defs"} <= set(package_folders())
+    assert {"codec", "format", "reader", "storage", "torch", "orchestration"} <= set(package_folders())

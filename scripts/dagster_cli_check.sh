@@ -8,10 +8,10 @@ export PATH="$PWD/.venv/bin:$PATH"
 ci_tmp=$(mktemp -d)
 trap 'rm -rf "$ci_tmp"' EXIT
 export DAGSTER_HOME="$ci_tmp/dagster_home" ROBODATA_ROOT="$ci_tmp/dataset" ROBODATA_UPLOADS="$ci_tmp/uploads"
-mkdir -p "$DAGSTER_HOME" && cp robodata/dagster_home/dagster.yaml "$DAGSTER_HOME/"
-dagster definitions validate -m robodata.definitions
+mkdir -p "$DAGSTER_HOME" && cp dagster.yaml "$DAGSTER_HOME/"  # the root instance config (its files go to .dagster/ under it)
+dagster definitions validate -m robodata.orchestration.definitions
 robodata sample-data "$ROBODATA_UPLOADS" --episodes 1 --seconds 1
 robodata register-uploads
-dagster asset materialize -m robodata.definitions \
+dagster asset materialize -m robodata.orchestration.definitions \
     --select 'raw_episodes,gop_blobs,aligned_frames' --partition episode_000000
 robodata info "$ROBODATA_ROOT"

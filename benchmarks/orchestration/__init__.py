@@ -1,3 +1,3 @@
 """Benchmarks of the Dagster layer itself: how long an upload takes to land (``robodata bench
 landing``), what an upload-sensor tick costs at thousands of uploads (``robodata bench sensor``)
-and per-episode against batch partitions (``robodata bench batches``). They drive ``robodata.defs``."""
+and per-episode against batch partitions (``robodata bench batches``). They drive ``robodata.orchestration.defs``."""

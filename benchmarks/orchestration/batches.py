@@ -25,10 +25,11 @@ def configure(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     import dagster as dg
 
-    from robodata.defs.batches.batches import BATCH_ASSETS, register_upload_batches
-    from robodata.defs.ingest import checks, episodes
-    from robodata.defs.resources import DatasetStore
     from robodata.format.versions import current_versions
+    from robodata.orchestration.defs.batches.batches import BATCH_ASSETS, register_upload_batches
+    from robodata.orchestration.defs.batches.checks import batch_checks
+    from robodata.orchestration.defs.ingest import checks, episodes
+    from robodata.orchestration.defs.resources import DatasetStore
     from robodata.sample_data import write_sample_uploads
 
     print(f"ingest through Dagster in-process, {args.seconds:g} s sample episodes, checks included")
@@ -51,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
                     assets = [*episodes.EPISODE_ASSETS, *checks.episode_checks]
                 else:
                     keys = register_upload_batches(instance, store)
-                    assets = [*BATCH_ASSETS, *checks.batch_checks]
+                    assets = [*BATCH_ASSETS, *batch_checks]
                 for key in keys:
                     result = dg.materialize(assets, partition_key=key, instance=instance, resources={"store": store})
                     assert result.success, key

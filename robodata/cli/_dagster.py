@@ -17,7 +17,7 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
 @command("demo", _demo_args)
 def _demo(args: argparse.Namespace) -> int:
     """The README's demo: sample uploads ingested through Dagster's assets, sensor and checks."""
-    from robodata.demo import run_demo
+    from robodata.orchestration import run_demo
 
     run_demo(args.workdir, episodes=args.episodes, seconds=args.seconds)
     return 0
@@ -32,7 +32,7 @@ def _register_uploads_args(p: argparse.ArgumentParser) -> None:
 def _register_uploads(args: argparse.Namespace) -> int:
     """Add a Dagster partition (in $DAGSTER_HOME's instance) for every complete upload (every upload
     batch with ROBODATA_PARTITIONING=batch); no run is started."""
-    from robodata.dagster_home import register_uploads_from_cli
+    from robodata.orchestration import register_uploads_from_cli
 
     for key in register_uploads_from_cli(args.dataset, args.uploads):
         print(key)
@@ -48,7 +48,7 @@ def _repartition_args(p: argparse.ArgumentParser) -> None:
 def _repartition(args: argparse.Namespace) -> int:
     """Carry $DAGSTER_HOME's instance over to per-episode or batch partitions (then set
     ROBODATA_PARTITIONING and restart the code location): what is ingested is recorded as such."""
-    from robodata.dagster_home import migrate_partitioning_from_cli
+    from robodata.orchestration import migrate_partitioning_from_cli
 
     done = migrate_partitioning_from_cli(args.to, args.dataset, args.uploads)
     print(f"{len(done['stored'])} partition(s) already ingested, {len(done['new'])} to ingest")
@@ -64,7 +64,7 @@ def _register_imports_args(p: argparse.ArgumentParser) -> None:
 @command("register-imports", _register_imports_args)
 def _register_imports(args: argparse.Namespace) -> int:
     """Add an imported_episodes partition (in $DAGSTER_HOME's instance) per source episode."""
-    from robodata.dagster_home import register_import_partitions_from_cli
+    from robodata.orchestration import register_import_partitions_from_cli
 
     for key in register_import_partitions_from_cli(args.source, args.format):
         print(key)

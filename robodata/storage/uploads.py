@@ -4,7 +4,7 @@ The root is listed once, recursively (on S3 one paginated ListObjectsV2 without 
 1,000 keys a page), and the files are grouped by their first folder: a folder per upload. This
 is what keeps a sensor tick cheap at thousands of uploads: listing each folder on its own costs
 one request per upload. A listing can also start after a folder (``after``): the sensor lists
-only the tail of the prefix on most ticks (see ``robodata.ingest.upload_queue``).
+only the tail of the prefix on most ticks (see ``robodata.orchestration._upload_queue``).
 """
 
 from __future__ import annotations

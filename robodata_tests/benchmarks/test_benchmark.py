@@ -219,8 +219,8 @@ def test_baseline_reader_names_a_folder_that_is_not_a_lerobot_dataset(tmp_path):
 def test_benchmark_report_asset_names_a_missing_peers_venv(dataset_copy, tmp_path):
     import dagster as dg
 
-    from robodata.defs.reports.benchmark import benchmark_report
-    from robodata.defs.resources import DatasetStore
+    from robodata.orchestration.defs.reports.benchmark import benchmark_report
+    from robodata.orchestration.defs.resources import DatasetStore
 
     store = DatasetStore(root=dataset_copy, uploads_root=str(tmp_path / "uploads"))
     missing = tmp_path / "no-peers-venv"

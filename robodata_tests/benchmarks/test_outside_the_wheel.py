@@ -25,7 +25,7 @@ def test_the_wheel_packages_robodata_and_no_benchmark_code():
     # What `[tool.setuptools.packages.find]` selects (namespace packages included, its default).
     found = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
     packages = find_namespace_packages(where=str(ROOT), include=found["include"], exclude=found.get("exclude", ()))
-    assert {"robodata", "robodata.codec", "robodata.reader", "robodata.defs"} <= set(packages)
+    assert {"robodata", "robodata.codec", "robodata.reader", "robodata.orchestration.defs"} <= set(packages)
     assert [p for p in packages if not p.startswith("robodata.") and p != "robodata"] == []
     assert not any("bench" in p for p in packages), packages
     assert (ROOT / "benchmarks" / "__main__.py").is_file()
@@ -55,8 +55,8 @@ def test_without_a_checkout_the_cli_prints_one_line_and_exits_2(no_checkout, cap
 
 @pytest.mark.dagster
 def test_without_a_checkout_the_benchmark_asset_fails_saying_why(no_checkout, tmp_path):
-    from robodata.defs.reports.benchmark import BenchmarkConfig, benchmark_report
-    from robodata.defs.resources import DatasetStore
+    from robodata.orchestration.defs.reports.benchmark import BenchmarkConfig, benchmark_report
+    from robodata.orchestration.defs.resources import DatasetStore
 
     store = DatasetStore(root=str(tmp_path / "ds"), uploads_root=str(tmp_path / "uploads"))
     with pytest.raises(BenchmarksUnavailableError, match="^benchmark_report: the benchmarks ship with robodata's"):
@@ -66,7 +66,7 @@ def test_without_a_checkout_the_benchmark_asset_fails_saying_why(no_checkout, tm
 @pytest.mark.dagster
 @pytest.mark.slow
 def test_without_a_checkout_the_demo_skips_the_report_saying_so(no_checkout, tmp_path, monkeypatch, capsys):
-    from robodata.demo import run_demo
+    from robodata.orchestration._demo import run_demo
 
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "unused"))  # run_demo points it at its own; restored after
     summary = run_demo(str(tmp_path / "demo"), episodes=1, seconds=1.0)

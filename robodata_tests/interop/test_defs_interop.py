@@ -8,10 +8,10 @@ import pyarrow.compute as pc
 
 import robodata
 from robodata.cli import main
-from robodata.dagster_home import prepare_dagster_home
-from robodata.defs.interop.imports import imported_episodes, register_import_partitions
-from robodata.defs.resources import DatasetStore
 from robodata.format.versions import current_versions
+from robodata.orchestration import prepare_dagster_home
+from robodata.orchestration.defs.interop.imports import imported_episodes, register_import_partitions
+from robodata.orchestration.defs.resources import DatasetStore
 
 from .test_hdf5_import import STEPS, _write_episode
 

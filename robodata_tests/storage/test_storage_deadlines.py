@@ -100,7 +100,7 @@ def test_listing_and_reading_uploads_meet_the_deadline(silent_store, s3, eight_s
 
 
 def test_the_dagster_resource_carries_the_deadline(monkeypatch):
-    from robodata.defs.resources import DatasetStore
+    from robodata.orchestration.defs.resources import DatasetStore
 
     monkeypatch.delenv(TIMEOUT_ENV, raising=False)
     assert storage_timeout_s(DatasetStore(root="/tmp/ds", storage_timeout_s=4).storage_options()) == 4.0

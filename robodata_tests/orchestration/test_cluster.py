@@ -1,0 +1,360 @@
+"""The cluster in deploy/, running here through deploy/cluster.sh: Dagster on PostgreSQL, runs
+launched into Celery through Redis, two worker processes, one s3:// dataset (moto's server).
+
+One cluster for the whole module, started by docs/cluster.md's own walk-through and stopped by
+its own stop block (the last test); in between, on that cluster with its upload sensor on, a
+PostgreSQL restart, a terminate, a worker killed mid-run and a bad upload. The sensor ticks every
+5 s here (ROBODATA_SENSOR_INTERVAL_S; 30 s by default); everything else is as shipped."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from dagster._core.scheduler.instigation import InstigatorType
+from dagster_graphql import DagsterGraphQLClient
+
+import robodata
+from robodata.sample_data import write_sample_episode
+from robodata.storage import storage_options_from_env
+from robodata.storage.put_folder import put_folder
+from robodata_tests.fixtures.cluster import (
+    CLUSTER_SH,
+    Cluster,
+    base_env,
+    docs_block,
+    loaded_env,
+    run_bash,
+    teardown,
+    wait_until,
+)
+
+# The walk-through may take its bash block's own 25 minutes on a slow machine (pytest-timeout's
+# 10 minutes in pyproject.toml are for everything else).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+# deploy/dagster.yaml: poll_interval_seconds + lost_after_seconds + one more poll (docs/cluster.md).
+LOST_WORKER_BOUND_S = 10 + 30 + 10
+MARGIN_S = 60  # a busy shared machine: the daemon's loop and the broadcast answers run late
+SENSOR_INTERVAL_S = 5
+
+
+@dataclass
+class Walkthrough:
+    """The cluster the docs' walk-through started, and the process ids it left running."""
+
+    cluster: Cluster
+    pids: list[int]
+
+
+@pytest.fixture(scope="module")
+def walkthrough():
+    """docs/cluster.md's walk-through, run as written; torn down afterwards whatever happens."""
+    env = base_env(workers=2) | {"ROBODATA_SENSOR_INTERVAL_S": str(SENSOR_INTERVAL_S)}
+    try:
+        run_bash(docs_block("walk-through"), env, timeout=1500)
+        cluster = Cluster(loaded_env(env))
+        yield Walkthrough(cluster, [int(p.read_text()) for p in (cluster.state / "run").glob("*.pid")])
+    finally:
+        teardown(loaded_env(env))
+
+
+@pytest.fixture
+def cluster(walkthrough) -> Cluster:
+    return walkthrough.cluster
+
+
+@pytest.fixture
+def instance(cluster, monkeypatch):
+    """The cluster's PostgreSQL-backed instance, seen from the test process."""
+    for name, value in cluster.env.items():
+        if name.startswith(("DAGSTER_", "AWS_", "ROBODATA_")):
+            monkeypatch.setenv(name, value)
+    with dg.DagsterInstance.get() as inst:
+        storage = inst.get_ref().storage_data
+        assert (storage.module_name, storage.class_name) == (
+            "robodata.orchestration.cluster.postgres_storage",
+            "PostgresStorage",
+        )
+        yield inst
+
+
+def expected_rows(tmp_path: Path, index: int, seconds: float, seed: int = 0) -> int:
+    """Rows of sample episode ``index`` as ``robodata sample-data --seed SEED`` writes it."""
+    folder = write_sample_episode(tmp_path / "expected", index, np.random.default_rng([seed, index]), seconds)
+    return pq.read_metadata(folder / "states.parquet").num_rows
+
+
+def stored(env: dict[str, str]) -> tuple[dict[int, int], list[tuple[int, int]]]:
+    """(episode_index -> rows) from the dataset's episode list, and every (episode, frame) row."""
+    ds = robodata.open(env["ROBODATA_ROOT"], storage_options=storage_options_from_env(env))
+    episodes = ds.episodes()
+    rows = ds.to_table(columns=["episode_index", "frame_index"])
+    pairs = list(zip(rows["episode_index"].to_pylist(), rows["frame_index"].to_pylist(), strict=True))
+    return dict(zip(episodes["episode_index"].to_pylist(), episodes["rows"].to_pylist(), strict=True)), pairs
+
+
+def upload(cluster: Cluster, tmp_path: Path, index: int, seconds: float, control_hz: int | None = None) -> str:
+    """Sample episode ``index`` (as ``robodata sample-data`` writes it) into the cluster's uploads,
+    ``episode.json`` last, for the upload sensor to find; with ``control_hz``, a bad upload whose
+    episode.json contradicts its states. Returns the partition key."""
+    folder = write_sample_episode(tmp_path / "uploads", index, np.random.default_rng([0, index]), seconds)
+    if control_hz is not None:
+        meta = json.loads((folder / "episode.json").read_text())
+        (folder / "episode.json").write_text(json.dumps({**meta, "control_hz": control_hz}))
+    uploads = cluster.env["ROBODATA_UPLOADS"]
+    put_folder(folder, f"{uploads}/{folder.name}", storage_options_from_env(cluster.env), last=("episode.json",))
+    return folder.name
+
+
+def runs_of(instance: dg.DagsterInstance, key: str) -> list[dg.DagsterRun]:
+    """Every run of partition ``key``, oldest first."""
+    return list(reversed(instance.get_runs(dg.RunsFilter(tags={"dagster/partition": key}))))  # newest first
+
+
+def sensor_run(instance: dg.DagsterInstance, key: str, attempt: int = 1) -> dg.DagsterRun:
+    """The upload sensor's run of ``key`` (its attempt ``attempt``), once the sensor requested it."""
+    found = wait_until(
+        lambda: [
+            r
+            for r in instance.get_runs(
+                dg.RunsFilter(tags={"dagster/partition": key, "robodata/upload_attempt": str(attempt)})
+            )
+            if "dagster/parent_run_id" not in r.tags
+        ],
+        120,
+        f"the sensor's run of {key}",
+    )
+    assert len(found) == 1, found
+    return found[0]
+
+
+def in_step(instance: dg.DagsterInstance, run_id: str, step: str) -> bool:
+    """Whether ``step`` of the run has started (it is running or done)."""
+    return any(e.step_key == step for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_START))
+
+
+def status(instance: dg.DagsterInstance, run_id: str) -> dg.DagsterRunStatus:
+    return instance.get_run_by_id(run_id).status
+
+
+def finished(instance: dg.DagsterInstance, run_id: str) -> dg.DagsterRun | None:
+    run = instance.get_run_by_id(run_id)
+    return run if run.status in FINISHED else None
+
+
+def worker_of(cluster: Cluster, run: dg.DagsterRun) -> str:
+    """The worker (w1, w2) that took the run's Celery task."""
+    task = run.tags["dagster-celery/task_id"]
+    return wait_until(
+        lambda: next(
+            (n for n, p in cluster.worker_logs().items() if f"execute_job[{task}] received" in p.read_text()), None
+        ),
+        60,
+        f"the worker that took task {task}",
+    )
+
+
+def will_retry(instance: dg.DagsterInstance, run_id: str) -> str:
+    """The failed run's ``dagster/will_retry`` tag, once the daemon's retry logic has set it (a
+    moment after the run is marked failed)."""
+    return wait_until(
+        lambda: instance.get_run_by_id(run_id).tags.get("dagster/will_retry"), 120, f"run {run_id}'s retry decision"
+    )
+
+
+def consume(cluster: Cluster, worker: str, on: bool) -> None:
+    """Tell ``worker`` (w1, w2) to stop or start taking runs off the queue (Celery's remote
+    control, as an operator draining a worker would), and wait for its answer."""
+    command = "add_consumer" if on else "cancel_consumer"
+    env = cluster.env
+    out = cluster.run(
+        "celery", "-A", "dagster_celery.app", "--broker", env["DAGSTER_CELERY_BROKER_URL"],
+        "control", command, "dagster", "--destination", f"{worker}@{socket.gethostname()}",
+    )  # fmt: skip
+    assert f"{worker}@" in out, out
+
+
+def test_the_docs_walkthrough_ingests_six_episodes_into_s3(walkthrough, instance, tmp_path):
+    cluster = walkthrough.cluster
+    runs = instance.get_runs(dg.RunsFilter(job_name="ingest_episode"))
+    keys = [f"episode_{i:06d}" for i in range(6)]
+    assert sorted(r.tags["dagster/partition"] for r in runs) == keys  # one run per episode: no race
+    assert {r.status for r in runs} == {dg.DagsterRunStatus.SUCCESS}
+    episodes, pairs = stored(cluster.env)
+    assert episodes == {i: expected_rows(tmp_path, i, 1.0) for i in range(6)}
+    assert len(pairs) == len(set(pairs)) == sum(episodes.values())  # no row twice
+    logs = cluster.worker_logs()
+    done = {n: len(re.findall(r"Task execute_job\[[^\]]+\] succeeded", p.read_text())) for n, p in logs.items()}
+    assert sum(done.values()) == 6 and min(done.values()) >= 1, done  # both workers took runs
+    assert len(walkthrough.pids) == 6  # redis, moto, daemon, webserver, two workers
+
+
+def test_the_webserver_answers_every_request_across_a_postgres_restart(cluster):
+    url = f"http://127.0.0.1:{cluster.webserver_port}/graphql"
+    query = "{ runsOrError(limit: 5) { __typename ... on Runs { results { runId status } } } }"
+
+    def ask() -> str | None:
+        request = urllib.request.Request(
+            url, json.dumps({"query": query}).encode(), {"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                body = json.loads(response.read())
+        except OSError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        if body.get("errors") or body["data"]["runsOrError"]["__typename"] != "Runs":
+            return json.dumps(body)[:500]
+        return None
+
+    assert [ask() for _ in range(5)] == [None] * 5  # the webserver's pooled connections are open
+    cluster.run(str(CLUSTER_SH), "down", "postgres")
+    # Requests while PostgreSQL is down, and after it is back on the same pooled connections.
+    restart = threading.Timer(2.0, lambda: cluster.run(str(CLUSTER_SH), "up", "postgres"))
+    restart.start()
+    failures, asked = [], 0
+    try:
+        while restart.is_alive() or asked < 20:
+            asked += 1
+            if failure := ask():
+                failures.append(failure)
+    finally:
+        restart.join()
+    for _ in range(20):  # and after it, on every pooled connection
+        asked += 1
+        if failure := ask():
+            failures.append(failure)
+    assert asked >= 40 and failures == []
+
+
+def test_terminate_cancels_a_running_run_and_both_workers_run_again(cluster, instance, tmp_path):
+    # Worker w2 takes no runs until the end of the block, so w1 runs the upload, is terminated in
+    # the middle of it, and alone can run attempt 2, which the sensor requests at its next tick
+    # after the cancel. Then a new upload runs with both workers taking runs again. Both succeed.
+    worker, other_worker = "w1", "w2"
+    consume(cluster, other_worker, False)
+    try:
+        key = upload(cluster, tmp_path, 10, seconds=4)
+        run = sensor_run(instance, key)
+        wait_until(lambda: in_step(instance, run.run_id, "gop_blobs"), 300, "the run encoding")
+        DagsterGraphQLClient("127.0.0.1", port_number=cluster.webserver_port).terminate_run(run.run_id)
+        assert wait_until(lambda: finished(instance, run.run_id), 60, "terminated run finished").status == (
+            dg.DagsterRunStatus.CANCELED
+        )
+        assert worker_of(cluster, instance.get_run_by_id(run.run_id)) == worker
+        again = sensor_run(instance, key, attempt=2)
+        assert wait_until(lambda: finished(instance, again.run_id), 600, "the run again").status == (
+            dg.DagsterRunStatus.SUCCESS
+        )
+        assert worker_of(cluster, instance.get_run_by_id(again.run_id)) == worker
+    finally:  # the module's later tests need both workers
+        consume(cluster, other_worker, True)
+    other = sensor_run(instance, upload(cluster, tmp_path, 11, seconds=1))
+    assert wait_until(lambda: finished(instance, other.run_id), 600, "the new upload's run").status == (
+        dg.DagsterRunStatus.SUCCESS
+    )
+
+    # Nothing retried the terminated run, nor ran it on after terminate (as a SIGTERM did).
+    assert status(instance, run.run_id) == dg.DagsterRunStatus.CANCELED
+    assert instance.get_runs(dg.RunsFilter(tags={"dagster/parent_run_id": run.run_id})) == []
+    assert [r.status for r in runs_of(instance, key)] == [dg.DagsterRunStatus.CANCELED, dg.DagsterRunStatus.SUCCESS]
+    episodes, pairs = stored(cluster.env)
+    assert episodes[10] == expected_rows(tmp_path, 10, 4.0) and episodes[11] == expected_rows(tmp_path, 11, 1.0)
+    assert len(pairs) == len(set(pairs))  # no row twice
+
+
+def test_a_killed_worker_s_run_is_retried_once_and_a_bad_upload_fails_once(cluster, instance, tmp_path):
+    """Uploaded together: a good episode whose worker is killed with SIGKILL in the middle of its
+    run, and a bad one (its episode.json contradicts its states). The lost run fails within the
+    docs' bound and Dagster's run retries run it again on the other worker (the sensor leaves it
+    to them); the bad upload fails once: not retried as a run, not requested again."""
+    key, bad = upload(cluster, tmp_path, 20, seconds=4), upload(cluster, tmp_path, 21, seconds=1, control_hz=10)
+    run = sensor_run(instance, key)
+    wait_until(lambda: in_step(instance, run.run_id, "gop_blobs"), 300, "the run encoding")
+    worker = worker_of(cluster, instance.get_run_by_id(run.run_id))
+    os.killpg(cluster.pid(f"worker-{worker}"), signal.SIGKILL)  # the worker and its pool processes
+    killed_at = time.monotonic()
+
+    lost = wait_until(lambda: finished(instance, run.run_id), LOST_WORKER_BOUND_S + MARGIN_S, "lost run failed")
+    failed_after = time.monotonic() - killed_at
+    print(f"the lost run failed {failed_after:.0f} s after its worker was killed")
+    assert lost.status == dg.DagsterRunStatus.FAILURE
+    assert will_retry(instance, run.run_id) == "true"
+
+    def retry() -> dg.DagsterRun | None:
+        found = instance.get_runs(dg.RunsFilter(tags={"dagster/parent_run_id": run.run_id}))
+        return found[0] if found and found[0].status in FINISHED else None
+
+    retried = wait_until(retry, 600, "retry finished")
+    assert retried.status == dg.DagsterRunStatus.SUCCESS, failed_after
+    assert retried.tags["dagster/retry_number"] == "1"
+    other = next(n for n in cluster.worker_logs() if n != worker)
+    # Celery logs the task's success once the run's process has returned, a moment after Dagster
+    # recorded the run's success.
+    succeeded = f"execute_job[{retried.tags['dagster-celery/task_id']}] succeeded"
+    wait_until(lambda: succeeded in cluster.worker_logs()[other].read_text(), 60, "the other worker's task log")
+    episodes, pairs = stored(cluster.env)
+    assert episodes[20] == expected_rows(tmp_path, 20, 4.0)
+    assert sum(1 for e, _ in pairs if e == 20) == episodes[20]
+    assert len(pairs) == len(set(pairs))  # no row twice
+
+    # The bad upload: one failed run, given up on by the sensor, and no run after it.
+    [failed] = runs_of(instance, bad)
+    assert failed.status == dg.DagsterRunStatus.FAILURE and will_retry(instance, failed.run_id) == "false"
+    cursor = wait_until(lambda: _sensor_cursor(instance, "failed", bad), 120, "the sensor giving up on the bad upload")
+    assert cursor["failed"][bad] == failed.tags["robodata/upload_fingerprint"]
+    assert 21 not in episodes
+    # The run's summary, as the UI shows it: Dagster's Failure with one line naming the file and
+    # the problem, nothing chained to it.
+    [summary] = instance.all_logs(failed.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
+    error = summary.dagster_event.event_specific_data.error
+    assert error.message.startswith(f"{dg.Failure.__module__}.Failure: ") and error.message.count("\n") == 1
+    assert "episode.json: 'control_hz' is 10 Hz" in error.message
+    assert (error.cls_name, error.cause) == ("Failure", None)
+
+    # The lost run and its retry are the upload's only runs: the sensor requested no attempt 2.
+    wait_until(lambda: _sensor_cursor(instance, "done", key), 120, "the sensor counting the retry")
+    assert sorted(r.status.value for r in runs_of(instance, key)) == ["FAILURE", "SUCCESS"]
+    assert {r.tags["robodata/upload_attempt"] for r in runs_of(instance, key)} == {"1"}
+    assert [r.run_id for r in runs_of(instance, bad)] == [failed.run_id]
+
+
+def _sensor_cursor(instance: dg.DagsterInstance, what: str, key: str) -> dict | None:
+    """The upload sensor's cursor once it shows ``key`` given up on (``what="failed"``) or no
+    longer pending (``"done"``); None before."""
+    [state] = [
+        s for s in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR) if s.name == "upload_sensor"
+    ]
+    cursor = json.loads(state.instigator_data.cursor or "{}")
+    if what == "failed":
+        return cursor if key in cursor.get("failed", {}) else None
+    return cursor if key not in cursor.get("pending", {}) else None
+
+
+def test_the_docs_stop_block_stops_every_process(walkthrough):
+    """Last: docs/cluster.md's stop block leaves no process behind (a killed worker's neither)."""
+    state = walkthrough.cluster.state
+    run_bash(docs_block("stop"), walkthrough.cluster.env, timeout=300)
+    assert not [pid for pid in walkthrough.pids if _alive(pid)]
+    assert not (state / "postgres" / "data" / "postmaster.pid").exists()
+    assert not list((state / "run").glob("*.pid"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -1,0 +1,154 @@
+"""The Dagster project as its users meet it: the top level at the repository root, commands run
+from it without DAGSTER_HOME, the root instance config (and its copy in a wheel), and a store resource
+whose fields say where the data lives."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import dagster as dg
+
+import robodata
+from robodata import orchestration as instance
+from robodata.orchestration.defs import resources
+
+REPO = Path(__file__).resolve().parents[2]
+INSTANCE_IN_PACKAGE = instance.INSTANCE_CONFIG
+
+
+def _env_without_dagster_home() -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    return env
+
+
+def test_definitions_validate_from_the_repository_root_without_dagster_home():
+    dagster = Path(sys.executable).with_name("dagster")
+    before = set(REPO.iterdir())
+    done = subprocess.run(
+        [str(dagster), "definitions", "validate", "-m", "robodata.orchestration.definitions"],
+        cwd=REPO,
+        env=_env_without_dagster_home(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "All code locations passed validation" in done.stderr + done.stdout
+    assert set(REPO.iterdir()) == before  # Dagster's temporary instance folder is gone again
+
+
+def test_the_top_level_the_design_card_names_is_at_the_repository_root():
+    for name in ("pyproject.toml", "README.md", "workspace.yaml", "dagster.yaml"):
+        assert (REPO / name).is_file(), name
+    for name in ("robodata", "robodata_tests"):
+        assert (REPO / name / "__init__.py").is_file(), name
+
+
+def test_the_shipped_instance_config_is_the_root_one():
+    # A wheel has no repository root: the package ships a copy, which must not drift.
+    assert INSTANCE_IN_PACKAGE == Path(robodata.__file__).parent / "orchestration" / "dagster.yaml"
+    assert INSTANCE_IN_PACKAGE.read_bytes() == (REPO / "dagster.yaml").read_bytes()
+
+
+def test_the_root_config_loads_as_an_instance_with_its_files_under_dot_dagster(tmp_path, monkeypatch):
+    # The root dagster.yaml as DAGSTER_HOME=$PWD reads it, in a copy of the root (the tests never
+    # write into the checkout).
+    shutil.copy(REPO / "dagster.yaml", tmp_path / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with dg.DagsterInstance.get() as dagster_instance:
+        assert dagster_instance.root_directory == str(tmp_path / ".dagster")
+        assert dagster_instance.run_monitoring_enabled
+        assert dagster_instance.run_monitoring_start_timeout_seconds == 180
+        assert dagster_instance.run_retries_enabled and dagster_instance.run_retries_max_retries == 2
+        assert dagster_instance.run_retries_retry_on_asset_or_op_failure is False
+        assert dagster_instance.get_concurrency_config().pool_config.default_pool_limit == 2
+        assert isinstance(dagster_instance.run_coordinator, dg.QueuedRunCoordinator)
+        assert dagster_instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 4
+        dagster_instance.add_dynamic_partitions("episodes", ["episode_000000"])
+        storage = tmp_path / ".dagster"
+        assert dagster_instance.storage_directory() == str(storage / "storage")
+    # Every SQLite file is under .dagster/, nothing beside dagster.yaml at the instance's root.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".dagster", "dagster.yaml"]
+    databases = sorted(str(p.relative_to(storage)) for p in storage.rglob("*.db"))
+    assert databases == ["history/runs.db", "history/runs/index.db", "schedules/schedules.db"]
+    assert (REPO / ".gitignore").read_text().splitlines().count("/.dagster/") == 1
+
+
+def test_instance_config_ships_in_the_wheel(tmp_path):
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    shutil.copytree(REPO / "robodata", source / "robodata", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), "."],
+        cwd=source,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    [wheel] = tmp_path.glob("robodata-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        assert archive.read("robodata/orchestration/dagster.yaml") == (REPO / "dagster.yaml").read_bytes()
+
+
+def test_prepared_home_holds_the_packaged_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("DAGSTER_HOME", "")  # restored after the test: prepare_dagster_home sets it
+    home = instance.prepare_dagster_home(tmp_path / "home")
+    assert (home / "dagster.yaml").read_bytes() == INSTANCE_IN_PACKAGE.read_bytes()
+    with dg.DagsterInstance.get() as dagster_instance:
+        assert dagster_instance.root_directory == str(home / ".dagster")
+        assert dagster_instance.storage_directory() == str(home / ".dagster" / "storage")  # SQLite inside the home
+        # No run hangs: stuck starts and cancels time out, a dead worker's run fails and is
+        # retried (twice), but a failed step is not re-run as a whole run (a bad upload fails once).
+        assert dagster_instance.run_monitoring_enabled
+        assert dagster_instance.run_monitoring_start_timeout_seconds == 180
+        assert dagster_instance.run_retries_enabled and dagster_instance.run_retries_max_retries == 2
+        assert dagster_instance.run_retries_retry_on_asset_or_op_failure is False
+
+
+def _configured(store: resources.DatasetStore) -> dict:
+    """What the UI's resource page shows as the store's configured values."""
+    return json.loads(store.get_resource_definition().config_schema.default_value_as_json_str)
+
+
+def test_store_fields_name_the_environment_variables_that_set_them(monkeypatch, tmp_path):
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "never-shown-secret")
+    monkeypatch.setenv("ROBODATA_ROOT", "s3://lab/robodata/dataset")
+    monkeypatch.delenv("ROBODATA_UPLOADS", raising=False)
+    shown = _configured(resources.store_from_env())
+    assert shown == {
+        "root": {"env": "ROBODATA_ROOT"},
+        "uploads_root": "s3://lab/robodata/uploads",
+        "storage_timeout_s": None,
+    }
+    monkeypatch.setenv("ROBODATA_UPLOADS", "s3://lab/incoming")
+    assert _configured(resources.store_from_env())["uploads_root"] == {"env": "ROBODATA_UPLOADS"}
+    monkeypatch.delenv("ROBODATA_ROOT")
+    monkeypatch.delenv("ROBODATA_UPLOADS")
+    monkeypatch.chdir(tmp_path)
+    shown = _configured(resources.store_from_env())
+    assert shown == {
+        "root": str(tmp_path / "demo" / "dataset"),
+        "uploads_root": str(tmp_path / "demo" / "uploads"),
+        "storage_timeout_s": None,  # None: $ROBODATA_STORAGE_TIMEOUT_S, else 60 s
+    }
+    assert "never-shown-secret" not in json.dumps(shown)
+
+
+def test_store_bound_to_environment_variables_resolves_them_in_a_run(monkeypatch, tmp_path):
+    monkeypatch.setenv("ROBODATA_ROOT", str(tmp_path / "dataset"))
+    monkeypatch.setenv("ROBODATA_UPLOADS", str(tmp_path / "incoming"))
+    seen = {}
+
+    @dg.asset
+    def where(store: resources.DatasetStore) -> None:
+        seen.update(root=store.root, uploads=store.uploads_root)
+
+    assert dg.materialize([where], resources={"store": resources.store_from_env()}).success
+    assert seen == {"root": str(tmp_path / "dataset"), "uploads": str(tmp_path / "incoming")}
