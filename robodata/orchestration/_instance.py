@@ -6,11 +6,11 @@ the instance folder, run queue, run monitoring and retries, the video_encode poo
 from __future__ import annotations
 
 import os
-import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
+import yaml
 
 from robodata.errors import InvalidArgumentError
 
@@ -30,7 +30,9 @@ IN_FLIGHT = [
 
 def prepare_dagster_home(path: str | os.PathLike) -> Path:
     """Create ``path`` with robodata's dagster.yaml (kept if one is there) and point
-    DAGSTER_HOME at it for this process and its children.
+    DAGSTER_HOME at it for this process and its children. The shipped file names its storage
+    folders relative to the working directory (the repository root, for ``DAGSTER_HOME=$PWD``);
+    this copy names them under ``path``, wherever the process runs.
 
     >>> home = prepare_dagster_home("demo/dagster_home")
     >>> home
@@ -41,9 +43,28 @@ def prepare_dagster_home(path: str | os.PathLike) -> Path:
     home = Path(path).resolve()
     home.mkdir(parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():
-        shutil.copyfile(INSTANCE_CONFIG, home / "dagster.yaml")
+        (home / "dagster.yaml").write_text(instance_config_in(home))
     os.environ["DAGSTER_HOME"] = str(home)
     return home
+
+
+def instance_config_in(home: Path) -> str:
+    """The shipped dagster.yaml with every relative ``base_dir`` made absolute under ``home``.
+
+    >>> print(instance_config_in(Path("/srv/lab")).split("storage:")[1].split("local_")[0].strip())
+    sqlite:
+        base_dir: /srv/lab/.dagster
+    """
+
+    def under_home(node):
+        if isinstance(node, dict):
+            return {
+                key: str(home / value) if key == "base_dir" and not os.path.isabs(value) else under_home(value)
+                for key, value in node.items()
+            }
+        return node
+
+    return yaml.safe_dump(under_home(yaml.safe_load(INSTANCE_CONFIG.read_text())), sort_keys=False)
 
 
 @contextmanager

@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import dagster as dg
+import yaml
 
 import robodata
 from robodata import orchestration as instance
@@ -39,7 +40,11 @@ def test_definitions_validate_from_the_repository_root_without_dagster_home():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "All code locations passed validation" in done.stderr + done.stdout
-    assert set(REPO.iterdir()) == before  # Dagster's temporary instance folder is gone again
+    # Dagster's temporary instance folder is gone again; the root dagster.yaml it read may leave
+    # its storage folder, which git ignores
+    left = sorted(str(p.relative_to(REPO)) for p in set(REPO.iterdir()) - before)
+    ignored = subprocess.run(["git", "check-ignore", *left], cwd=REPO, capture_output=True, text=True).stdout.split()
+    assert left == ignored, left
 
 
 def test_the_top_level_the_design_card_names_is_at_the_repository_root():
@@ -60,8 +65,9 @@ def test_the_root_config_loads_as_an_instance_with_its_files_under_dot_dagster(t
     # write into the checkout).
     shutil.copy(REPO / "dagster.yaml", tmp_path / "dagster.yaml")
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
     with dg.DagsterInstance.get() as dagster_instance:
-        assert dagster_instance.root_directory == str(tmp_path / ".dagster")
+        assert os.path.abspath(dagster_instance.root_directory) == str(tmp_path / ".dagster")
         assert dagster_instance.run_monitoring_enabled
         assert dagster_instance.run_monitoring_start_timeout_seconds == 180
         assert dagster_instance.run_retries_enabled and dagster_instance.run_retries_max_retries == 2
@@ -71,7 +77,7 @@ def test_the_root_config_loads_as_an_instance_with_its_files_under_dot_dagster(t
         assert dagster_instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 4
         dagster_instance.add_dynamic_partitions("episodes", ["episode_000000"])
         storage = tmp_path / ".dagster"
-        assert dagster_instance.storage_directory() == str(storage / "storage")
+        assert os.path.abspath(dagster_instance.storage_directory()) == str(storage / "storage")
     # Every SQLite file is under .dagster/, nothing beside dagster.yaml at the instance's root.
     assert sorted(p.name for p in tmp_path.iterdir()) == [".dagster", "dagster.yaml"]
     databases = sorted(str(p.relative_to(storage)) for p in storage.rglob("*.db"))
@@ -97,10 +103,16 @@ def test_instance_config_ships_in_the_wheel(tmp_path):
         assert archive.read("robodata/orchestration/dagster.yaml") == (REPO / "dagster.yaml").read_bytes()
 
 
-def test_prepared_home_holds_the_packaged_config(tmp_path, monkeypatch):
+def test_prepared_home_holds_the_packaged_config_with_its_folders_inside(tmp_path, monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", "")  # restored after the test: prepare_dagster_home sets it
     home = instance.prepare_dagster_home(tmp_path / "home")
-    assert (home / "dagster.yaml").read_bytes() == INSTANCE_IN_PACKAGE.read_bytes()
+    written = yaml.safe_load((home / "dagster.yaml").read_text())
+    shipped = yaml.safe_load(INSTANCE_IN_PACKAGE.read_text())
+    assert written["storage"] == {"sqlite": {"base_dir": str(home / ".dagster")}}
+    assert written["compute_logs"]["config"] == {"base_dir": str(home / ".dagster" / "logs")}
+    assert {k: v for k, v in written.items() if k not in ("storage", "local_artifact_storage", "compute_logs")} == {
+        k: v for k, v in shipped.items() if k not in ("storage", "local_artifact_storage", "compute_logs")
+    }
     with dg.DagsterInstance.get() as dagster_instance:
         assert dagster_instance.root_directory == str(home / ".dagster")
         assert dagster_instance.storage_directory() == str(home / ".dagster" / "storage")  # SQLite inside the home
