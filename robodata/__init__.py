@@ -27,11 +27,10 @@ from robodata.errors import (
     InvalidArgumentError,
     MissingExtraError,
     NotFoundError,
-    RemovedCodecError,
-    RoboDataDeprecationWarning,
     RoboDataError,
     StorageError,
     StorageUnreachableError,
+    UnsupportedFormatError,
 )
 from robodata.ingest import IngestResult, ingest_episode, write_episode
 from robodata.reader import FrameBatch, RoboDataset, WindowBatch
@@ -53,13 +52,12 @@ __all__ = [
     "InvalidArgumentError",
     "MissingExtraError",
     "NotFoundError",
-    "RemovedCodecError",
     "IngestResult",
-    "RoboDataDeprecationWarning",
     "RoboDataError",
     "RoboDataset",  # for type hints: datasets come from robodata.open
     "StorageError",
     "StorageUnreachableError",
+    "UnsupportedFormatError",
     "WindowBatch",
     "add_annotations",
     "collect_garbage",

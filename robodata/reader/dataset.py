@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -13,7 +12,6 @@ import lance
 import numpy as np
 import pyarrow as pa
 
-from robodata.errors import RoboDataDeprecationWarning
 from robodata.format.commits import retry_commit
 from robodata.format.provenance import label_columns
 from robodata.format.schema import camera_of, image_column, plain_strings, read_metadata, ref_columns
@@ -159,15 +157,6 @@ class RoboDataset:
     >>> ds[0]["action"].dtype, ds[0]["observation_images_top"].shape
     (dtype('float32'), (480, 640, 3))
     """
-
-    def __init__(self, uri: str, frames: lance.LanceDataset, *, storage_options: dict | None = None) -> None:
-        warnings.warn(
-            "RoboDataset(uri, frames) is deprecated and will be removed in the next release: "
-            "open a dataset with robodata.open(uri, version=...)",
-            RoboDataDeprecationWarning,
-            stacklevel=2,
-        )
-        self._setup(uri, frames, storage_options)
 
     @classmethod
     def _of(cls, uri: str, frames: lance.LanceDataset, storage_options: dict | None) -> RoboDataset:
@@ -449,34 +438,6 @@ class RoboDataset:
         }
         return FrameBatch(indices=indices, data=data, timestamps_ns=timestamps)
 
-    def take_blobs_decoded(
-        self,
-        indices: RowIndices,
-        columns: str | list[str],
-        *,
-        concurrency: int | None = None,
-        zero_copy: bool = False,
-        gop_bytes: Mapping[int, bytes] | None = None,
-        resolution: tuple[int, int] | None = None,
-        pixel_format: str = "rgb24",
-    ) -> dict[str, np.ndarray]:
-        """Deprecated: ``get_frames(indices, cameras=...)``; one ``[N, H, W, 3]`` array per image
-        column (``observation_images_<camera>``)."""
-        _deprecated(
-            "take_blobs_decoded(indices, columns)", "get_frames(indices, cameras=...), which returns a FrameBatch"
-        )
-        names = _column_names(columns)
-        batch = self.get_frames(
-            indices,
-            cameras=names,
-            concurrency=concurrency,
-            zero_copy=zero_copy,
-            gop_bytes=gop_bytes,
-            resolution=resolution,
-            pixel_format=pixel_format,
-        )
-        return {name: batch.data[camera_of(name, self.cameras)] for name in names}
-
     def _cameras(self, cameras: str | Sequence[str] | None) -> list[str]:
         """Camera names (a camera or its image column), checked; every camera for None."""
         if cameras is None:
@@ -626,40 +587,6 @@ class RoboDataset:
             indices=indices, offsets=offsets, rows=rows, is_pad=pad, data=data, timestamps_ns=timestamps, columns=values
         )
 
-    def take_windows(
-        self,
-        indices: RowIndices,
-        offsets: Sequence[int],
-        columns: str | list[str],
-        *,
-        gop_bytes: Mapping[int, bytes] | None = None,
-        resolution: tuple[int, int] | None = None,
-        pixel_format: str = "rgb24",
-    ) -> dict[str, np.ndarray]:
-        """Deprecated: ``get_windows(indices, offsets, cameras=..., columns=...)``; each of
-        ``columns`` (image or per-row) as ``[N, T, ...]`` plus ``<column>_is_pad``."""
-        _deprecated(
-            "take_windows(indices, offsets, columns)", "get_windows(indices, offsets, cameras=..., columns=...)"
-        )
-        names = _column_names(columns)
-        images = [n for n in names if n in self.image_columns]
-        scalars = [n for n in names if n not in self.image_columns]
-        window = self.get_windows(
-            indices,
-            offsets,
-            cameras=images,
-            columns=scalars,
-            gop_bytes=gop_bytes,
-            resolution=resolution,
-            pixel_format=pixel_format,
-        )
-        result: dict[str, np.ndarray] = {}
-        for name in names:
-            result[name] = window.data[camera_of(name, self.cameras)] if name in images else window.columns[name]
-        for name in names:
-            result[f"{name}_is_pad"] = window.is_pad
-        return result
-
     def _columns(self, columns: str | Sequence[str] | None) -> list[str]:
         """Per-row column names, checked before Lance sees them."""
         names = [] if columns is None else _column_names(columns)
@@ -684,7 +611,7 @@ class RoboDataset:
         return plain_strings(result) if isinstance(result, pa.Table) else result  # texts as users know them
 
     def _check_indices(self, indices: RowIndices) -> np.ndarray:
-        if isinstance(indices, str):  # the columns given where the rows belong (the old order)
+        if isinstance(indices, str):  # a column name given where the rows belong
             raise TypeError(f"row indices expected, got the column name {indices!r}; pass (indices, columns)")
         array = np.asarray(indices, dtype=np.int64).reshape(-1)
         n = len(self)
@@ -848,14 +775,6 @@ class GopStore:
 
 def _column_names(columns: str | Sequence[str]) -> list[str]:
     return [columns] if isinstance(columns, str) else list(columns)
-
-
-def _deprecated(old: str, new: str) -> None:
-    warnings.warn(
-        f"RoboDataset.{old} is deprecated and will be removed in the next release: use {new}",
-        RoboDataDeprecationWarning,
-        stacklevel=3,
-    )
 
 
 def to_numpy(column: pa.ChunkedArray | pa.Array) -> np.ndarray:

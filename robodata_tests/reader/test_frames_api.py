@@ -1,9 +1,6 @@
-"""The read API by camera: FrameBatch and WindowBatch, the public row index, and the old names
-that keep working for one release with a DeprecationWarning."""
+"""The read API by camera: FrameBatch and WindowBatch, and the public row index."""
 
 from __future__ import annotations
-
-import warnings
 
 import numpy as np
 import pytest
@@ -73,34 +70,6 @@ def test_get_windows_returns_frames_columns_times_and_one_pad_mask(ingested):
         ds.get_windows([3], [0], columns=[TOP])
     with pytest.raises(KeyError, match="no column 'nope'"):
         ds.get_windows([3], [0], columns=["nope"])
-
-
-def test_old_names_warn_and_keep_their_results(ingested):
-    ds = robodata.open(ingested)
-    with pytest.warns(DeprecationWarning, match=r"take_blobs_decoded.*get_frames"):
-        old = ds.take_blobs_decoded([5, 90], [TOP])
-    assert list(old) == [TOP]
-    np.testing.assert_array_equal(old[TOP], ds.get_frames([5, 90], cameras="top").data["top"])
-    with pytest.warns(DeprecationWarning, match=r"take_windows.*get_windows"):
-        windows = ds.take_windows([1], [-2, 0], [TOP, "action"])
-    assert set(windows) == {TOP, "action", f"{TOP}_is_pad", "action_is_pad"}
-    new = ds.get_windows([1], [-2, 0], cameras="top", columns="action")
-    np.testing.assert_array_equal(windows[TOP], new.data["top"])
-    np.testing.assert_array_equal(windows["action"], new.columns["action"])
-    assert windows["action_is_pad"].tolist() == [[True, False]]
-    with pytest.warns(DeprecationWarning, match=r"robodata\.open"):
-        direct = robodata.RoboDataset(ingested, ds.lance_dataset)
-    assert len(direct) == len(ds) and direct.version == ds.version
-
-
-def test_open_and_the_new_api_raise_no_deprecation_warning(ingested):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        ds = robodata.open(ingested)
-        ds[3]
-        ds.get_frames([1, 2])
-        ds.get_windows([1], [0, 1], columns="action")
-        ds.checkout(1)
 
 
 def test_a_second_handle_adopts_the_shared_row_index(ingested):
