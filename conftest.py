@@ -1,7 +1,8 @@
 """The package's docstring examples run as tests (``robodata`` is in pyproject's ``testpaths``).
 
-Every ``>>>`` example in ``robodata/`` is collected by ``pytest_collect_file`` below, as
-``--doctest-modules`` would collect it, and runs in a fresh temporary directory that holds
+pytest's own ``--doctest-modules`` (in pyproject's ``addopts``) collects every ``>>>`` example;
+the hooks below keep it to ``robodata/``'s modules, and each example runs in a fresh temporary
+directory that holds
 ``data/demo`` (a private copy of a small dataset: the three sample episodes, 591 rows) and
 ``uploads/episode_00000{0,1,2}`` (their upload folders). The examples see ``robodata``, ``np``,
 ``pa`` and ``ds`` (``data/demo`` opened). An example that writes changes only its own copy.
@@ -11,19 +12,21 @@ recordings), made once per session the first time an example asks for them.
 
 A module whose imports (followed through robodata's own modules) reach Dagster or PyTorch gets
 the ``dagster`` or ``torch`` marker, like the tests that use them; it is not even imported when
-``-m`` leaves that marker out or the package is not installed.
+``-m`` leaves that marker out or the package is not installed. Outside the package, only test
+files are collected (a helper's docstring example is prose about a fixture, not a test), and a
+docstring example in a test file is deselected.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import importlib.util
 import shutil
 from functools import cache
 from pathlib import Path
 
 import pytest
-from _pytest.doctest import DoctestItem, DoctestModule
 
 ROOT = Path(__file__).resolve().parent
 PACKAGE = ROOT / "robodata"
@@ -94,21 +97,36 @@ def _deselected(config: pytest.Config, markers: set[str]) -> bool:
         return False
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector):
-    if not _in_package(file_path) or parent.config.option.doctestmodules:
-        return None  # --doctest-modules given by hand collects them itself
-    needs = _needs(file_path.resolve())
-    missing = [marker for marker in needs if importlib.util.find_spec(NEEDS[marker]) is None]
-    if missing or _deselected(parent.config, needs):
+def _is_test_file(path: Path, config: pytest.Config) -> bool:
+    return any(fnmatch.fnmatch(path.name, pattern) for pattern in config.getini("python_files"))
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Which modules ``--doctest-modules`` may import: a package module unless it needs an extra
+    that is missing or ``-m`` deselects (the quick loop then never imports Dagster); outside the
+    package, test files only."""
+    if collection_path.suffix != ".py":
         return None
-    return DoctestModule.from_parent(parent, path=file_path)
+    if not _in_package(collection_path):
+        return None if _is_test_file(collection_path, config) else True
+    needs = _needs(collection_path.resolve())
+    missing = [marker for marker in needs if importlib.util.find_spec(NEEDS[marker]) is None]
+    return True if missing or _deselected(config, needs) else None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    outside = []
     for item in items:
-        if isinstance(item, DoctestItem) and _in_package(Path(str(item.path))):
-            for marker in sorted(_needs(Path(str(item.path)).resolve())):
-                item.add_marker(marker)
+        if not isinstance(item, pytest.DoctestItem):
+            continue
+        if not _in_package(Path(str(item.path))):
+            outside.append(item)
+            continue
+        for marker in sorted(_needs(Path(str(item.path)).resolve())):
+            item.add_marker(marker)
+    if outside:
+        config.hook.pytest_deselected(items=outside)
+        items[:] = [item for item in items if item not in outside]
 
 
 @pytest.fixture(scope="session")
@@ -161,7 +179,7 @@ def _write_doctest_sources(dataset: Path, root: Path) -> None:
 @pytest.fixture(autouse=True)
 def _doctest_workspace(request: pytest.FixtureRequest) -> None:
     """For a docstring example: a private copy of the sample data as the working directory."""
-    if not isinstance(request.node, DoctestItem):
+    if not isinstance(request.node, pytest.DoctestItem):
         return
     import numpy as np
     import pyarrow as pa

@@ -22,6 +22,8 @@ these included, is in ``robodata.errors``, and all are ``RoboDataError``s.
   reports it (``robodata verify`` lists them all).
 - ``CommitConflictError``: concurrent writers kept committing first, nothing was committed:
   run the write again.
+- ``UnsupportedFormatError``: the dataset was written in another robodata format: open it with
+  the robodata that wrote it, or ingest its uploads into a new dataset.
 
 The rest report a mistake to fix rather than a case to handle (a dataset root that cannot
 hold a dataset, an edit naming a missing episode, an invalid argument, a missing extra, a
@@ -39,10 +41,9 @@ from robodata.errors import (
     CorruptGopError,
     IncompatibleEpisodeError,
     NotFoundError,
-    RemovedCodecError,
-    RoboDataDeprecationWarning,
     RoboDataError,
     StorageError,
+    UnsupportedFormatError,
 )
 from robodata.ingest import IngestResult, ingest_episode, write_episode
 from robodata.reader import FrameBatch, RoboDataset, WindowBatch
@@ -56,12 +57,11 @@ __all__ = [
     "FrameBatch",
     "IncompatibleEpisodeError",
     "NotFoundError",
-    "RemovedCodecError",
     "IngestResult",
-    "RoboDataDeprecationWarning",
     "RoboDataError",
     "RoboDataset",  # for type hints: datasets come from robodata.open
     "StorageError",
+    "UnsupportedFormatError",
     "WindowBatch",
     "add_annotations",
     "collect_garbage",

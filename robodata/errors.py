@@ -7,11 +7,6 @@ class RoboDataError(Exception):
     """Base class of robodata's own errors."""
 
 
-class RoboDataDeprecationWarning(DeprecationWarning):
-    """A robodata name that still works but will be removed in the next release; the message
-    names its replacement. Its own class, so a test suite can turn exactly these into errors."""
-
-
 class BadUploadError(RoboDataError, ValueError):
     """An upload that cannot be ingested; nothing was written."""
 
@@ -102,16 +97,15 @@ class EpisodeIndexTakenError(RoboDataError, ValueError):
 
     def __init__(self, episode_index: int, episode_id: str, held_by: str, dataset: str) -> None:
         self.episode_index, self.episode_id, self.held_by = episode_index, episode_id, held_by
-        holder = f"episode {held_by!r}" if held_by else "an episode stored without an upload id"
         super().__init__(
             f"{dataset}: episode {episode_id!r} claims episode_index {episode_index}, which already holds "
-            f"{holder}; nothing was written (pass replace=True / --replace to replace it)"
+            f"episode {held_by!r}; nothing was written (pass replace=True / --replace to replace it)"
         )
 
 
-class RemovedCodecError(RoboDataError, ValueError):
-    """A dataset written with a codec this release no longer has (``h264-anchored``); it is
-    neither read nor appended to. The message names the dataset and what to do."""
+class UnsupportedFormatError(RoboDataError, ValueError):
+    """A dataset written in another robodata format than the one this release reads and writes;
+    it is neither read nor appended to. The message names the dataset and its format version."""
 
 
 class BenchmarksUnavailableError(RoboDataError):

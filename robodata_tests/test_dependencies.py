@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import re
 import tomllib
+from importlib import metadata
 from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 
 REPO = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
@@ -46,20 +50,46 @@ def test_extras():
 
 def test_ranges_leave_room_for_lerobot_0_6_1():
     """LeRobot 0.6.1 resolves av 15.1, fsspec/s3fs 2026.2.0 and torch 2.11 (scripts/coinstall_lerobot.sh)."""
-    from packaging.requirements import Requirement
-
     requirements = [Requirement(r) for r in PROJECT["dependencies"] + PROJECT["optional-dependencies"]["torch"]]
     for name, version in {"av": "15.1.0", "fsspec": "2026.2.0", "s3fs": "2026.2.0", "torch": "2.11.0"}.items():
         (requirement,) = [r for r in requirements if r.name == name]
         assert requirement.specifier.contains(version), f"{requirement} refuses {name} {version}"
 
 
-def test_constraints_pin_every_requirement():
+def requirements() -> list[Requirement]:
+    """Every requirement in pyproject.toml, the core's and each extra's (robodata's own extras left out)."""
+    extras = [r for reqs in PROJECT["optional-dependencies"].values() for r in reqs]
+    return [Requirement(r) for r in PROJECT["dependencies"] + extras if name_of(r) != "robodata"]
+
+
+def test_constraints_pin_every_requirement_within_its_range():
     pinned = pins()
-    required = {name_of(r) for r in PROJECT["dependencies"]}
-    required |= {name_of(r) for reqs in PROJECT["optional-dependencies"].values() for r in reqs} - {"robodata"}
-    assert not required - set(pinned), "pin these in constraints.txt"
+    assert not {name_of(r.name) for r in requirements()} - set(pinned), "pin these in constraints.txt"
+    outside = [
+        f"{r} refuses {pinned[name_of(r.name)]}" for r in requirements() if pinned[name_of(r.name)] not in r.specifier
+    ]
+    assert outside == [], "constraints.txt pins a version pyproject.toml's range refuses"
     # the cluster libraries are built for one dagster release each: 0.29.N goes with 1.13.N
     dagster_release = pinned["dagster"].split(".")[-1]
     assert pinned["dagster-postgres"].split(".")[-1] == pinned["dagster-celery"].split(".")[-1] == dagster_release
-    assert pinned["torch"] == "2.13.0"  # the CPU wheel on the CI machine's disk
+
+
+def test_the_suite_runs_on_the_pinned_versions():
+    """The environment is the one constraints.txt describes: the core is installed, and every
+    installed package constraints.txt pins is at its pin (a local build such as torch's
+    ``+cpu`` wheel matches its version)."""
+
+    def installed(name: str) -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    assert [r for r in PROJECT["dependencies"] if installed(Requirement(r).name) is None] == []
+    found = {name: installed(name) for name in pins()}
+    off = {
+        name: found[name]
+        for name, version in pins().items()
+        if found[name] is not None and not SpecifierSet(f"=={version}").contains(found[name], prereleases=True)
+    }
+    assert off == {}, "installed versions that differ from constraints.txt"

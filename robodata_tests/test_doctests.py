@@ -97,8 +97,7 @@ def test_robodata_exports_the_errors_a_user_catches_and_robodata_errors_has_them
         if isinstance(value, type) and issubclass(value, Exception) and not issubclass(value, Warning)
     }
     exported = {name for name in robodata.__all__ if name in errors}
-    # RemovedCodecError is on its way out with the h264-anchored codec
-    assert exported - {"RemovedCodecError"} == {
+    assert exported == {
         "RoboDataError",
         "BadUploadError",
         "IncompatibleEpisodeError",
@@ -106,12 +105,13 @@ def test_robodata_exports_the_errors_a_user_catches_and_robodata_errors_has_them
         "StorageError",
         "CorruptGopError",
         "CommitConflictError",
+        "UnsupportedFormatError",
     }
     assert all(getattr(robodata, name) is errors[name] for name in exported)
     assert all(issubclass(error, module.RoboDataError) for error in errors.values())
     assert {"StorageUnreachableError", "EpisodeNotFoundError", "MissingExtraError"} <= set(errors)
     assert not hasattr(robodata, "StorageUnreachableError")
-    for name in exported - {"RemovedCodecError"}:
+    for name in exported:
         assert f"``{name}``" in robodata.__doc__, f"robodata's docstring does not say why {name} is exported"
 
 

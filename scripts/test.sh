@@ -34,10 +34,12 @@ QUICK="not slow and not s3 and not dagster"
 # on two, at 97% CPU instead of 69%). ROBODATA_TEST_WORKERS sets both (0: one process). A worker
 # that dies (pytest-timeout ends a hung test's worker) fails the run at once: xdist would start a
 # new worker on the same file, up to 8 times, and a test that hangs again holds CI for hours.
+# Those xdist options live in scripts/xdist.args (pytest reads an @file as arguments, one a line),
+# which robodata_tests/test_hung_tests.py runs a hanging suite with.
 CORES=$(nproc)
 QUICK_WORKERS=${ROBODATA_TEST_WORKERS:-$CORES}
 REST_WORKERS=${ROBODATA_TEST_WORKERS:-$((2 * CORES))}
-PARALLEL=(--dist loadfile --max-worker-restart=0)
+PARALLEL=(@scripts/xdist.args)
 # A stage that outlives its bound is interrupted (pytest prints what ran and what failed), then
 # killed: a stage's time at this 2-core machine's slower speed, plus a hung test's 10 minutes.
 # --foreground keeps pytest in the terminal's process group, so Ctrl-C still stops it all.

@@ -34,7 +34,6 @@ LISTED = (
     "repartition",
     "register-imports",
     "verify",
-    "add-checksums",
     "view",
     "annotate",
     "compact",

@@ -1,5 +1,5 @@
 """Inspecting and editing a dataset: ``info``, ``tag``, ``delete``, ``verify``, ``gc``, ``compact``,
-``add-rendition``, ``add-checksums``, ``annotate`` and ``view``."""
+``add-rendition``, ``annotate`` and ``view``."""
 
 from __future__ import annotations
 
@@ -134,28 +134,6 @@ def _verify(args: argparse.Namespace) -> int:
     )
     print(redact(report.summary()))
     return 0 if report.ok else 1
-
-
-def _add_checksums_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset", help="dataset root: a directory or s3://bucket/prefix")
-
-
-@command("add-checksums", _add_checksums_args)
-def _add_checksums(args: argparse.Namespace) -> int:
-    """Upgrade a dataset written before GOP checksums (format 1): checksum every stored GOP."""
-    from robodata.integrity import add_gop_checksums
-    from robodata.integrity.frames_checksums import record_frames_checksums
-    from robodata.storage import storage_options_from_env
-
-    added = add_gop_checksums(args.dataset, storage_options_from_env() or None)
-    print(f"added checksums to {added} GOP rows" if added else "every GOP row already has a checksum")
-    files = record_frames_checksums(args.dataset, storage_options_from_env() or None)
-    print(
-        f"recorded checksums of {files} frames.lance data files"
-        if files
-        else "every frames.lance data file has a checksum"
-    )
-    return 0
 
 
 def _view_args(p: argparse.ArgumentParser) -> None:

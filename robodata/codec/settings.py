@@ -8,8 +8,6 @@ from typing import Any
 
 from robodata.codec.codecs import codec_named
 
-LEGACY_CRF = 23  # what a dataset whose codec record lacks "crf" was encoded at
-
 
 @dataclass(frozen=True)
 class EncoderSettings:
@@ -52,17 +50,15 @@ class EncoderSettings:
 
     @classmethod
     def described(cls, gop_size: int, description: Mapping[str, Any]) -> EncoderSettings:
-        """The settings a dataset was written with, from its ``gop_size`` and ``describe()`` record
-        (keys it lacks, from older datasets, take the defaults).
+        """The settings a dataset was written with, from its ``gop_size`` and ``describe()`` record.
 
-        >>> EncoderSettings.described(8, {"name": "h264", "crf": 28}).crf
+        >>> EncoderSettings.described(8, EncoderSettings(crf=28).describe()).crf
         28
         """
         return cls(
             gop_size=gop_size,
-            # Datasets that predate the crf record were written at 23, the default until G=8 CRF 20.
-            crf=int(description.get("crf", LEGACY_CRF)),
-            preset=str(description.get("preset", cls.preset)),
-            codec=str(description.get("name", cls.codec)),
-            fast_decode=bool(description.get("fast_decode", cls.fast_decode)),
+            crf=int(description["crf"]),
+            preset=str(description["preset"]),
+            codec=str(description["name"]),
+            fast_decode=bool(description["fast_decode"]),
         )

@@ -4,7 +4,8 @@ Lance checks a ``merge_insert`` on a table's declared primary key against concur
 two writers inserting the same new key both plan an insert, and the later commit is detected
 and re-planned against the winner's rows (an update, not a second copy). Without the declaration
 both inserts commit and the table holds the key twice. Both tables are written only through
-``merge_insert`` on these keys for that reason.
+``merge_insert`` on these keys for that reason. The key is declared when a table is created
+(``with_primary_key``); adding columns, metadata commits and compaction keep it.
 """
 
 from __future__ import annotations
@@ -12,9 +13,6 @@ from __future__ import annotations
 import lance
 import pyarrow as pa
 from lance.dataset import MergeInsertBuilder
-
-from robodata.format.tables import open_table
-from robodata.storage.deadlines import call_with_deadline
 
 PRIMARY_KEY_METADATA = {"lance-schema:unenforced-primary-key": "true"}
 FRAMES_KEY = ("episode_index", "frame_index")
@@ -33,40 +31,6 @@ def with_primary_key(schema: pa.Schema, columns: tuple[str, ...]) -> pa.Schema:
         field = schema.field(index)
         schema = schema.set(index, field.with_metadata({**(field.metadata or {}), **PRIMARY_KEY_METADATA}))
     return schema
-
-
-def has_primary_key(schema: pa.Schema, columns: tuple[str, ...]) -> bool:
-    key = PRIMARY_KEY_METADATA.items()
-    return all(
-        {(k.decode(), v.decode()) for k, v in (schema.field(c).metadata or {}).items()} >= set(key) for c in columns
-    )
-
-
-def declare_primary_key(
-    dataset: lance.LanceDataset, columns: tuple[str, ...], storage_options: dict | None = None
-) -> lance.LanceDataset:
-    """``dataset`` (at its latest version) with ``columns`` declared as its primary key: a one-off
-    metadata-only commit for tables written before robodata declared keys, else a no-op.
-
-    >>> gops = lance.dataset("data/demo/gops.lance")  # written by robodata: declared already
-    >>> declare_primary_key(gops, GOPS_KEY).version == gops.version
-    True
-    """
-    if has_primary_key(dataset.schema, columns):
-        return dataset
-    try:
-        call_with_deadline(
-            dataset.uri,
-            storage_options,
-            dataset.update_field_metadata,
-            {c: dict(PRIMARY_KEY_METADATA) for c in columns},
-        )
-    except (OSError, ValueError):
-        pass  # another writer declared it first: a key cannot be changed once set
-    dataset = open_table(dataset.uri, storage_options)
-    if not has_primary_key(dataset.schema, columns):
-        raise ValueError(f"{dataset.uri}: could not declare {list(columns)} as the table's primary key")
-    return dataset
 
 
 def keyed_merge(table: lance.LanceDataset, key: tuple[str, ...]) -> MergeInsertBuilder:

@@ -82,10 +82,8 @@ def upload_columns(
 def stored_uploads(
     root: str, *, storage_options: dict | None = None, version: int | None = None
 ) -> dict[str, StoredUpload]:
-    """Every episode of frames.lance (latest, or ``version``) that knows its upload, by episode id.
-
-    Episodes written before robodata stored uploads have no id and are left out; ``{}`` when
-    there is no dataset yet.
+    """Every episode of frames.lance (latest, or ``version``) with its upload, by episode id;
+    ``{}`` when there is no dataset yet.
 
     >>> uploads = stored_uploads("data/demo")
     >>> sorted(uploads), len(uploads["episode_000000"].fingerprint)
@@ -104,8 +102,7 @@ def stored_episodes(
     root: str, *, storage_options: dict | None = None, version: int | None = None
 ) -> dict[int, StoredUpload]:
     """Every episode of frames.lance (latest, or ``version``) by episode_index, with where it came
-    from (an empty id and fingerprint for an episode stored before robodata kept them); ``{}``
-    when there is no dataset yet.
+    from; ``{}`` when there is no dataset yet.
 
     >>> first = stored_episodes("data/demo")[0]
     >>> first.episode_id, first.source_uri.endswith("uploads/episode_000000")
@@ -114,40 +111,28 @@ def stored_episodes(
     frames = open_table(frames_uri(root), storage_options, version)
     if frames is None:
         return {}
-    stored = storage_call(
-        "reading stored episodes", frames_uri(root), storage_options, _read, frames, _FIRST_ROW, keep_unnamed=True
-    )
+    stored = storage_call("reading stored episodes", frames_uri(root), storage_options, _read, frames, _FIRST_ROW)
     return {u.episode_index: u for u in stored}
 
 
 def stored_upload_of(frames: lance.LanceDataset, episode_index: int) -> StoredUpload | None:
-    """The upload behind ``episode_index`` in ``frames``; None if the episode is not stored.
-    An episode stored before robodata kept upload columns comes back with an empty id."""
-    rows = _read(frames, f"{_FIRST_ROW} AND {episode_filter(episode_index)}", keep_unnamed=True)
+    """The upload behind ``episode_index`` in ``frames``; None if the episode is not stored."""
+    rows = _read(frames, f"{_FIRST_ROW} AND {episode_filter(episode_index)}")
     return rows[0] if rows else None
 
 
-def _read(frames: lance.LanceDataset, where: str, keep_unnamed: bool = False) -> list[StoredUpload]:
-    present = [c for c in UPLOAD_COLUMNS if c in frames.schema.names]
-    table = frames.to_table(columns=["episode_index", *present], filter=where)
-    if table.num_rows == 0:
-        return []
-    columns = {c: table[c].to_pylist() if c in present else [None] * table.num_rows for c in UPLOAD_COLUMNS}
-    found = []
-    for i, index in enumerate(table["episode_index"].to_pylist()):
-        episode_id = columns[EPISODE_ID][i]
-        if episode_id is None and not keep_unnamed:
-            continue
-        found.append(
-            StoredUpload(
-                episode_id=episode_id or "",
-                episode_index=int(index),
-                fingerprint=columns[UPLOAD_FINGERPRINT][i] or "",
-                source_uri=columns[UPLOAD_URI][i] or "",
-                camera_adjustments=columns[CAMERA_ADJUSTMENTS][i] or "",
-            )
+def _read(frames: lance.LanceDataset, where: str) -> list[StoredUpload]:
+    table = frames.to_table(columns=["episode_index", *UPLOAD_COLUMNS], filter=where)
+    return [
+        StoredUpload(
+            episode_id=row[EPISODE_ID],
+            episode_index=int(row["episode_index"]),
+            fingerprint=row[UPLOAD_FINGERPRINT] or "",
+            source_uri=row[UPLOAD_URI] or "",
+            camera_adjustments=row[CAMERA_ADJUSTMENTS] or "",
         )
-    return found
+        for row in table.to_pylist()
+    ]
 
 
 def label_columns(schema: pa.Schema) -> list[str]:

@@ -10,18 +10,14 @@ import lance
 import numpy as np
 import pyarrow as pa
 
-from robodata.errors import RemovedCodecError
+from robodata.errors import UnsupportedFormatError
 
-# 2: every gops.lance row carries an xxh3-64 checksum of its GOP bytes (``gop_xxh3``).
+# The one format this release reads and writes (read_metadata refuses any other).
 FORMAT_VERSION = "2"
 GOPS_TABLE = "gops.lance"
 FRAMES_TABLE = "frames.lance"
 METADATA_KEY = b"robodata"
 INLINE_GOP_BYTES = 16 << 20
-# Codecs earlier releases wrote and this one no longer reads, with why (docs/benchmark.md).
-REMOVED_CODECS = {
-    "h264-anchored": "anchored GOPs did not pay for their bytes and encode time (docs/benchmark.md#anchored-gops-removed)",
-}
 
 GOPS_SCHEMA = pa.schema(
     [
@@ -162,7 +158,7 @@ class DatasetMetadata:
 # dictionary (the text once, a 4-byte index per row), so an ingest's memory does not grow with
 # text length x rows (a 4,000-character task over 200,000 rows was 1.6 GB of copies per text).
 # Lance keeps the dictionary type on disk and in filters; readers hand users plain strings
-# (``plain_strings``). Datasets created before keep plain string columns.
+# (``plain_strings``).
 EPISODE_TEXT = pa.dictionary(pa.int32(), pa.string())
 
 
@@ -213,17 +209,23 @@ def frames_schema(meta: DatasetMetadata) -> pa.Schema:
 
 
 def read_metadata(schema: pa.Schema, dataset: str = "frames.lance") -> DatasetMetadata:
-    """frames.lance's self-description; RemovedCodecError, naming ``dataset``, when it was written
-    with a codec this release removed (so neither a read nor an ingest goes further)."""
+    """frames.lance's self-description; UnsupportedFormatError, naming ``dataset`` and its format
+    version, when it was written in another format than ``FORMAT_VERSION`` (so neither a read nor
+    an ingest goes further).
+
+    >>> import lance
+    >>> read_metadata(lance.dataset("data/demo/frames.lance").schema).format_version == FORMAT_VERSION
+    True
+    """
     raw = (schema.metadata or {}).get(METADATA_KEY)
     if raw is None:
         raise ValueError("frames.lance has no robodata schema metadata; is this a robodata dataset?")
-    meta = DatasetMetadata.from_json(raw)
-    codec = str(meta.codec.get("name", ""))
-    if codec in REMOVED_CODECS:
-        raise RemovedCodecError(
-            f"{dataset}: written with codec {codec!r}, which robodata removed ({REMOVED_CODECS[codec]}); "
-            "re-ingest its uploads into a new dataset with this release, or export it with the release "
-            "that wrote it (robodata export-lerobot) and import that here (robodata import-lerobot)"
+    # Checked before the metadata is parsed: another format may not describe itself the same way.
+    found = json.loads(raw).get("format_version")
+    if found != FORMAT_VERSION:
+        written = f"robodata format {found}" if found is not None else "a robodata format without a version"
+        raise UnsupportedFormatError(
+            f"{dataset}: written in {written}; this robodata reads format {FORMAT_VERSION} only: "
+            "open it with the robodata that wrote it, or ingest its uploads into a new dataset"
         )
-    return meta
+    return DatasetMetadata.from_json(raw)

@@ -146,8 +146,9 @@ def episode_moments_at(
     root: str, version: int, episode_rows: dict[int, int], storage_options: dict | None = None
 ) -> tuple[dict[int, dict[str, dict]], list[int]]:
     """For each episode of ``episode_rows`` (episode -> rows at ``version``), the moments its
-    latest write up to ``version`` stored; and the episodes with none (written before stats were
-    kept, or whose stored row count differs), which the caller computes itself."""
+    latest write up to ``version`` stored; and the episodes with none (their write could not store
+    them after its commit, see ``record_episode_stats``) or whose stored row count differs, which the
+    caller computes itself."""
     table = open_table(stats_uri(root), storage_options)
     found: dict[int, dict[str, dict]] = {}
     if table is not None:

@@ -40,7 +40,7 @@ def requested_settings(
 ) -> EncoderSettings:
     """The dataset's own encoder settings (``stored_settings``) with the fields a user asked for
     replaced; a field left None keeps the dataset's value. This is what ``--crf 28`` or a Dagster
-    ``crf`` means for a dataset written before the defaults changed.
+    ``crf`` means for a dataset written with other settings than today's defaults.
 
     >>> requested_settings("data/demo", crf=28).gop_size  # the dataset's GOP size kept
     8

@@ -106,7 +106,7 @@ def _already_stored(source: EpisodeSource, number: int, held: StoredUpload, data
     False (the same source episode, changed since: import it again), or SourceIndexTakenError
     (an episode of another source holds the index)."""
     if not held.fingerprint:
-        return True  # stored before fingerprints, or by a format without them: cannot tell
+        return True  # stored without a fingerprint (a source format without them): cannot tell
     episode = source.read_episode(number)  # signals only: camera frames decode when written
     if not episode.fingerprint or episode.fingerprint == held.fingerprint:
         return True

@@ -11,14 +11,13 @@ upload that claims an episode_index holding a different episode.
 
 from __future__ import annotations
 
-import lance
 import pyarrow as pa
 
-from robodata.errors import EpisodeIndexTakenError, IncompatibleEpisodeError
+from robodata.errors import EpisodeIndexTakenError
 from robodata.format.commits import retry_commit
 from robodata.format.ids import episode_filter
-from robodata.format.keys import FRAMES_KEY, GOPS_KEY, declare_primary_key, keyed_merge, with_primary_key
-from robodata.format.provenance import stored_upload_of, with_upload_fields
+from robodata.format.keys import FRAMES_KEY, GOPS_KEY, keyed_merge, with_primary_key
+from robodata.format.provenance import stored_upload_of
 from robodata.format.tables import create_once, frames_uri, gops_uri, open_table
 from robodata.ingest.camera_encoding import EncodedCamera
 from robodata.ingest.episode import EpisodeData
@@ -45,7 +44,7 @@ def append_new_gops(
         return table.num_rows, _video_bytes(table), created.version
 
     def merge_once() -> tuple[int, int, int]:
-        gops = declare_primary_key(open_table(gops_uri(root), storage_options), GOPS_KEY, storage_options)
+        gops = open_table(gops_uri(root), storage_options)
         stored = gops.to_table(columns=["ref_id"], filter=episode_filter(episode_index))["ref_id"]
         new = pa.compute.invert(pa.compute.is_in(table["ref_id"], stored))
         builder = keyed_merge(gops, GOPS_KEY).when_matched_update_all().when_not_matched_insert_all()
@@ -74,8 +73,7 @@ def check_episode_index_free(episode: EpisodeData, root: str, storage_options: d
 
 
 def _refuse_if_taken(stored, episode_id: str, episode_index: int, root: str) -> None:
-    # An episode stored before upload ids were kept has an empty id: a re-ingest adopts it.
-    if stored is not None and stored.episode_id and stored.episode_id != episode_id:
+    if stored is not None and stored.episode_id != episode_id:
         raise EpisodeIndexTakenError(episode_index, episode_id, stored.episode_id, root)
 
 
@@ -107,8 +105,7 @@ def replace_episode_rows(
         return created.version, LabelCounts(0, 0)
 
     def replace_once() -> tuple[int, LabelCounts]:
-        frames = declare_primary_key(open_table(uri, storage_options), FRAMES_KEY, storage_options)
-        frames = _with_upload_columns(frames, storage_options)
+        frames = open_table(uri, storage_options)
         for _ in range(3):
             stored = stored_upload_of(frames, index)
             if not replace:
@@ -134,18 +131,3 @@ def replace_episode_rows(
     # Any other writer's commit (an annotation, a compaction, a delete) that overtook this one
     # makes it plan again on the newer version.
     return retry_commit(f"committing episode {index}'s rows", uri, replace_once, storage_options=storage_options)
-
-
-def _with_upload_columns(frames: lance.LanceDataset, storage_options) -> lance.LanceDataset:
-    """``frames`` with the upload columns (added, all null, to a dataset written before them)."""
-    missing = [f for f in with_upload_fields(frames.schema) if f.name not in frames.schema.names]
-    if not missing:
-        return frames
-    try:
-        frames.add_columns(missing)
-    except (OSError, ValueError):
-        pass  # another writer added them first
-    frames = open_table(frames.uri, storage_options)
-    if any(f.name not in frames.schema.names for f in missing):
-        raise IncompatibleEpisodeError(f"{frames.uri}: could not add the upload columns {[f.name for f in missing]}")
-    return frames

@@ -23,7 +23,7 @@ from robodata.codec import EncoderSettings
 from robodata.codec.rendition import render_gop
 from robodata.errors import CorruptGopError, InvalidArgumentError, StorageError
 from robodata.format.ids import episode_filter, ref_id_filters, sql_string
-from robodata.format.keys import GOPS_KEY, declare_primary_key, keyed_merge
+from robodata.format.keys import GOPS_KEY, keyed_merge
 from robodata.format.renditions import RENDITION_COLUMN, RENDITION_FIELDS, SOURCE_COLUMN, Rendition, rendition_ref_id
 from robodata.format.schema import GOPS_SCHEMA, METADATA_KEY, DatasetMetadata, read_metadata, ref_columns
 from robodata.format.tables import frames_uri, gops_uri, open_frames, open_table
@@ -145,7 +145,7 @@ def add_rendition_to_episode(
     todo = np.setdiff1d(sources, have)
     if todo.size == 0:
         return 0, 0, gops.version
-    columns = _SOURCE_COLUMNS + ([CHECKSUM_COLUMN] if CHECKSUM_COLUMN in gops.schema.names else [])
+    columns = [*_SOURCE_COLUMNS, CHECKSUM_COLUMN]
     table = pa.concat_tables(
         [
             storage_call(
@@ -197,7 +197,7 @@ def rendition_rows(source: pa.Table, blobs: list[bytes], rendition: Rendition, m
     settings = EncoderSettings.described(meta.gop_size, meta.codec)
     records = source.to_pylist()
     for row, data in zip(records, blobs, strict=True):
-        problem = checksum_problem(data, row.get(CHECKSUM_COLUMN), int(np.sum(row["packet_sizes"], dtype=np.int64)))
+        problem = checksum_problem(data, row[CHECKSUM_COLUMN], int(np.sum(row["packet_sizes"], dtype=np.int64)))
         if problem is not None:
             raise CorruptGopError(
                 f"GOP {row['gop_index']} of episode {row['episode_index']}, camera {row['camera']!r} "
@@ -263,7 +263,6 @@ def _store(gops: lance.LanceDataset, rows: pa.Table, storage_options: dict | Non
     second writer of the same rendition inserts nothing)."""
     if rows.num_rows == 0:
         return 0, 0, gops.version
-    gops = declare_primary_key(gops, GOPS_KEY, storage_options)
     rows = rows.select([n for n in gops.schema.names if n in rows.column_names])
     stats = storage_call(
         f"storing {rows.num_rows} GOPs of rendition {rows[RENDITION_COLUMN][0].as_py()}",

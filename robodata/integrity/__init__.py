@@ -7,7 +7,6 @@
 - ``gop_leases``: the records under ``_staging/`` that keep garbage collection off GOPs an ingest
   is about to reference.
 - ``verify``: ``robodata verify``, every GOP and every row reference of a version.
-- ``checksum_upgrade``: ``robodata add-checksums``, format 1 -> 2 without rewriting video.
 - ``frames_checksums``: the xxh3 recorded for every frames.lance data file, checked on open and
   by verify (row data vouched for like GOPs).
 - ``leftovers``: what crashes and races leave (GOPs stored twice, orphaned GOPs, stale leases,
@@ -18,7 +17,6 @@ read), ingest (the audit, the leases) and edits (garbage collection reads the le
 it opens tables through ``format.tables`` and never imports the reader.
 """
 
-from robodata.integrity.checksum_upgrade import add_gop_checksums
 from robodata.integrity.verify import VerifyReport, verify_dataset
 
-__all__ = ["VerifyReport", "add_gop_checksums", "verify_dataset"]
+__all__ = ["VerifyReport", "verify_dataset"]

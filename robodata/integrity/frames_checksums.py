@@ -11,9 +11,8 @@ with a checksum covers every byte of it (padding and page headers included). Eac
 an empty object ``<root>/_checksums/frames.lance/<data file>.<size>.<xxh3 hex>``: written in one
 PUT by whichever writer finds the file unrecorded (concurrent writers write the same name), and
 one LIST reads them all. Writers record the files their commit added right after it
-(``record_frames_checksums``); a file a crash left unrecorded is recorded by the next writer or by
-``robodata add-checksums``. Datasets written before have none; they still open (reads say nothing,
-``verify`` notes the unrecorded files) until ``robodata add-checksums`` records them.
+(``record_frames_checksums``); a file a crash left unrecorded still opens (reads say nothing,
+``verify`` notes it) and is recorded by the next writer.
 
 What is checked where: ``robodata verify`` (``check_frames_files``) reads every data file of the
 version and compares its bytes. Opening a dataset (``verify_frames_on_read``) reads no row data:
@@ -194,9 +193,6 @@ def check_frames_sizes(root: str, frames, storage_options: dict | None = None) -
     fs = fsspec_filesystem(frames_uri(root), storage_options)
     recorded = recorded_checksums(root, storage_options, fs)
     result = FramesCheck()
-    if not recorded:  # written before row checksums: nothing to compare
-        result.unrecorded = [f.name for f in _data_files(frames)]
-        return result
     sizes = _stored_sizes(root, fs, storage_options)
     for file in _data_files(frames):
         expected = recorded.get(file.name.removesuffix(".lance"))

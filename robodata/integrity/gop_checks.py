@@ -22,7 +22,18 @@ from robodata.codec import decode_gop_frames
 from robodata.integrity.gop_checksums import CHECKSUM_COLUMN, checksum_problem
 from robodata.storage.deadlines import call_with_deadline
 
-GOP_COLUMNS = ["ref_id", "episode_index", "camera", "gop_index", "n_frames", "packet_sizes", "width", "height", "codec"]
+GOP_COLUMNS = [
+    "ref_id",
+    "episode_index",
+    "camera",
+    "gop_index",
+    "n_frames",
+    "packet_sizes",
+    "width",
+    "height",
+    "codec",
+    CHECKSUM_COLUMN,
+]
 READ_CHUNK = 256  # GOPs per coalesced blob read: bounds memory on a dataset of any size
 
 
@@ -32,27 +43,22 @@ class GopCheck:
 
     checked: int = 0  # GOPs whose bytes were read and checksummed
     decoded: int = 0  # GOPs decoded frame by frame
-    unchecksummed: int = 0  # GOPs stored without a checksum (written before format 2)
     problems: list[str] = field(default_factory=list)
 
     def add(self, other: GopCheck) -> None:
         self.checked += other.checked
         self.decoded += other.decoded
-        self.unchecksummed += other.unchecksummed
         self.problems += other.problems
 
 
 def gop_rows(gops, filter: str | None = None) -> pa.Table:
     """The small columns (and row ids) of the gops.lance rows ``filter`` selects (all without one)."""
-    columns = GOP_COLUMNS + ([CHECKSUM_COLUMN] if CHECKSUM_COLUMN in gops.schema.names else [])
-    return call_with_deadline(gops.uri, None, gops.to_table, columns=columns, filter=filter, with_row_id=True)
+    return call_with_deadline(gops.uri, None, gops.to_table, columns=GOP_COLUMNS, filter=filter, with_row_id=True)
 
 
 def check_gop_rows(gops, rows: pa.Table, *, decode: bool, concurrency: int | None = None) -> GopCheck:
     """Read the bytes of the GOPs ``rows`` (from ``gop_rows``) describe and check each one."""
     result = GopCheck()
-    if CHECKSUM_COLUMN not in rows.column_names:
-        result.unchecksummed = rows.num_rows
     workers = concurrency or os.cpu_count() or 1  # one decoder per core, as the reader's decode pool
     with ThreadPoolExecutor(workers, thread_name_prefix="robodata-verify") as pool:
         for start in range(0, rows.num_rows, READ_CHUNK):
@@ -73,7 +79,7 @@ def _check_one(job: tuple[dict, bytes, bool]) -> str | None:
     where = (
         f"GOP {row['gop_index']} of episode {row['episode_index']}, camera {row['camera']!r} (ref_id {row['ref_id']})"
     )
-    problem = checksum_problem(data, row.get(CHECKSUM_COLUMN), int(np.sum(row["packet_sizes"], dtype=np.int64)))
+    problem = checksum_problem(data, row[CHECKSUM_COLUMN], int(np.sum(row["packet_sizes"], dtype=np.int64)))
     if problem is not None:
         return f"{where} is corrupt: {problem}"
     if len(row["packet_sizes"]) != row["n_frames"]:

@@ -35,12 +35,10 @@ def gop_checksum(data: bytes | bytearray | memoryview) -> int:
     return xxhash.xxh3_64_intdigest(data)
 
 
-def checksum_problem(data: bytes | memoryview, expected: int | None, expected_size: int | None) -> str | None:
+def checksum_problem(data: bytes | memoryview, expected: int, expected_size: int | None) -> str | None:
     """What is wrong with one GOP's bytes (None when they match what was stored)."""
     if expected_size is not None and len(data) != expected_size:
         return f"{len(data)} bytes, its packets add up to {expected_size}"
-    if expected is None:
-        return None
     actual = gop_checksum(data)
     if actual != int(expected):
         return f"{CHECKSUM_ALGORITHM} of its bytes is {actual:016x}, stored {int(expected):016x}"
@@ -51,17 +49,16 @@ def verify_gop_bytes(
     gops,
     blobs: Sequence[bytes],
     ref_ids: np.ndarray,
-    checksums: np.ndarray | None,
+    checksums: np.ndarray,
     sizes: np.ndarray,
     *,
     uri: str,
     version: int | None,
 ) -> None:
     """Raise CorruptGopError for the first of ``blobs`` (the GOPs ``ref_ids`` of gops.lance)
-    whose size or checksum differs from what gops.lance stored with it (``sizes``, and
-    ``checksums``: None for a dataset written before checksums)."""
+    whose size or checksum differs from what gops.lance stored with it (``sizes``, ``checksums``)."""
     for slot, data in enumerate(blobs):
-        problem = checksum_problem(data, None if checksums is None else checksums[slot], int(sizes[slot]))
+        problem = checksum_problem(data, int(checksums[slot]), int(sizes[slot]))
         if problem is not None:
             raise corrupt_gop_error(gops, int(ref_ids[slot]), problem, uri=uri, version=version)
 

@@ -160,7 +160,7 @@ class Records:
     leases: list[tuple[timedelta, set[int]]]
     lease_paths: list[str] = field(default_factory=list)  # in the order of ``leases``
     # per lease: True held by a process alive on this host, False by one that died here,
-    # None unknown (another host, or a lease written before leases named their holder)
+    # None unknown (a lease another host holds)
     lease_alive: list[bool | None] = field(default_factory=list)
 
     def protected(self, max_lease_age: timedelta | None = None) -> set[int]:

@@ -90,11 +90,6 @@ def verify_dataset(
         check = GopCheck() if gops is None else check_gop_rows(gops, gop_rows(gops, where), decode=decode)
     label = f"version {frames.version}" if episode_index is None else f"episode {episode_index}"
     problems = list(rows_check.problems) + list(check.problems)
-    if check.unchecksummed:
-        problems.append(
-            f"{check.unchecksummed} GOPs have no stored checksum (written before format 2), so their bytes "
-            f"cannot be verified; add checksums with `robodata add-checksums {uri}`"
-        )
     if refs is not None:
         references = references_result(refs, label)
         if not references.passed:
@@ -102,8 +97,8 @@ def verify_dataset(
     notes: list[str] = []
     if rows_check.unrecorded:
         notes.append(
-            f"frames.lance: {len(rows_check.unrecorded)} data files have no recorded checksum (written before "
-            f"row checksums, or by a writer that stopped after its commit); add them with `robodata add-checksums {uri}`"
+            f"frames.lance: {len(rows_check.unrecorded)} data files have no recorded checksum (a writer stopped "
+            "after its commit); the next write to the dataset records them"
         )
     if episode_index is None and version is None and refs is not None:
         with storage_step("looking for leftovers", uri, storage_options):

@@ -14,16 +14,14 @@ from robodata.integrity.gop_checksums import CHECKSUM_COLUMN
 
 class GopIndex:
     def __init__(self, gops) -> None:
-        # Datasets written before format 2 have no checksum column: their GOPs read unverified.
-        self.checksummed = CHECKSUM_COLUMN in gops.schema.names
-        columns = ["ref_id", "packet_sizes", "timestamps_ns", "codec"] + ([CHECKSUM_COLUMN] if self.checksummed else [])
+        columns = ["ref_id", "packet_sizes", "timestamps_ns", "codec", CHECKSUM_COLUMN]
         # Datasets without training renditions have no rendition columns (format/renditions.py).
         with_renditions = RENDITION_COLUMN in gops.schema.names
         columns += [RENDITION_COLUMN, SOURCE_COLUMN] if with_renditions else []
         table = gops.to_table(columns=columns, with_row_id=True)
         ref_ids = table["ref_id"].to_numpy()
         order = np.argsort(ref_ids, kind="stable")
-        self._checksums = table[CHECKSUM_COLUMN].to_numpy()[order] if self.checksummed else None
+        self._checksums = table[CHECKSUM_COLUMN].to_numpy()[order]
         self._ref_ids = ref_ids[order]
         self._row_ids = table["_rowid"].to_numpy()[order]
         sizes = table["packet_sizes"]
@@ -82,9 +80,9 @@ class GopIndex:
     def ref_ids(self, positions: np.ndarray) -> np.ndarray:
         return self._ref_ids[positions]
 
-    def checksums(self, positions: np.ndarray) -> np.ndarray | None:
-        """The stored xxh3-64 of each GOP at ``positions``; None for a dataset without checksums."""
-        return None if self._checksums is None else self._checksums[positions]
+    def checksums(self, positions: np.ndarray) -> np.ndarray:
+        """The stored xxh3-64 of each GOP at ``positions``."""
+        return self._checksums[positions]
 
     def row_ids(self, positions: np.ndarray) -> np.ndarray:
         return self._row_ids[positions]

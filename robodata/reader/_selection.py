@@ -23,7 +23,7 @@ def checked_rows(indices: RowIndices, n: int) -> np.ndarray:
     >>> checked_rows(range(3), 591)
     array([0, 1, 2])
     """
-    if isinstance(indices, str):  # the columns given where the rows belong (the old order)
+    if isinstance(indices, str):  # a column name given where the rows belong
         raise TypeError(f"row indices expected, got the column name {indices!r}; pass (indices, columns)")
     array = np.asarray(indices, dtype=np.int64).reshape(-1)
     if array.size and (array.min() < 0 or array.max() >= n):

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from robodata.errors import IncompatibleEpisodeError, RoboDataError, StorageError, StorageUnreachableError
+from robodata.errors import RoboDataError, StorageError, StorageUnreachableError
 from robodata.storage.deadlines import DeadlineExceeded, call_with_deadline, current_step
 from robodata.storage.lance_errors import ANSWER_STATUS, explain, without_source_paths
 from robodata.storage.uris import canonical_options, is_remote, redact
@@ -47,23 +47,6 @@ def is_storage_failure(exc: BaseException) -> bool:
     if isinstance(exc, DeadlineExceeded | TimeoutError | ConnectionError) or _is_botocore_unreachable(exc):
         return True
     return isinstance(exc, OSError | ValueError) and any(m in str(exc) for m in _IO_MARKERS)
-
-
-# Lance refuses rows with a column an older table lacks; say which format step adds it.
-_MISSING_COLUMN = re.compile(
-    r"Append with different schema: fields did not match, missing=\[\], unexpected=\[([^\]]+)\]"
-)
-_UPGRADES = {"gop_xxh3": "GOP checksums (format 2); upgrade it once with `robodata add-checksums DATASET`"}
-
-
-def _older_format_error(exc: BaseException, uri: str) -> IncompatibleEpisodeError | None:
-    found = _MISSING_COLUMN.search(str(exc))
-    if found is None:
-        return None
-    columns = [c.strip() for c in found.group(1).split(",")]
-    fixes = [_UPGRADES[c] for c in columns if c in _UPGRADES]
-    reason = f"was written before {fixes[0]}" if fixes else f"lacks the columns {columns} this robodata writes"
-    return IncompatibleEpisodeError(f"{uri} {reason}, then write again")
 
 
 def store_answer(error: str) -> str:
@@ -119,9 +102,6 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
     except Exception as exc:  # TimeoutError and DeadlineExceeded are OSErrors; botocore's are not
         if not isinstance(exc, OSError | ValueError) and not _is_botocore_unreachable(exc):
             raise
-        older = _older_format_error(exc, uri)
-        if older is not None:
-            raise older from None
         explained = explain(exc, uri, action)  # a full disk, a damaged manifest, a missing file
         if explained is not None:
             raise StorageError(redact(str(explained), storage_options)) from None

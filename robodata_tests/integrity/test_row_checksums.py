@@ -3,8 +3,8 @@ label column files, Lance's page metadata) is refused by the first read of rows 
 reported by ``verify``, naming the table, the fragment, its rows and the file; opening a dataset
 reads no row data, so it refuses only a data file whose size differs from its recorded size
 (truncated, extended, missing); each file's bytes are checked once per process; checksums follow
-annotate, compaction and delete; a dataset without them opens and is upgraded by
-``add-checksums``."""
+annotate, compaction and delete; data files a writer left unrecorded open, and the next write
+records them."""
 
 from __future__ import annotations
 
@@ -136,15 +136,19 @@ def test_checksums_follow_annotate_compaction_and_delete(dataset_copy):
     assert len(robodata.open(root)) > 0
 
 
-def test_a_dataset_without_row_checksums_opens_and_is_upgraded(dataset_copy):
+def test_data_files_left_unrecorded_open_and_the_next_write_records_them(dataset_copy):
     root = dataset_copy
-    shutil.rmtree(Path(root) / CHECKSUM_DIR)
+    shutil.rmtree(Path(root) / CHECKSUM_DIR)  # as writers that stopped right after their commits leave it
     assert len(robodata.open(root)) > 0
     report = verify_dataset(root)
-    assert report.ok and any("have no recorded checksum" in note for note in report.notes)
-    assert record_frames_checksums(root) == len(_data_files(root))
-    assert record_frames_checksums(root) == 0
+    n = len(_data_files(root))
+    assert report.ok and report.notes == [
+        f"frames.lance: {n} data files have no recorded checksum (a writer stopped after its commit); "
+        "the next write to the dataset records them"
+    ]
+    robodata.add_annotations(root, pa.table({"episode_index": [0], "frame_index": [1], "success": [True]}))
     assert verify_dataset(root).notes == []
+    assert record_frames_checksums(root) == 0
     path = _data_files(root)[0]
     path.write_bytes(path.read_bytes()[:-1])
     with pytest.raises(robodata.errors.CorruptRowsError, match=f"data/{path.name}"):

@@ -3,8 +3,6 @@ processes, and construction through ``robodata.open`` only."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
@@ -79,16 +77,6 @@ def test_a_dataset_is_made_by_open_only(ingested):
     ds = robodata.open(ingested)
     with pytest.raises(TypeError, match=r"robodata\.open\(uri, version=\.\.\.\)"):
         robodata.RoboDataset(ingested, ds.lance_dataset)
-
-
-def test_open_and_the_new_api_raise_no_deprecation_warning(ingested):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        ds = robodata.open(ingested)
-        ds[3]
-        ds.get_frames([1, 2])
-        ds.get_windows([1], [0, 1], columns="action")
-        ds.checkout(1)
 
 
 def test_a_second_handle_adopts_the_shared_row_index(ingested):

@@ -15,7 +15,7 @@ from robodata.torch.sampler import RowSampler
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
-from robodata.torch.torch_dataset import RoboTorchDataset, make_dataloader, pass_batch  # noqa: E402
+from robodata.torch.torch_dataset import RoboTorchDataset, collate_batch, make_dataloader  # noqa: E402
 
 WRIST = "observation_images_wrist_left"
 
@@ -59,7 +59,7 @@ def test_plain_dataloader_calls_getitems_with_whole_batches(ingested):
     reader = BatchReader(ingested, cameras=["wrist_left"], columns=[], image_dtype="float32", channels_first=True)
     sampler = RowSampler.for_dataset(ds, batch_size=4, seed=1)
     dataset = RoboTorchDataset(reader, plan=sampler)
-    loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=pass_batch)
+    loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_batch)
     for batch, indices in zip(loader, sampler.batches()[:3], strict=False):
         assert batch["index"].tolist() == indices.tolist()
         expected = ds.get_frames(indices, cameras=WRIST)[WRIST]
