@@ -101,7 +101,7 @@ def episode_frames_schema(
     problems = read_metadata(frames.schema, dataset_uri).compatible_with(meta)
     if problems:
         raise IncompatibleEpisodeError(f"{episode.origin or episode.episode_id}: " + "; ".join(problems))
-    return with_upload_fields(frames.schema)  # a dataset from before upload columns gets them on commit
+    return frames.schema
 
 
 def with_extra_fields(schema: pa.Schema, episode: EpisodeData) -> pa.Schema:

@@ -32,7 +32,7 @@ from torch.utils.data import Dataset
 from robodata.format.provenance import UPLOAD_COLUMNS
 from robodata.format.schema import image_column, ref_columns
 from robodata.lerobot._features import features, lerobot_key, robodata_column
-from robodata.lerobot._format import CODEBASE_VERSION, recorded_cameras, video_key
+from robodata.lerobot._format import CODEBASE_VERSION, video_key
 from robodata.lerobot._items import ItemLayout, read_items
 from robodata.lerobot._meta import DatasetInfo, LeRobotMeta
 from robodata.lerobot._version_stats import lerobot_stats_of
@@ -145,7 +145,7 @@ class LeRobotCompatDataset(Dataset):
         )
         ds = reader.dataset
         control_hz = float(ds.metadata.control_hz)
-        cameras = recorded_cameras(ds.metadata, list(ds.cameras))
+        cameras = list(ds.cameras)  # in the order they were recorded
         rows = ds.rows
         for key, array in rows.arrays.items():
             self._shared_rows.put(key, array)

@@ -26,7 +26,6 @@ from robodata.lerobot._format import (
     STATE,
     feature_of_arrow,
     joint_names_feature,
-    recorded_cameras,
     video_key,
 )
 
@@ -76,7 +75,7 @@ def features(
         STATE: {"dtype": "float32", "shape": [joints], "names": names},
         ACTION: {"dtype": "float32", "shape": [joints], "names": names},
     }
-    for camera in recorded_cameras(ds.metadata, list(ds.cameras)):
+    for camera in ds.cameras:  # in the order they were recorded
         info = ds.metadata.cameras[camera]
         height, width = frame_size or (info.height, info.width)
         out[video_key(camera)] = {

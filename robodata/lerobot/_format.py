@@ -84,13 +84,6 @@ class LeRobotFormatError(RoboDataError, ValueError):
     """A LeRobot dataset robodata cannot read or write; the message names the file or feature."""
 
 
-def recorded_cameras(metadata, cameras: list[str]) -> list[str]:
-    """``cameras`` in the order they were recorded (as LeRobot lists its video features); sorted
-    for datasets written before robodata kept the order."""
-    order = [c for c in (metadata.extra or {}).get("camera_order", []) if c in cameras]
-    return order + sorted(c for c in cameras if c not in order)
-
-
 def joint_names_feature(metadata) -> list[str] | None:
     """The ``names`` of LeRobot's state and action features: robodata's joint names, or None for
     a LeRobot dataset imported without names (import numbers its joints ``joint_<i>`` then)."""
