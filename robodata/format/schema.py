@@ -104,9 +104,9 @@ class DatasetMetadata:
         """The cameras in the order the dataset lists them: the order recorded in ``extra``'s
         ``camera_order``, else ``cameras``' own order (alphabetical once read back from JSON).
 
-        The order is not always the recording's: a dataset ingested from uploads before robodata
-        kept episode.json's order recorded its cameras sorted, and one written before robodata
-        recorded any order has none; both list their cameras alphabetically.
+        The order is the recording's where the ingest knew it: an upload's episode.json, a LeRobot
+        dataset's features. Datasets that early development versions ingested from uploads
+        recorded a sorted order; metadata with no recorded order lists ``cameras`` as stored.
 
         >>> cameras = {"angle": CameraInfo(64, 48, 30.0), "top": CameraInfo(64, 48, 30.0)}
         >>> meta = DatasetMetadata(50.0, ["j"], cameras, 8, {}, extra={"camera_order": ["top", "angle"]})
