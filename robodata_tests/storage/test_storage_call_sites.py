@@ -16,7 +16,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "robodata"
 # The demo runs on a local folder it makes itself.
-SKIPPED = ("demo.py",)
+SKIPPED = ("orchestration/_demo.py",)
 HELPERS = {
     "call_with_deadline",
     "storage_call",
