@@ -261,8 +261,8 @@ def long_run_memory(uri: str, *, samples: int, batch_size: int, num_workers: int
 
 # --- the command ----------------------------------------------------------------------------------
 def _sample_dataset(workdir: str, episodes: int, seconds: float) -> str:
+    from robodata._sample_data import write_sample_uploads
     from robodata.ingest import ingest_episode
-    from robodata.sample_data import write_sample_uploads
 
     uri = os.path.join(workdir, "dataset")
     uploads = write_sample_uploads(os.path.join(workdir, "uploads"), episodes, seconds=seconds)

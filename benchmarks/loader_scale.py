@@ -27,7 +27,7 @@ def synthetic_dataset(base_uri: str, rows: int, out: str) -> str:
     import lance
     import pyarrow as pa
 
-    from robodata.format.schema import FRAMES_TABLE, GOPS_TABLE, METADATA_KEY, ref_columns
+    from robodata.format._schema import FRAMES_TABLE, GOPS_TABLE, METADATA_KEY, ref_columns
     from robodata.reader import open_dataset
 
     frames_path = os.path.join(out, FRAMES_TABLE)

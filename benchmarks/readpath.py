@@ -17,9 +17,9 @@ import numpy as np
 from tqdm import tqdm
 
 from robodata.codec import decode_gop_frames
-from robodata.format.ids import camera_filter
-from robodata.format.schema import camera_of
-from robodata.integrity.gop_checksums import gop_checksum
+from robodata.format._ids import camera_filter
+from robodata.format._schema import camera_of
+from robodata.integrity._gop_checksums import gop_checksum
 from robodata.reader import RoboDataset, gop_store, open_dataset
 
 
@@ -156,8 +156,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     uri = args.dataset
     if uri is None:
+        from robodata._sample_data import write_sample_uploads
         from robodata.ingest import ingest_episode
-        from robodata.sample_data import write_sample_uploads
 
         workdir = tempfile.mkdtemp(prefix="robodata-readpath-")
         uri = os.path.join(workdir, "dataset")

@@ -12,9 +12,9 @@ import statistics
 import time
 from collections.abc import Callable
 
-import robodata.storage.uris as uris
+import robodata.storage._uris as uris
 from benchmarks.moto_server import local_s3
-from robodata.storage.uris import fsspec_filesystem
+from robodata.storage._uris import fsspec_filesystem
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -10,12 +10,12 @@ import numpy as np
 import pyarrow.compute as pc
 
 from benchmarks.lerobot_baseline import LeRobotLayoutReader
-from robodata.codec.quality import jpeg_roundtrip, psnr
-from robodata.format.ids import episode_filter
-from robodata.format.renditions import full_resolution_only
-from robodata.format.schema import ref_columns
-from robodata.format.tables import gops_uri, open_table
-from robodata.ingest.upload import read_upload
+from robodata.codec._quality import jpeg_roundtrip, psnr
+from robodata.format._ids import episode_filter
+from robodata.format._renditions import full_resolution_only
+from robodata.format._schema import ref_columns
+from robodata.format._tables import gops_uri, open_table
+from robodata.ingest._upload import read_upload
 from robodata.reader import RoboDataset
 
 

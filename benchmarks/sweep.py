@@ -11,9 +11,9 @@ import numpy as np
 from benchmarks.ingest_speed import summarize, timed_ingest
 from benchmarks.readpath import measure_readpath
 from benchmarks.storage import quality_sample, storage_figures
-from robodata.format.ids import camera_filter
-from robodata.format.schema import camera_of
-from robodata.format.tables import gops_uri, open_table
+from robodata.format._ids import camera_filter
+from robodata.format._schema import camera_of
+from robodata.format._tables import gops_uri, open_table
 from robodata.reader import open_dataset
 
 

@@ -60,9 +60,9 @@ def _write_new_episodes(root: str, episodes: int) -> None:
     import lance
 
     from benchmarks.tiny_episodes import tiny_episode
-    from robodata.format.tables import frames_uri, open_table
-    from robodata.ingest import writer
-    from robodata.ingest.label_counts import LabelCounts
+    from robodata.format._tables import frames_uri, open_table
+    from robodata.ingest import _writer as writer
+    from robodata.ingest._label_counts import LabelCounts
 
     replace_rows = writer.replace_episode_rows
 
@@ -79,7 +79,7 @@ def _write_new_episodes(root: str, episodes: int) -> None:
 
 
 def _compare(where: str, uri: str, episodes: int, options) -> None:
-    from robodata.edits.upkeep import upkeep_dataset
+    from robodata.edits._upkeep import upkeep_dataset
 
     _report(where, "before", uri, episodes, options, None)
     start = time.perf_counter()
@@ -89,7 +89,7 @@ def _compare(where: str, uri: str, episodes: int, options) -> None:
 
 def _report(where: str, state: str, uri: str, episodes: int, options, upkeep_s: float | None) -> None:
     import robodata
-    from robodata.format.ids import episode_filter
+    from robodata.format._ids import episode_filter
 
     rng = np.random.default_rng(0)
     start = time.perf_counter()

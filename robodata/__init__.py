@@ -32,7 +32,7 @@ caught, when at all, as ``RoboDataError`` or by the built-in class each also is 
 LookupError, ImportError).
 """
 
-from robodata import quiet_lance  # noqa: F401  (first: sets LANCE_LOG before lance loads)
+from robodata import _quiet_lance as quiet_lance  # noqa: F401  (first: sets LANCE_LOG before lance loads)
 from robodata.codec import EncoderSettings
 from robodata.edits import add_annotations, collect_garbage, delete_episodes
 from robodata.errors import (

@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from robodata.integrity.gop_leases import LEASE_PREFIX, STAGING_DIR
+from robodata.integrity._gop_leases import LEASE_PREFIX, STAGING_DIR
 from robodata.storage import fsspec_filesystem, join_uri
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -36,14 +36,14 @@ CHILD = r"""
 import json, sys, traceback
 from datetime import timedelta
 import robodata
-from robodata.edits.upkeep import upkeep_dataset
+from robodata.edits._upkeep import upkeep_dataset
 op, root, options, args = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]) or None, json.loads(sys.argv[4])
 if args.get("kill_at"):
     # kill -9 this process at the kill_at[0]-th storage step: before it, after it, or a few
     # milliseconds into it (kill_at[1]), as a crash or an OOM kill would.
     import os, signal, threading, lance
     from lance.dataset import MergeInsertBuilder
-    import robodata.format.tables, robodata.integrity.gop_leases, robodata.ingest.writer
+    import robodata.format._tables, robodata.integrity._gop_leases, robodata.ingest._writer
     step, phase, into_s = args["kill_at"]
     seen = []
     def die():
@@ -63,11 +63,11 @@ if args.get("kill_at"):
                 die()
             return result
         setattr(owner, name, staticmethod(call) if isinstance(owner, type) and name == "commit" else call)
-    hooked(robodata.format.tables, "write_fragments")
+    hooked(robodata.format._tables, "write_fragments")
     hooked(lance.LanceDataset, "commit")
     hooked(MergeInsertBuilder, "execute")
-    hooked(robodata.integrity.gop_leases, "write_record")
-    hooked(robodata.ingest.writer, "release")
+    hooked(robodata.integrity._gop_leases, "write_record")
+    hooked(robodata.ingest._writer, "release")
 print("ready", flush=True)
 try:
     if op == "ingest":
@@ -99,8 +99,8 @@ ZYGOTE = r"""
 import sys, warnings
 # Lance warns on every fork once imported; here no dataset was ever opened (no runtime to fork).
 warnings.filterwarnings("ignore", message="lance is not fork-safe")
-import lance, pyarrow, pyarrow.parquet, robodata, robodata.edits.upkeep, robodata.format.tables
-import robodata.ingest.writer, robodata.integrity.gop_leases, robodata.integrity.verify
+import lance, pyarrow, pyarrow.parquet, robodata, robodata.edits._upkeep, robodata.format._tables
+import robodata.ingest._writer, robodata.integrity._gop_leases, robodata.integrity._verify
 from lance.dataset import MergeInsertBuilder
 from robodata_tests.crash_helpers import serve
 serve(int(sys.argv[1]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from robodata.format.tables import gops_uri, open_table
+from robodata.format._tables import gops_uri, open_table
 
 
 def assert_one_copy(ds, expected_rows: dict[int, int]) -> None:

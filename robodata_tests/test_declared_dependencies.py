@@ -253,10 +253,10 @@ def test_an_undeclared_import_inside_a_function_fails(tmp_path):
 
 def test_import_extra_must_name_an_extra_that_declares_the_module(tmp_path):
     package = tmp_path / "robodata"
-    write(package, "view/plots.py", 'def plot():\n    return import_extra("matplotlib", "interop", "plots")\n')
+    write(package, "view/_plots.py", 'def plot():\n    return import_extra("matplotlib", "interop", "plots")\n')
     declared = requirements_by_extra(['matplotlib<4; extra == "plots"'], ["plots", "interop"])
     assert undeclared_imports(package, declared) == [
-        "view/plots.py:2 imports matplotlib (matplotlib): declare it in the core or extra 'interop'"
+        "view/_plots.py:2 imports matplotlib (matplotlib): declare it in the core or extra 'interop'"
     ]
 
 

@@ -41,8 +41,8 @@ LOSS = re.compile(r"step:(\S+) .*?loss:([0-9.eE+-]+)")
 def prepare(work: Path, episodes: int, seconds: float) -> tuple[str, str]:
     """The robodata dataset (tagged) and its LeRobot export under ``work``."""
     import robodata
+    from robodata._sample_data import write_sample_uploads
     from robodata.lerobot import export_lerobot
-    from robodata.sample_data import write_sample_uploads
 
     dataset, export = work / "robodata", work / "lerobot"
     if not (dataset / "frames.lance").is_dir():

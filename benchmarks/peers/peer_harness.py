@@ -299,14 +299,14 @@ def _ingest(uploads: dict[int, Path], uri: str, gop_size: int | None, crf: int |
 
 def add_training_rendition(uri: str, sizes, storage_options: dict | None = None) -> dict | None:
     """Add a training rendition at the policy's size to the freshly ingested benchmark dataset,
-    where this robodata can (``robodata.ingest.renditions.add_rendition``, from the renditions
+    where this robodata can (``robodata.ingest._renditions.add_rendition``, from the renditions
     work); None otherwise, and robodata reads at that size by resizing decoded frames like the
     peers. The runner picks ``resolution=`` on its own where the readers take it."""
     size = next((s for s in sizes if s is not None), None)
     if size is None:
         return None
     try:
-        from robodata.ingest.renditions import add_rendition
+        from robodata.ingest._renditions import add_rendition
     except ImportError:
         return None
     start = time.perf_counter()

@@ -15,7 +15,7 @@ from robodata.cli import _bench, _dagster, _datasets, _ingest_and_interop  # noq
 from robodata.cli._registry import REGISTERED, Configure, Run
 from robodata.cli._registry import _HelpFormatter as _HelpFormatter  # benchmarks/__main__.py formats with it
 from robodata.errors import RoboDataError
-from robodata.storage.deadlines import exit_now_if_abandoned
+from robodata.storage._deadlines import exit_now_if_abandoned
 
 # The order `robodata --help` lists the commands in; a command no group lists here comes last.
 LISTED = (

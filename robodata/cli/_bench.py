@@ -24,7 +24,7 @@ def _bench(args: argparse.Namespace) -> int:
     """Benchmarks, from a source checkout. Scenarios: report (the default: `robodata bench OUT
     --peers VENV`, robodata against LeRobot 0.6.1 and LanceDBDataset), readpath, loader, levers, lerobot-path,
     s3-client, upkeep, sensor, landing, batches; `robodata bench SCENARIO --help` shows a scenario's options."""
-    from robodata.source_checkout import require_benchmarks
+    from robodata._source_checkout import require_benchmarks
 
     require_benchmarks()
     from benchmarks.__main__ import main as run_scenario

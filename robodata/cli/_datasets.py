@@ -18,8 +18,8 @@ def _dataset_args(p: argparse.ArgumentParser) -> None:
 @command("info", _dataset_args)
 def _info(args: argparse.Namespace) -> int:
     """Print a dataset's episodes, rows, cameras, bytes, versions and tags as JSON."""
+    from robodata._summary import dataset_summary
     from robodata.storage import env_storage_options
-    from robodata.summary import dataset_summary
 
     summary = dataset_summary(args.dataset, version=version_or_tag(args.version), storage_options=env_storage_options())
     print(json.dumps(summary, indent=2))
@@ -36,7 +36,7 @@ def _add_rendition_args(p: argparse.ArgumentParser) -> None:
 def _add_rendition(args: argparse.Namespace) -> int:
     """Add a training rendition (smaller copies of the camera GOPs) to every episode; readers then
     read frames of that size with resolution=(H, W) without decoding the full frames."""
-    from robodata.ingest.renditions import add_rendition
+    from robodata.ingest._renditions import add_rendition
     from robodata.storage import env_storage_options
 
     result = add_rendition(args.dataset, args.size, args.camera, env_storage_options())
@@ -185,7 +185,7 @@ def _annotate_args(p: argparse.ArgumentParser) -> None:
 def _annotate(args: argparse.Namespace) -> int:
     """Add or correct label columns from a file; labels for rows the dataset lacks are reported."""
     from robodata.edits import add_annotations
-    from robodata.edits.label_files import read_labels
+    from robodata.edits._label_files import read_labels
     from robodata.storage import env_storage_options
 
     options = env_storage_options()
@@ -228,7 +228,7 @@ def _compact_args(p: argparse.ArgumentParser) -> None:
 @command("compact", _compact_args)
 def _compact(args: argparse.Namespace) -> int:
     """Compact both tables, remove old untagged versions, collect unreferenced GOPs, refresh indexes."""
-    from robodata.edits.upkeep import upkeep_dataset
+    from robodata.edits._upkeep import upkeep_dataset
     from robodata.storage import storage_options_from_env
 
     report = upkeep_dataset(

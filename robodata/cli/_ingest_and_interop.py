@@ -77,7 +77,7 @@ def _sample_data(args: argparse.Namespace) -> int:
     """Write synthetic episodes in the upload format: three cameras, 14-DoF state and action."""
     import numpy as np
 
-    from robodata.sample_data import write_sample_episode_to
+    from robodata._sample_data import write_sample_episode_to
     from robodata.storage import env_storage_options
 
     options = env_storage_options()
@@ -211,7 +211,7 @@ def _import_hdf5_args(p: argparse.ArgumentParser) -> None:
 @command("import-hdf5", _import_hdf5_args)
 def _import_hdf5(args: argparse.Namespace) -> int:
     """Import ALOHA / ACT HDF5 episodes; episodes already in the dataset are skipped."""
-    from robodata.interop.hdf5_import import import_hdf5
+    from robodata.interop._hdf5_import import import_hdf5
     from robodata.storage import env_storage_options
 
     result = import_hdf5(

@@ -3,10 +3,10 @@
 A new codec is one entry in ``codecs.CODECS``; nothing outside this package changes.
 """
 
-from robodata.codec.codecs import CODECS, Codec, codec_named
-from robodata.codec.gop_decoder import decode_gop_frames, plain_decode_gop
-from robodata.codec.gop_encoder import EncodedGop, GopEncoder
-from robodata.codec.settings import EncoderSettings
+from robodata.codec._codecs import CODECS, Codec, codec_named
+from robodata.codec._gop_decoder import decode_gop_frames, plain_decode_gop
+from robodata.codec._gop_encoder import EncodedGop, GopEncoder
+from robodata.codec._settings import EncoderSettings
 
 __all__ = [
     "CODECS",

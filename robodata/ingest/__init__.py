@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from robodata.codec import EncoderSettings
-from robodata.ingest.encoding_settings import requested_settings, stored_settings
-from robodata.ingest.episode import CameraStream, EpisodeData
-from robodata.ingest.upload import read_upload
-from robodata.ingest.writer import IngestResult, write_episode
-from robodata.storage.dataset_root import check_dataset_location
+from robodata.ingest._encoding_settings import requested_settings, stored_settings
+from robodata.ingest._episode import CameraStream, EpisodeData
+from robodata.ingest._upload import read_upload
+from robodata.ingest._writer import IngestResult, write_episode
+from robodata.storage._dataset_root import check_dataset_location
 
 
 def ingest_episode(

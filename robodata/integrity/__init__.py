@@ -17,6 +17,6 @@ read), ingest (the audit, the leases) and edits (garbage collection reads the le
 it opens tables through ``format.tables`` and never imports the reader.
 """
 
-from robodata.integrity.verify import VerifyReport, verify_dataset
+from robodata.integrity._verify import VerifyReport, verify_dataset
 
 __all__ = ["VerifyReport", "verify_dataset"]

@@ -29,8 +29,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from robodata.format.provenance import UPLOAD_COLUMNS
-from robodata.format.schema import image_column, ref_columns
+from robodata.format._provenance import UPLOAD_COLUMNS
+from robodata.format._schema import image_column, ref_columns
 from robodata.lerobot._features import features, lerobot_key, robodata_column
 from robodata.lerobot._format import CODEBASE_VERSION, video_key
 from robodata.lerobot._items import ItemLayout, read_items

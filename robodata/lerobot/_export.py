@@ -34,10 +34,10 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from robodata.errors import import_extra
-from robodata.format.ids import episode_filter
-from robodata.format.provenance import UPLOAD_COLUMNS
-from robodata.format.schema import CORE_COLUMNS, image_column, ref_columns
-from robodata.format.tables import gops_uri, open_table
+from robodata.format._ids import episode_filter
+from robodata.format._provenance import UPLOAD_COLUMNS
+from robodata.format._schema import CORE_COLUMNS, image_column, ref_columns
+from robodata.format._tables import gops_uri, open_table
 from robodata.lerobot import _stats as lerobot_stats
 from robodata.lerobot._features import features as lerobot_features
 from robodata.lerobot._format import (
@@ -67,7 +67,7 @@ from robodata.lerobot._format import (
 from robodata.lerobot._rate import Rate, camera_rate_rows, export_fps
 from robodata.lerobot._video import SharedVideoWriter, probe_video_info, resolved_preset
 from robodata.reader import open_dataset
-from robodata.storage.failures import storage_call
+from robodata.storage._failures import storage_call
 
 _DECODE_BATCH = 64  # rows decoded per take: bounds memory for long episodes
 

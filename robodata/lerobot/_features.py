@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
-from robodata.format.schema import image_column
+from robodata.format._schema import image_column
 from robodata.lerobot._format import (
     ACTION,
     DEFAULT_FEATURES,

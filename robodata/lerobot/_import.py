@@ -12,7 +12,7 @@ comes back at the camera fps, one row per camera frame, with the sampled rows' s
 
 The import is resumable: episodes already in the dataset are skipped. Each imported episode
 stores where it came from (``upload_uri`` = "<root> episode <n>") and a fingerprint of its
-source content (``robodata.ingest.source_fingerprint``), so importing the same dataset again skips what is
+source content (``robodata.ingest._source_fingerprint``), so importing the same dataset again skips what is
 stored, and an episode edited in the source since is imported again (its labels kept).
 
 >>> import_lerobot("exports/demo_lerobot", "data/demo_again", progress=False).imported
@@ -29,11 +29,11 @@ import pyarrow.compute as pc
 
 from robodata.codec import EncoderSettings
 from robodata.errors import BadUploadError
-from robodata.format.schema import CORE_COLUMNS, IMAGE_COLUMN_PREFIX
+from robodata.format._schema import CORE_COLUMNS, IMAGE_COLUMN_PREFIX
 from robodata.ingest import CameraStream, EpisodeData
-from robodata.ingest.episode_source import import_episodes
-from robodata.ingest.import_result import ImportResult
-from robodata.ingest.source_fingerprint import source_fingerprint
+from robodata.ingest._episode_source import import_episodes
+from robodata.ingest._import_result import ImportResult
+from robodata.ingest._source_fingerprint import source_fingerprint
 from robodata.lerobot._format import (
     ACTION,
     CAMERA_TIME_PREFIX,
@@ -48,7 +48,7 @@ from robodata.lerobot._format import (
 )
 from robodata.lerobot._source import LeRobotSource, SourceEpisode, VideoFeature, matrix
 from robodata.lerobot._video import decode_span
-from robodata.storage.failures import storage_call
+from robodata.storage._failures import storage_call
 
 # LeRobot features that land in robodata's own columns rather than as extra columns.
 _NATIVE = {"language_instruction": pa.string(), "source": pa.string(), "is_intervention": pa.bool_()}

@@ -26,8 +26,8 @@ from robodata.lerobot._format import (
     arrow_of_feature,
 )
 from robodata.storage import fsspec_filesystem, is_remote
-from robodata.storage.arrow_input import arrow_input
-from robodata.storage.failures import storage_call
+from robodata.storage._arrow_input import arrow_input
+from robodata.storage._failures import storage_call
 
 
 @dataclass

@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 
 from robodata.errors import RoboDataError
-from robodata.format import stats as feature_stats
-from robodata.format.schema import image_column
+from robodata.format import _stats as feature_stats
+from robodata.format._schema import image_column
 from robodata.lerobot import _stats as lerobot_stats
 from robodata.lerobot._features import lerobot_key
 from robodata.lerobot._format import video_key

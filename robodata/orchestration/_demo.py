@@ -11,7 +11,10 @@ import dagster as dg
 import numpy as np
 from PIL import Image
 
-from robodata.codec.quality import jpeg_roundtrip, psnr
+from robodata._sample_data import write_sample_uploads
+from robodata._source_checkout import benchmarks_available
+from robodata._summary import dataset_summary
+from robodata.codec._quality import jpeg_roundtrip, psnr
 from robodata.orchestration._instance import prepare_dagster_home
 from robodata.orchestration.defs.ingest import checks, episodes
 from robodata.orchestration.defs.ingest.episodes import register_uploads
@@ -21,9 +24,6 @@ from robodata.orchestration.defs.reports import benchmark
 from robodata.orchestration.defs.resources import DatasetStore
 from robodata.orchestration.defs.training import snapshots
 from robodata.reader import open_dataset
-from robodata.sample_data import write_sample_uploads
-from robodata.source_checkout import benchmarks_available
-from robodata.summary import dataset_summary
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -124,10 +124,10 @@ def report(dataset: str, out: Path) -> dict:
 
 
 def _video_bytes_per_frame(ds, column: str) -> float:
-    from robodata.format.ids import camera_filter
-    from robodata.format.renditions import full_resolution_only
-    from robodata.format.schema import camera_of
-    from robodata.format.tables import gops_uri, open_table
+    from robodata.format._ids import camera_filter
+    from robodata.format._renditions import full_resolution_only
+    from robodata.format._schema import camera_of
+    from robodata.format._tables import gops_uri, open_table
 
     camera = camera_of(column, ds.cameras)
     gops = open_table(gops_uri(ds.uri))

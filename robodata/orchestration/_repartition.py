@@ -6,13 +6,13 @@ from __future__ import annotations
 import dagster as dg
 
 from robodata.errors import InvalidArgumentError
-from robodata.format.provenance import stored_uploads
+from robodata.format._provenance import stored_uploads
 from robodata.orchestration._instance import IN_FLIGHT
 from robodata.orchestration.defs.batches.batches import register_upload_batches
 from robodata.orchestration.defs.ingest.episodes import register_uploads
 from robodata.orchestration.defs.resources import PARTITIONS_OF, PER_BATCH, PER_EPISODE, DatasetStore
-from robodata.storage.upload_batches import scan_upload_batches
-from robodata.storage.uploads import list_complete_uploads
+from robodata.storage._upload_batches import scan_upload_batches
+from robodata.storage._uploads import list_complete_uploads
 
 INGEST_ASSETS = ("raw_episodes", "gop_blobs", "aligned_frames")
 
@@ -27,7 +27,7 @@ def migrate_partitioning(instance: dg.DagsterInstance, store: DatasetStore, to: 
 
     >>> import shutil  # batch 2026-12-01 holds a stored episode, 2026-12-02 a new one
     >>> _ = shutil.copytree("uploads/episode_000000", "batches/2026-12-01/episode_000000")
-    >>> from robodata.sample_data import write_sample_uploads
+    >>> from robodata._sample_data import write_sample_uploads
     >>> _ = write_sample_uploads("batches/2026-12-02", episodes=1, seconds=0.5, start_index=3)
     >>> store = DatasetStore(root="data/demo", uploads_root="batches")
     >>> migrate_partitioning(dg.DagsterInstance.ephemeral(), store, "batch")

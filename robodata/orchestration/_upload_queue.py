@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import dagster as dg
 from pydantic import Field
 
-from robodata.storage.uploads import UploadInfo, UploadListing, folder_sorts_after
+from robodata.storage._uploads import UploadInfo, UploadListing, folder_sorts_after
 
 
 class UploadSensorSettings(dg.ConfigurableResource):
@@ -188,7 +188,7 @@ def plan_tick(
     handled.
 
     >>> import time
-    >>> from robodata.storage.uploads import scan_uploads
+    >>> from robodata.storage._uploads import scan_uploads
     >>> plan = plan_tick(scan_uploads("uploads"), UploadCursor(), dict, [], time.time() + 3600, UploadSensorSettings())
     >>> [(r.upload.episode_id, r.attempt) for r in plan.requests]  # an hour later, none stored yet
     [('episode_000000', 1), ('episode_000001', 1), ('episode_000002', 1)]

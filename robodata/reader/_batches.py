@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pyarrow as pa
 
-from robodata.format.schema import camera_of
+from robodata.format._schema import camera_of
 
 
 @dataclass(frozen=True, repr=False)

@@ -10,10 +10,10 @@ import lance
 import numpy as np
 import pyarrow as pa
 
-from robodata.format.provenance import label_columns
-from robodata.format.schema import image_column, read_metadata, ref_columns
-from robodata.format.tables import frames_uri, open_frames
-from robodata.integrity.frames_checksums import adopt_frames_check, verify_frames_bytes, verify_frames_on_read
+from robodata.format._provenance import label_columns
+from robodata.format._schema import image_column, read_metadata, ref_columns
+from robodata.format._tables import frames_uri, open_frames
+from robodata.integrity._frames_checksums import adopt_frames_check, verify_frames_bytes, verify_frames_on_read
 from robodata.reader._batches import FrameBatch, WindowBatch, to_numpy
 from robodata.reader._decode_pool import run_tasks
 from robodata.reader._gop_store import GopStore
@@ -21,8 +21,8 @@ from robodata.reader._renditions import decode_requests, output_shape
 from robodata.reader._row_index import RowIndex, SharedArrays
 from robodata.reader._selection import RowIndices, checked_cameras, checked_columns, checked_rows
 from robodata.reader._versions import VersionHistory
-from robodata.storage.deadlines import call_with_deadline
-from robodata.storage.failures import storage_call, storage_step
+from robodata.storage._deadlines import call_with_deadline
+from robodata.storage._failures import storage_call, storage_step
 
 _ITEM_FRAMES = ThreadPoolExecutor(4, thread_name_prefix="robodata-item")  # ds[i]: frames beside the row read
 
@@ -96,7 +96,7 @@ class RoboDataset(VersionHistory):
         self._frames = frames
         self._storage_options = storage_options
         self.metadata = read_metadata(frames.schema, uri)
-        # Row data is vouched for like GOPs (robodata.integrity.frames_checksums): opening checks
+        # Row data is vouched for like GOPs (robodata.integrity._frames_checksums): opening checks
         # every data file's size (two listings); the first read of rows checks their bytes.
         with storage_step("checking frames.lance's checksums", frames_uri(uri), storage_options):
             verify_frames_on_read(uri, frames, storage_options)
@@ -278,7 +278,7 @@ class RoboDataset(VersionHistory):
             the other GOPs are read from Lance. Supplied bytes are verified too.
         resolution : (int, int), optional
             ``(H, W)`` of the frames returned: a stored training rendition's GOPs are decoded
-            when one fits, never the full frames (``robodata.format.renditions``); otherwise the
+            when one fits, never the full frames (``robodata.format._renditions``); otherwise the
             full frames are scaled on decode. The camera's own size when omitted.
         pixel_format : {"rgb24", "yuv420p", "rgbp"}, default "rgb24"
             ``"yuv420p"`` returns each frame as planar YUV 4:2:0, ``[H*3/2, W]`` uint8: half the

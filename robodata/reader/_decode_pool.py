@@ -35,7 +35,7 @@ class GopTask:
     wanted: list[int] = field(default_factory=list)
     out: list[np.ndarray] = field(default_factory=list)
     size: tuple[int, int] | None = None  # (height, width) to scale to: no stored rendition fits
-    pixel_format: str = "rgb24"  # or "yuv420p" (robodata.codec.resize.PIXEL_FORMATS)
+    pixel_format: str = "rgb24"  # or "yuv420p" (robodata.codec._resize.PIXEL_FORMATS)
 
     def run(self) -> None:
         decode_gop_frames(self.data, self.packet_sizes, self.wanted, self.out, self.codec, self.size, self.pixel_format)

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from robodata.format.renditions import RENDITION_COLUMN, SOURCE_COLUMN
-from robodata.integrity.gop_checksums import CHECKSUM_COLUMN
+from robodata.format._renditions import RENDITION_COLUMN, SOURCE_COLUMN
+from robodata.integrity._gop_checksums import CHECKSUM_COLUMN
 
 
 class GopIndex:
     def __init__(self, gops) -> None:
         columns = ["ref_id", "packet_sizes", "timestamps_ns", "codec", CHECKSUM_COLUMN]
-        # Datasets without training renditions have no rendition columns (format/renditions.py).
+        # Datasets without training renditions have no rendition columns (format/_renditions.py).
         with_renditions = RENDITION_COLUMN in gops.schema.names
         columns += [RENDITION_COLUMN, SOURCE_COLUMN] if with_renditions else []
         table = gops.to_table(columns=columns, with_row_id=True)

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING
 import lance
 import numpy as np
 
-from robodata.format.tables import gops_uri, open_table
-from robodata.integrity.gop_checksums import verify_gop_bytes
+from robodata.format._tables import gops_uri, open_table
+from robodata.integrity._gop_checksums import verify_gop_bytes
 from robodata.reader._decode_pool import GopTask
 from robodata.reader._gop_index import GopIndex
 from robodata.reader._renditions import Request, decode_requests
 from robodata.reader._selection import RowIndices, checked_cameras, checked_rows
-from robodata.storage.deadlines import call_with_deadline
-from robodata.storage.failures import storage_call, storage_step
+from robodata.storage._deadlines import call_with_deadline
+from robodata.storage._failures import storage_call, storage_step
 
 if TYPE_CHECKING:
     from robodata.reader._dataset import RoboDataset

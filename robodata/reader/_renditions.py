@@ -1,5 +1,5 @@
 """Reading frames at a requested size: which GOPs to decode (a stored training rendition when
-one fits, see ``robodata.format.renditions``) and what to scale them to afterwards.
+one fits, see ``robodata.format._renditions``) and what to scale them to afterwards.
 
 ``RoboDataset.get_frames(..., resolution=(h, w))`` and everything built on it (windows,
 the torch datasets) go through ``decode_requests``: a row whose GOP has a fitting rendition
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from robodata.codec.resize import PIXEL_FORMATS, PLANAR_RGB, frame_shape
-from robodata.format.renditions import Rendition, source_for
-from robodata.format.schema import DatasetMetadata
+from robodata.codec._resize import PIXEL_FORMATS, PLANAR_RGB, frame_shape
+from robodata.format._renditions import Rendition, source_for
+from robodata.format._schema import DatasetMetadata
 from robodata.reader._gop_index import GopIndex
 
 __all__ = ["PIXEL_FORMATS", "PLANAR_RGB", "Request", "decode_requests", "output_shape"]

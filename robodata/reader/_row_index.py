@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from robodata.format.schema import ref_columns
+from robodata.format._schema import ref_columns
 
 
 def _shared_root() -> str | None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
-from robodata.format.schema import image_column
+from robodata.format._schema import image_column
 
 if TYPE_CHECKING:
     from robodata.reader._dataset import RoboDataset

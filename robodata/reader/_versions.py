@@ -13,10 +13,10 @@ from typing import TypeVar
 import lance
 import pyarrow as pa
 
-from robodata.format.commits import retry_commit
-from robodata.format.schema import plain_strings
-from robodata.format.tables import frames_uri
-from robodata.storage.failures import storage_call
+from robodata.format._commits import retry_commit
+from robodata.format._schema import plain_strings
+from robodata.format._tables import frames_uri
+from robodata.storage._failures import storage_call
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """Dataset URIs (a local directory or s3://), storage options and the file systems behind them."""
 
-from robodata.storage.uris import (
+from robodata.storage._uris import (
     env_storage_options,
     fsspec_filesystem,
     is_remote,

@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from robodata.format.renditions import Rendition
-from robodata.format.schema import camera_of, image_column
+from robodata.format._renditions import Rendition
+from robodata.format._schema import camera_of, image_column
 from robodata.reader import PIXEL_FORMATS, PLANAR_RGB, RoboDataset, gop_store, open_dataset, to_numpy
 from robodata.torch.delta_timestamps import resolve_delta_timestamps
 from robodata.torch.gop_cache import GopCache

@@ -6,7 +6,7 @@ bands. Reads the dataset only; nothing below this package imports it.
 'episode_0.html'
 """
 
-from robodata.view.page import episode_page, episode_page_uri, render_episode_page, write_episode_page
-from robodata.view.serve import PageServer
+from robodata.view._page import episode_page, episode_page_uri, render_episode_page, write_episode_page
+from robodata.view._serve import PageServer
 
 __all__ = ["PageServer", "episode_page", "episode_page_uri", "render_episode_page", "write_episode_page"]

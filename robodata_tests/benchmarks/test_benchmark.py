@@ -16,8 +16,8 @@ from benchmarks.harness import BenchmarkConfig, run_benchmark
 from benchmarks.lerobot_baseline import FrameTimestampError, LeRobotLayoutReader, decode_video_frames_pyav
 from benchmarks.pairing import baseline_rows
 from benchmarks.report import SECTIONS
-from robodata.codec.quality import psnr
-from robodata.format.schema import ref_columns
+from robodata.codec._quality import psnr
+from robodata.format._schema import ref_columns
 
 pytestmark = pytest.mark.slow  # the module's fixture runs the whole (tiny) benchmark
 

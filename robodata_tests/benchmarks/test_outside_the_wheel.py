@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from setuptools import find_namespace_packages
 
-import robodata.source_checkout as checkout
+import robodata._source_checkout as checkout
 from benchmarks.__main__ import SCENARIOS
 from benchmarks.__main__ import main as run_scenario
 from robodata.cli import COMMANDS, main

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from robodata.cli import COMMANDS, main
-from robodata.codec.settings import EncoderSettings
+from robodata.codec._settings import EncoderSettings
 
 
 def subcommand_parsers() -> dict[str, argparse.ArgumentParser]:

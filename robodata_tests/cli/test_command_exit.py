@@ -22,10 +22,10 @@ DATASET = "s3://lab/never-answers"
 
 SILENT_STORE = """
 import atexit, sys, threading
-import robodata.summary
+import robodata._summary
 from robodata.errors import StorageError
-from robodata.storage.deadlines import call_with_deadline
-from robodata.storage.failures import storage_step
+from robodata.storage._deadlines import call_with_deadline
+from robodata.storage._failures import storage_step
 
 never = threading.Event()
 
@@ -39,7 +39,7 @@ def refusing_store(uri, **kwargs):
     raise StorageError(f"{uri}: the store refused")
 
 
-robodata.summary.dataset_summary = silent_store if sys.argv[1] == "silent" else refusing_store
+robodata._summary.dataset_summary = silent_store if sys.argv[1] == "silent" else refusing_store
 del sys.argv[1]
 atexit.register(print, "the interpreter shut down", flush=True)
 """

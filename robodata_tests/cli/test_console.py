@@ -36,7 +36,7 @@ def test_lance_warnings_stay_off_the_console_unless_asked_for(sample_uploads, tm
 
 
 def test_a_storage_error_is_one_line_and_exit_2(monkeypatch, capsys):
-    import robodata.summary
+    import robodata._summary
 
     def refuse(*args, **kwargs):
         raise StorageError(
@@ -44,7 +44,7 @@ def test_a_storage_error_is_one_line_and_exit_2(monkeypatch, capsys):
             '<?xml version="1.0"?>\n<Error><Code>AccessDenied</Code></Error>'
         )
 
-    monkeypatch.setattr(robodata.summary, "dataset_summary", refuse)
+    monkeypatch.setattr(robodata._summary, "dataset_summary", refuse)
     assert main(["info", "s3://lab/ds"]) == 2
     captured = capsys.readouterr()
     assert captured.err == (

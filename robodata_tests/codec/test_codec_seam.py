@@ -7,8 +7,8 @@ import pytest
 
 import robodata
 from robodata.codec import CODECS, Codec, EncoderSettings, plain_decode_gop
-from robodata.format.schema import ref_columns
-from robodata.format.tables import gops_uri
+from robodata.format._schema import ref_columns
+from robodata.format._tables import gops_uri
 
 # MPEG-4 Part 2: FFmpeg's native encoder; every keyframe carries its own headers, no B-frames.
 MPEG4 = Codec("mpeg4", "mpeg4", "yuv420p", lambda s: {"g": str(s.gop_size), "bf": "0", "qscale": "2"})

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from robodata.codec import EncoderSettings, GopEncoder, decode_gop_frames, plain_decode_gop
-from robodata.codec.quality import psnr
+from robodata.codec._quality import psnr
 from robodata_tests.conftest import REAL_VIDEO
 
 

@@ -19,9 +19,9 @@ import pyarrow as pa
 from lance.dataset import MergeInsertBuilder
 
 import robodata
-import robodata.edits.upkeep as upkeep
-from robodata.format.tables import gops_uri, open_table
-from robodata.integrity.gop_leases import read_records
+import robodata.edits._upkeep as upkeep
+from robodata.format._tables import gops_uri, open_table
+from robodata.integrity._gop_leases import read_records
 from robodata_tests.dataset_checks import assert_one_copy
 
 

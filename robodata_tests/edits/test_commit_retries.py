@@ -1,4 +1,4 @@
-"""Commit conflicts are retried by every writer (one helper, ``robodata.format.commits``): an
+"""Commit conflicts are retried by every writer (one helper, ``robodata.format._commits``): an
 annotation overtaken by a compaction lands; a writer that keeps losing gets one line naming the
 table and the conflict, never Lance's raw "Please retry" text or its source paths."""
 
@@ -12,10 +12,10 @@ import pyarrow as pa
 import pytest
 
 import robodata
-import robodata.edits.upkeep as upkeep
-import robodata.format.commits as commits
-from robodata.format.commits import retry_commit
-from robodata.format.tables import frames_uri, open_frames
+import robodata.edits._upkeep as upkeep
+import robodata.format._commits as commits
+from robodata.format._commits import retry_commit
+from robodata.format._tables import frames_uri, open_frames
 
 ROUNDS = 4
 LANCE_CONFLICT = (

@@ -10,7 +10,7 @@ import lance
 import numpy as np
 
 import robodata
-from robodata.format.tables import frames_uri, gops_uri, open_table
+from robodata.format._tables import frames_uri, gops_uri, open_table
 from robodata_tests.ingest.race_hooks import run_together
 
 

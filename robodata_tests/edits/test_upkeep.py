@@ -9,11 +9,11 @@ import pytest
 
 import robodata
 from benchmarks.tiny_episodes import episode_level, frame_level, identify, tiny_episode
-from robodata.edits import upkeep
-from robodata.edits.upkeep import upkeep_dataset
-from robodata.format.tables import frames_uri, gops_uri, open_table
-from robodata.ingest import writer
-from robodata.ingest.writer import write_episode
+from robodata.edits import _upkeep as upkeep
+from robodata.edits._upkeep import upkeep_dataset
+from robodata.format._tables import frames_uri, gops_uri, open_table
+from robodata.ingest import _writer as writer
+from robodata.ingest._writer import write_episode
 
 NOW = {"older_than": timedelta(0)}  # remove every untagged old version
 

@@ -6,7 +6,7 @@ import lance
 import pyarrow as pa
 import pytest
 
-from robodata.format.ids import camera_filter, episode_filter
+from robodata.format._ids import camera_filter, episode_filter
 
 HOSTILE_NAMES = ["top", "o'brien", "x' OR '1'='1", "a''b", "cam; DROP TABLE gops --", 'say "hi"']
 

@@ -13,8 +13,8 @@ import robodata
 from robodata.cli import main
 from robodata.codec import EncoderSettings
 from robodata.errors import RoboDataError, UnsupportedFormatError
-from robodata.format.schema import FORMAT_VERSION, METADATA_KEY, read_metadata
-from robodata.format.tables import frames_uri, gops_uri
+from robodata.format._schema import FORMAT_VERSION, METADATA_KEY, read_metadata
+from robodata.format._tables import frames_uri, gops_uri
 
 WRITTEN = {"1": "robodata format 1", "3": "robodata format 3", None: "a robodata format without a version"}
 

@@ -32,7 +32,7 @@ import pytest
 import robodata
 from robodata.cli import main
 from robodata.errors import BadUploadError, DatasetLocationError, EpisodeNotFoundError, IncompatibleEpisodeError
-from robodata.format.tables import gops_uri, open_table
+from robodata.format._tables import gops_uri, open_table
 
 
 class CliFailed(Exception):
@@ -850,7 +850,7 @@ def test_odd_frame_size_is_cropped_to_even_and_said(tmp_path, caplog):
     note = "cam.mp4: cropped 641x481 to 640x480"
     assert note in caplog.text
     assert robodata.ingest.read_upload(str(upload)).notes[0].startswith(note)
-    from robodata.ingest.upload_summary import describe_upload
+    from robodata.ingest._upload_summary import describe_upload
 
     assert describe_upload(str(upload)).notes[0].startswith(note)
     ds = robodata.open(dataset)

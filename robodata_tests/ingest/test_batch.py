@@ -7,11 +7,11 @@ import pytest
 
 import robodata
 from robodata.errors import BadUploadError, IncompatibleEpisodeError
-from robodata.format.provenance import stored_uploads
-from robodata.format.versions import current_versions
-from robodata.ingest import batch
-from robodata.ingest.batch import BatchEpisodeError, ingest_batch, plan_batch
-from robodata.ingest.upload_summary import upload_state_samples
+from robodata.format._provenance import stored_uploads
+from robodata.format._versions import current_versions
+from robodata.ingest import _batch as batch
+from robodata.ingest._batch import BatchEpisodeError, ingest_batch, plan_batch
+from robodata.ingest._upload_summary import upload_state_samples
 
 
 def test_a_commit_failure_names_what_landed_and_a_rerun_ingests_the_rest(tmp_path, eight_short_uploads, monkeypatch):

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 import robodata
-from robodata.format.provenance import stored_uploads
+from robodata.format._provenance import stored_uploads
 from robodata_tests.ingest.test_bad_input import marked_frame, write_camera_upload
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -98,6 +98,6 @@ def test_a_reingest_replaces_the_record_and_an_unchanged_video_records_nothing(t
     assert (stored.camera_adjustments, stored.adjustments) == ("", [])
     ds = robodata.open(dataset)
     assert ds.to_table(columns=["camera_adjustments"])["camera_adjustments"].null_count == len(ds) == result.rows
-    from robodata.summary import dataset_summary
+    from robodata._summary import dataset_summary
 
     assert dataset_summary(dataset)["camera_adjustments"] == {}

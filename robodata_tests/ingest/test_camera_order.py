@@ -10,11 +10,11 @@ import re
 import numpy as np
 
 import robodata
-from robodata.format.schema import CameraInfo, DatasetMetadata
+from robodata.format._schema import CameraInfo, DatasetMetadata
 from robodata.ingest import ingest_episode
-from robodata.ingest.batch import ingest_batch
+from robodata.ingest._batch import ingest_batch
 from robodata.lerobot import import_lerobot
-from robodata.view.page import render_episode_page
+from robodata.view._page import render_episode_page
 from robodata_tests.ingest.aloha_cameras import RECORDED, VIDEO_KEYS, aloha_uploads, export_video_keys
 
 

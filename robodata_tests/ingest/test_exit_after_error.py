@@ -4,7 +4,7 @@ pyarrow handed a Python file object reads it from its I/O threads, calling back 
 when one read fails, the error reaches the caller while the other reads are still running, and
 if the process then exits, those threads meet an interpreter that is shutting down: about one
 run in three aborted ("terminate called without an active exception", exit code 134) or hung.
-robodata hands pyarrow in-memory buffers instead (``robodata.storage.arrow_input``).
+robodata hands pyarrow in-memory buffers instead (``robodata.storage._arrow_input``).
 
 The same abort followed a correct rejection (a null action row), about 1 run in 30: pyarrow's
 Parquet workers dropped their last reference to a buffer holding Python ``bytes`` just after the
@@ -77,9 +77,9 @@ for first in range(0, runs, 2):
 SCENARIO = """
 import sys, time
 import fsspec.implementations.local as local
-import robodata.ingest.upload as upload_module
+import robodata.ingest._upload as upload_module
 from robodata.errors import RoboDataError
-from robodata.ingest.upload import read_upload
+from robodata.ingest._upload import read_upload
 
 original, done = local.LocalFileOpener.read, [0]
 

@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 
 import robodata
 from robodata.codec import EncoderSettings, plain_decode_gop
-from robodata.format.schema import ref_columns
-from robodata.format.tables import gops_uri, open_table
+from robodata.format._schema import ref_columns
+from robodata.format._tables import gops_uri, open_table
 from robodata.ingest import read_upload
 from robodata_tests.conftest import REAL_VIDEO
 

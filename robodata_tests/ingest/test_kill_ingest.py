@@ -12,8 +12,8 @@ from datetime import timedelta
 import pytest
 
 import robodata
-from robodata.format.tables import frames_uri, gops_uri, open_table
-from robodata.integrity.verify import verify_dataset
+from robodata.format._tables import frames_uri, gops_uri, open_table
+from robodata.integrity._verify import verify_dataset
 from robodata_tests.crash_helpers import killed, lease_files, start
 from robodata_tests.dataset_checks import assert_one_copy
 

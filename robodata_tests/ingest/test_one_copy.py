@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import robodata
-import robodata.ingest.writer as writer
-from robodata.format.tables import frames_uri, gops_uri, open_table
+import robodata.ingest._writer as writer
+from robodata.format._tables import frames_uri, gops_uri, open_table
 from robodata.ingest import read_upload
 from robodata_tests.ingest.race_hooks import held_commits, run_together
 
@@ -110,7 +110,7 @@ def test_two_uploads_racing_for_one_episode_index_leave_one_episode(
     import shutil
 
     from robodata.errors import EpisodeIndexTakenError
-    from robodata.format.provenance import stored_uploads
+    from robodata.format._provenance import stored_uploads
 
     uploads = eight_short_uploads  # read only; the rival is a copy
     rival = tmp_path / "uploads" / "rival_0"

@@ -14,12 +14,12 @@ import pytest
 import robodata
 from robodata.cli import main
 from robodata.errors import EpisodeIndexTakenError
-from robodata.format.provenance import StoredUpload, stored_uploads
-from robodata.format.tables import gops_uri, open_table
-from robodata.format.versions import current_versions
+from robodata.format._provenance import StoredUpload, stored_uploads
+from robodata.format._tables import gops_uri, open_table
+from robodata.format._versions import current_versions
 from robodata.ingest import read_upload
-from robodata.ingest.two_step import stage_gops
-from robodata.storage.uploads import list_complete_uploads, upload_fingerprint
+from robodata.ingest._two_step import stage_gops
+from robodata.storage._uploads import list_complete_uploads, upload_fingerprint
 
 
 def _labels(root: str, episode: int) -> dict[int, tuple]:

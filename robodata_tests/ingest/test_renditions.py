@@ -17,16 +17,16 @@ from PIL import Image
 import robodata
 from benchmarks.storage import video_bytes
 from robodata.codec import plain_decode_gop
-from robodata.format.renditions import (
+from robodata.format._renditions import (
     RENDITION_COLUMN,
     SOURCE_COLUMN,
     Rendition,
     rendition_ref_id,
     without_renditions_of_kept_gops,
 )
-from robodata.format.tables import gops_uri, open_table
-from robodata.ingest.renditions import add_rendition, declare_rendition
-from robodata.integrity.verify import verify_dataset
+from robodata.format._tables import gops_uri, open_table
+from robodata.ingest._renditions import add_rendition, declare_rendition
+from robodata.integrity._verify import verify_dataset
 from robodata.reader import gop_store
 from robodata_tests.conftest import REAL_VIDEO
 

@@ -12,7 +12,7 @@ import pytest
 import robodata
 from robodata.cli import main as cli
 from robodata.errors import StorageUnreachableError
-from robodata.ingest import writer
+from robodata.ingest import _writer as writer
 from robodata_tests.dataset_checks import assert_one_copy, gop_rows
 
 

@@ -9,8 +9,8 @@ import pytest
 import robodata
 from robodata.codec import EncoderSettings
 from robodata.errors import IncompatibleEpisodeError
-from robodata.format.tables import gops_uri, open_table
-from robodata.format.versions import current_versions
+from robodata.format._tables import gops_uri, open_table
+from robodata.format._versions import current_versions
 from robodata.ingest import stored_settings
 
 

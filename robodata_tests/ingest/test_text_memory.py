@@ -8,8 +8,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 import robodata
-from robodata.format.schema import EPISODE_TEXT
-from robodata.format.tables import open_frames
+from robodata.format._schema import EPISODE_TEXT
+from robodata.format._tables import open_frames
 from robodata_tests.ingest.text_memory import peak_ingest_rss_mb, write_upload
 
 ROWS, CHARS = 200_000, 4_000

@@ -12,7 +12,7 @@ import pytest
 
 from robodata.errors import BadUploadError
 from robodata.ingest import read_upload
-from robodata.ingest.upload_limits import MAX_JSON_DEPTH, float_matrix, parse_episode_json
+from robodata.ingest._upload_limits import MAX_JSON_DEPTH, float_matrix, parse_episode_json
 from robodata_tests.peak_memory import robodata_peak_rss_mb
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,10 +8,10 @@ import pytest
 
 import robodata
 from robodata.errors import EpisodeAuditError
-from robodata.format.tables import gops_uri
-from robodata.format.versions import current_versions
+from robodata.format._tables import gops_uri
+from robodata.format._versions import current_versions
 from robodata.ingest import read_upload
-from robodata.ingest.writer import write_frames, write_gops
+from robodata.ingest._writer import write_frames, write_gops
 from robodata_tests.integrity.test_corruption import flip_gop_bytes
 
 

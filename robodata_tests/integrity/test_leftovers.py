@@ -15,10 +15,10 @@ import numpy as np
 import pyarrow as pa
 
 import robodata
-from robodata.format.schema import GOPS_SCHEMA
-from robodata.format.tables import _write_data_files, frames_uri, gops_uri, open_table
-from robodata.integrity.gop_leases import LEASE_PREFIX, STAGING_DIR
-from robodata.integrity.verify import verify_dataset
+from robodata.format._schema import GOPS_SCHEMA
+from robodata.format._tables import _write_data_files, frames_uri, gops_uri, open_table
+from robodata.integrity._gop_leases import LEASE_PREFIX, STAGING_DIR
+from robodata.integrity._verify import verify_dataset
 
 
 def _frames(root: str) -> np.ndarray:
@@ -95,7 +95,7 @@ def test_a_lease_this_process_no_longer_holds_is_abandoned_one_it_holds_is_kept(
     """A write that ended without removing its lease (the store was down) while its process lives
     on, as a notebook's or a service's would: the lease names a live pid, yet gc sees it is not
     held and removes it; a lease the process still holds keeps its GOPs whatever gc's min_age."""
-    from robodata.integrity.gop_leases import hold_gops, read_records, release
+    from robodata.integrity._gop_leases import hold_gops, read_records, release
 
     root = str(tmp_path / "ds")
     held = hold_gops(root, 0, [1, 2])

@@ -17,20 +17,20 @@ import pyarrow as pa
 import pytest
 
 import robodata
-import robodata.integrity.frames_checksums as frames_checksums
-from robodata.edits.upkeep import upkeep_dataset
-from robodata.format.tables import frames_uri, open_table
-from robodata.integrity.frames_checksums import (
+import robodata.integrity._frames_checksums as frames_checksums
+from robodata.edits._upkeep import upkeep_dataset
+from robodata.format._tables import frames_uri, open_table
+from robodata.integrity._frames_checksums import (
     CHECKSUM_DIR,
     check_frames_files,
     check_frames_sizes,
     file_checksum,
     record_frames_checksums,
 )
-from robodata.integrity.frames_checksums import (
+from robodata.integrity._frames_checksums import (
     _data_files as manifest_files,
 )
-from robodata.integrity.verify import verify_dataset
+from robodata.integrity._verify import verify_dataset
 from robodata.reader import adopt_rows, share_rows
 
 POSITIONS_PER_FILE = 40  # of the positions every 97th byte, a seeded sample

@@ -8,8 +8,8 @@ import numpy as np
 
 import robodata
 from robodata.cli import main as cli
-from robodata.format.tables import gops_uri
-from robodata.integrity.verify import verify_dataset
+from robodata.format._tables import gops_uri
+from robodata.integrity._verify import verify_dataset
 from robodata.reader import gop_store
 from robodata_tests.integrity.test_corruption import flip_gop_bytes
 
@@ -59,9 +59,9 @@ def test_verify_reports_rows_pointing_at_missing_gops(dataset_copy):
 
 def test_decode_finds_a_gop_whose_frames_have_the_wrong_size(dataset_copy, capsys):
     """A GOP row whose bytes (and checksum) are another camera's: only decoding can tell."""
-    from robodata.format.schema import GOPS_SCHEMA
-    from robodata.format.tables import append_or_create
-    from robodata.integrity.gop_checksums import gop_checksum
+    from robodata.format._schema import GOPS_SCHEMA
+    from robodata.format._tables import append_or_create
+    from robodata.integrity._gop_checksums import gop_checksum
 
     gops = lance.dataset(gops_uri(dataset_copy))
     columns = [f.name for f in GOPS_SCHEMA if f.name != "gop"]
@@ -91,7 +91,7 @@ def test_decode_finds_a_gop_whose_frames_have_the_wrong_size(dataset_copy, capsy
 def lance_table(rows: list[dict]):
     import pyarrow as pa
 
-    from robodata.format.schema import GOPS_SCHEMA
+    from robodata.format._schema import GOPS_SCHEMA
 
     columns = {f.name: [r[f.name] for r in rows] for f in GOPS_SCHEMA if f.name != "gop"}
     columns["gop"] = lance.blob_array([r["gop"] for r in rows])

@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 
 import robodata
 from robodata.cli import main
-from robodata.format.versions import current_versions
+from robodata.format._versions import current_versions
 from robodata.orchestration import prepare_dagster_home
 from robodata.orchestration.defs.interop.imports import imported_episodes, register_import_partitions
 from robodata.orchestration.defs.resources import DatasetStore

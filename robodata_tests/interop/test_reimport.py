@@ -16,7 +16,7 @@ import pytest
 
 import robodata
 from robodata.errors import EpisodeIndexTakenError
-from robodata.format.provenance import stored_episodes
+from robodata.format._provenance import stored_episodes
 from robodata.lerobot import import_lerobot
 
 DATA_FILE = "data/chunk-000/file-000.parquet"  # episodes 0 and 1 (the export writes 2 per file)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 import robodata
-from robodata.format.provenance import UPLOAD_COLUMNS
+from robodata.format._provenance import UPLOAD_COLUMNS
 from robodata.interop import import_hdf5
 from robodata.lerobot import export_lerobot, import_lerobot
 

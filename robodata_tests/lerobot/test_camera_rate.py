@@ -13,9 +13,9 @@ import pytest
 
 import robodata
 from robodata.cli import main
-from robodata.codec.quality import psnr
-from robodata.format.schema import CameraInfo, ref_columns
-from robodata.format.tables import gops_uri, open_table
+from robodata.codec._quality import psnr
+from robodata.format._schema import CameraInfo, ref_columns
+from robodata.format._tables import gops_uri, open_table
 from robodata.lerobot import LeRobotFormatError, import_lerobot
 from robodata.lerobot._rate import camera_rate_rows, export_fps
 

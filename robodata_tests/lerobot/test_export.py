@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import robodata
-from robodata.codec.quality import psnr
+from robodata.codec._quality import psnr
 from robodata.lerobot import LeRobotFormatError, export_lerobot
 
 CAMERAS = ["top", "wrist_left", "wrist_right"]

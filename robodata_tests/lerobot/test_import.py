@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import robodata
-from robodata.codec.quality import psnr
+from robodata.codec._quality import psnr
 from robodata.errors import BadUploadError
-from robodata.format.provenance import UPLOAD_COLUMNS
+from robodata.format._provenance import UPLOAD_COLUMNS
 from robodata.lerobot import LeRobotFormatError, import_lerobot
 from robodata.lerobot._source import LeRobotSource
 

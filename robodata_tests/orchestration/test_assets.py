@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.format.tables import gops_uri
+from robodata.format._tables import gops_uri
 from robodata.orchestration.defs.ingest import episodes
 from robodata.orchestration.defs.labels import annotations
 from robodata.orchestration.defs.lineage import CODE_VERSION

@@ -15,7 +15,7 @@ import lance
 import numpy as np
 
 import robodata
-from robodata.format.tables import frames_uri, gops_uri
+from robodata.format._tables import frames_uri, gops_uri
 from robodata.orchestration import prepare_dagster_home
 from robodata_tests.orchestration.conftest import EPISODE_KEYS, make_store
 

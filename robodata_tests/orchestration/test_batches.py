@@ -14,9 +14,9 @@ import dagster as dg
 import pytest
 
 import robodata
-from robodata.format.provenance import stored_uploads
-from robodata.format.versions import current_versions
-from robodata.ingest.upload_summary import upload_state_samples
+from robodata.format._provenance import stored_uploads
+from robodata.format._versions import current_versions
+from robodata.ingest._upload_summary import upload_state_samples
 from robodata.orchestration import migrate_partitioning
 from robodata.orchestration.defs import resources
 from robodata.orchestration.defs.batches import batches, checks
@@ -30,8 +30,8 @@ from robodata.orchestration.defs.batches.batches import (
 from robodata.orchestration.defs.ingest.episodes import FINGERPRINT_TAG
 from robodata.orchestration.defs.ingest.sensor import ATTEMPT_TAG
 from robodata.orchestration.defs.resources import DatasetStore
-from robodata.storage.upload_batches import batch_fingerprint
-from robodata.storage.uploads import scan_uploads
+from robodata.storage._upload_batches import batch_fingerprint
+from robodata.storage._uploads import scan_uploads
 from robodata_tests.orchestration.conftest import make_store, materialize_episode, metadata_of, new_instance
 from robodata_tests.orchestration.test_sensor import evaluate
 
@@ -306,8 +306,8 @@ def test_bench_batches_prints_runs_and_versions_of_both_partitionings(capsys):
 def test_a_batch_released_by_a_stalled_folder_is_requested_though_its_files_are_old():
     from robodata.orchestration._upload_queue import UploadCursor, UploadSensorSettings, plan_tick
     from robodata.orchestration.defs.batches.batches import batch_listing
-    from robodata.storage.upload_batches import UploadBatch
-    from robodata.storage.uploads import IncompleteUpload, UploadInfo
+    from robodata.storage._upload_batches import UploadBatch
+    from robodata.storage._uploads import IncompleteUpload, UploadInfo
 
     old = UploadBatch(
         "a", "u/a", [UploadInfo("e0", "u/a/e0", "f0", 1_000.0)], [IncompleteUpload("e1", "u/a/e1", 1_000.0)]

@@ -3,7 +3,7 @@ metadata and, by aligned_frames' commit, with the episode in the dataset."""
 
 from __future__ import annotations
 
-from robodata.format.provenance import stored_uploads
+from robodata.format._provenance import stored_uploads
 from robodata.orchestration.defs.resources import DatasetStore
 from robodata_tests.ingest.test_bad_input import marked_frame, write_camera_upload
 from robodata_tests.orchestration.conftest import materialize_episode, metadata_of, new_instance

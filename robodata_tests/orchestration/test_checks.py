@@ -5,9 +5,9 @@ import dagster as dg
 import lance
 
 import robodata
-from robodata.format.tables import gops_uri
-from robodata.format.versions import current_versions
-from robodata.integrity.verify import verify_dataset
+from robodata.format._tables import gops_uri
+from robodata.format._versions import current_versions
+from robodata.integrity._verify import verify_dataset
 from robodata.orchestration.defs.ingest import checks, episodes
 from robodata.orchestration.defs.training import snapshots
 from robodata.reader import gop_store

@@ -27,9 +27,9 @@ from dagster._core.scheduler.instigation import InstigatorType
 from dagster_graphql import DagsterGraphQLClient
 
 import robodata
-from robodata.sample_data import write_sample_episode
+from robodata._sample_data import write_sample_episode
 from robodata.storage import storage_options_from_env
-from robodata.storage.put_folder import put_folder
+from robodata.storage._put_folder import put_folder
 from robodata_tests.fixtures.cluster import (
     CLUSTER_SH,
     Cluster,

@@ -6,7 +6,7 @@ import dagster as dg
 
 import robodata
 from robodata.cli import main
-from robodata.format.tables import frames_uri, open_table
+from robodata.format._tables import frames_uri, open_table
 from robodata.orchestration.definitions import defs
 from robodata.orchestration.defs.maintenance.upkeep import dataset_maintenance, nightly_maintenance
 from robodata.orchestration.defs.resources import DatasetStore

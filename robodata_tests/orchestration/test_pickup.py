@@ -9,11 +9,11 @@ import dagster as dg
 import pytest
 
 import robodata
-from robodata.format.provenance import stored_uploads
+from robodata._sample_data import write_sample_uploads
+from robodata.format._provenance import stored_uploads
 from robodata.orchestration.defs.ingest.episodes import FINGERPRINT_TAG
 from robodata.orchestration.defs.lineage import BAD_INPUT, FAILURE_KIND
 from robodata.orchestration.defs.resources import DatasetStore
-from robodata.sample_data import write_sample_uploads
 from robodata_tests.orchestration.conftest import EPISODE_KEYS
 from robodata_tests.orchestration.test_sensor import evaluate, keys_of, run_ingest
 
@@ -72,7 +72,7 @@ def test_a_reupload_is_ingested_on_the_next_tick(where, request, short_uploads, 
 
 
 def test_identical_bytes_have_one_fingerprint_whatever_their_file_times(short_uploads, tmp_path):
-    from robodata.storage.uploads import upload_fingerprint
+    from robodata.storage._uploads import upload_fingerprint
 
     a, b = tmp_path / "a", tmp_path / "b"
     shutil.copytree(short_uploads[0], a)  # copy2: the times kept

@@ -5,11 +5,11 @@ does not request it again after a run that failed or was lost once the episode h
 import dagster as dg
 import lance
 
-from robodata.format.tables import frames_uri, gops_uri
+from robodata.format._tables import frames_uri, gops_uri
 from robodata.orchestration._upload_queue import RunOutcome, UploadCursor, UploadSensorSettings, plan_tick
 from robodata.orchestration.defs.ingest.episodes import FINGERPRINT_TAG
 from robodata.orchestration.defs.ingest.sensor import ATTEMPT_TAG
-from robodata.storage.uploads import UploadInfo, UploadListing, upload_fingerprint
+from robodata.storage._uploads import UploadInfo, UploadListing, upload_fingerprint
 from robodata_tests.orchestration.conftest import EPISODE_KEYS, metadata_of, new_instance
 from robodata_tests.orchestration.test_sensor import run_ingest
 

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 import robodata
-from robodata.format.provenance import stored_uploads
+from robodata.format._provenance import stored_uploads
 from robodata.orchestration.defs.ingest import episodes
 from robodata_tests.orchestration.conftest import (
     EPISODE_ASSETS,

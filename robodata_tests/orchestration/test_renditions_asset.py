@@ -4,8 +4,8 @@ leave the full-resolution GOPs and the rows as they were."""
 from __future__ import annotations
 
 import robodata
-from robodata.format.renditions import RENDITION_COLUMN
-from robodata.format.tables import gops_uri, open_table
+from robodata.format._renditions import RENDITION_COLUMN
+from robodata.format._tables import gops_uri, open_table
 from robodata.orchestration.defs.ingest.renditions import gop_renditions
 from robodata_tests.orchestration.conftest import EPISODE_KEYS, materialize_episode, metadata_of, new_instance
 

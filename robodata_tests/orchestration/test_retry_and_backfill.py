@@ -10,7 +10,7 @@ from dagster._core.errors import DagsterExecutionInterruptedError
 
 import robodata
 from robodata.errors import StorageUnreachableError
-from robodata.format.tables import gops_uri
+from robodata.format._tables import gops_uri
 from robodata.orchestration.defs.ingest import episodes
 from robodata_tests.orchestration.conftest import (
     EPISODE_ASSETS,

@@ -11,7 +11,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from robodata.format.provenance import StoredUpload
+from robodata.format._provenance import StoredUpload
 from robodata.orchestration._upload_queue import (
     RunOutcome,
     UploadCursor,
@@ -31,7 +31,7 @@ from robodata.orchestration.defs.ingest.jobs import ingest_episode_job
 from robodata.orchestration.defs.ingest.sensor import ATTEMPT_TAG, upload_sensor
 from robodata.orchestration.defs.resources import DatasetStore
 from robodata.storage import fsspec_filesystem
-from robodata.storage.uploads import (
+from robodata.storage._uploads import (
     IncompleteUpload,
     UploadInfo,
     UploadListing,

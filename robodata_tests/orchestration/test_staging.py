@@ -6,7 +6,7 @@ import pytest
 
 import robodata
 from robodata.ingest import read_upload
-from robodata.ingest.two_step import commit_staged_frames, load_staged_gops, stage_gops, staged_gops_uri
+from robodata.ingest._two_step import commit_staged_frames, load_staged_gops, stage_gops, staged_gops_uri
 
 
 def test_staged_gops_commit_in_a_later_step_like_write_episode(short_uploads, tmp_path):

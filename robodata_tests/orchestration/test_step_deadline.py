@@ -16,7 +16,7 @@ import dagster as dg
 
 from robodata.orchestration.defs.maintenance.upkeep import dataset_maintenance
 from robodata.orchestration.defs.resources import DatasetStore
-from robodata.storage.deadlines import TIMEOUT_ENV, abandoned_calls
+from robodata.storage._deadlines import TIMEOUT_ENV, abandoned_calls
 from robodata_tests.fixtures.silent_store import SilentProxy
 
 DEADLINE_S = 3

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.format.schema import ref_columns
-from robodata.format.tables import gops_uri, open_table
+from robodata.format._schema import ref_columns
+from robodata.format._tables import gops_uri, open_table
 from robodata.reader import RowIndex, adopt_rows, share_rows
 
 TOP = "observation_images_top"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.format.schema import ref_columns
+from robodata.format._schema import ref_columns
 from robodata.reader import GopStore, gop_store
 
 TOP = "observation_images_top"

@@ -25,7 +25,7 @@ def test_planar_rgb_is_rgb24_channels_first(ingested):
 
 
 def test_planar_rgb_scaled_on_decode_and_from_a_rendition(dataset_copy):
-    from robodata.ingest.renditions import add_rendition
+    from robodata.ingest._renditions import add_rendition
 
     ds = robodata.open(dataset_copy)
     rows = [1, 2, 80]

@@ -8,8 +8,8 @@ import pytest
 
 import robodata
 from robodata.codec import plain_decode_gop
-from robodata.format.schema import ref_columns
-from robodata.format.tables import gops_uri, open_table
+from robodata.format._schema import ref_columns
+from robodata.format._tables import gops_uri, open_table
 
 
 def _reference_frame(root, ds, camera, row):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.ingest.renditions import add_rendition
+from robodata.ingest._renditions import add_rendition
 
 torch = pytest.importorskip("torch")
 from robodata.lerobot import LeRobotCompatDataset  # noqa: E402

@@ -36,7 +36,7 @@ def test_yuv420_frames_convert_to_pyav_rgb(ingested):
 
 
 def test_yuv420_at_a_rendition_size_and_through_the_loader(dataset_copy):
-    from robodata.ingest.renditions import add_rendition
+    from robodata.ingest._renditions import add_rendition
 
     add_rendition(dataset_copy, "224x224", cameras=["top"])
     ds = robodata.open(dataset_copy)

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 import robodata
-from robodata.storage.deadlines import TIMEOUT_ENV
+from robodata.storage._deadlines import TIMEOUT_ENV
 from robodata_tests.fixtures.silent_store import SilentProxy
 
 pytestmark = pytest.mark.slow

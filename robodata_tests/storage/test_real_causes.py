@@ -16,7 +16,7 @@ import robodata
 from robodata.cli import main as cli
 from robodata.errors import StorageError
 from robodata.ingest import read_upload
-from robodata.storage.lance_errors import explain
+from robodata.storage._lance_errors import explain
 
 LANCE_SOURCE = "/home/runner/work/lance"
 
@@ -98,7 +98,7 @@ def _can_mount_tmpfs(target: Path) -> bool:
 
 def test_a_full_disk_is_no_space_left(tmp_path, capsys):
     """On a real full disk (a 3 MB tmpfs; mounting one needs root, which the CI container has)."""
-    from robodata.sample_data import write_sample_uploads
+    from robodata._sample_data import write_sample_uploads
 
     disk = tmp_path / "disk"
     disk.mkdir()
@@ -128,7 +128,7 @@ def test_unprefixed_option_names_reach_fsspec_too(s3, sample_uploads):
     """``secret_access_key`` (as Lance also accepts it) and a missing bucket: the bucket is said
     to be missing, not the store unreachable; no credential in the message."""
     from robodata.errors import DatasetLocationError
-    from robodata.storage.uris import canonical_options, redact
+    from robodata.storage._uris import canonical_options, redact
 
     options = {
         "access_key_id": s3.access_key,

@@ -10,7 +10,7 @@ import pytest
 import robodata
 from robodata.cli import main as cli
 from robodata.errors import BadUploadError, DatasetLocationError, StorageUnreachableError
-from robodata.format.tables import frames_uri, gops_uri, open_table
+from robodata.format._tables import frames_uri, gops_uri, open_table
 from robodata.storage import fsspec_filesystem
 from robodata_tests.fixtures.s3_server import free_port
 
@@ -48,7 +48,7 @@ def test_planted_secret_appears_nowhere(s3, s3_root, eight_short_uploads, monkey
         robodata.ingest_episode(str(eight_short_uploads[1]), root, storage_options=gone)
     messages.append(str(unreachable.value))
     assert "could not reach http://127.0.0.1:" in messages[-1]
-    # A missing bucket is found before anything is written (robodata.storage.dataset_root).
+    # A missing bucket is found before anything is written (robodata.storage._dataset_root).
     with pytest.raises(DatasetLocationError, match="bucket 'no-such-bucket' does not exist at") as refused:
         robodata.ingest_episode(str(eight_short_uploads[0]), "s3://no-such-bucket/ds", storage_options=options)
     messages.append(str(refused.value))

@@ -7,8 +7,8 @@ import numpy as np
 import pyarrow as pa
 
 import robodata
-from robodata.storage.uploads import list_complete_uploads
-from robodata.summary import dataset_summary
+from robodata._summary import dataset_summary
+from robodata.storage._uploads import list_complete_uploads
 
 SCALARS = ["episode_index", "frame_index", "timestamp_ns", "observation_state", "action", "source"]
 

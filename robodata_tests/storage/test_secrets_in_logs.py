@@ -1,7 +1,7 @@
 """With Python's root logger at DEBUG (as Dagster and many notebooks set it), no log record of an
 ingest, an upload listing and read, and a read of the dataset on s3:// shows the session token or
 the access key id: botocore logs both in its request headers; robodata scrubs them
-(``robodata.storage.log_secrets``)."""
+(``robodata.storage._log_secrets``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import secrets
 
 import robodata
 from robodata.ingest import read_upload
-from robodata.storage.uploads import list_complete_uploads
+from robodata.storage._uploads import list_complete_uploads
 
 
 def test_no_log_record_shows_a_credential(s3, eight_short_uploads, caplog):
@@ -40,7 +40,7 @@ def test_a_record_made_without_a_name_passes_the_scrubber():
     """Dagster's log manager calls ``logging.makeLogRecord({})`` (a record named None) for every
     event: once the scrubber is installed (any s3:// file system does it), that must still work,
     or every Dagster run in the process fails."""
-    from robodata.storage.log_secrets import remember_secrets
+    from robodata.storage._log_secrets import remember_secrets
 
     remember_secrets({"aws_session_token": "planted-token-" + secrets.token_hex(8)})
     assert logging.makeLogRecord({}).name is None

@@ -3,8 +3,8 @@ its endpoint and service models once), each call still with a client and options
 
 from __future__ import annotations
 
-import robodata.storage.uris as uris
-from robodata.storage.uris import fsspec_filesystem
+import robodata.storage._uris as uris
+from robodata.storage._uris import fsspec_filesystem
 
 OPTIONS = {"aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "secret", "aws_endpoint": "http://127.0.0.1:9"}
 

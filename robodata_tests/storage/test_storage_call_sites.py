@@ -1,7 +1,7 @@
 """Every Lance and fsspec call in the package runs under the storage deadline, or is listed here
 with the reason it need not (or does not yet): the test walks the package's syntax trees, finds
 each call that reaches storage, and fails on one that is neither under the deadline helper
-(``robodata.storage.deadlines.call_with_deadline``, through ``storage_call``,
+(``robodata.storage._deadlines.call_with_deadline``, through ``storage_call``,
 ``@in_storage_step`` or ``RoboDataset`` reads) nor listed. A new call site cannot slip past it;
 a listed one that went away must leave the list.
 
@@ -45,43 +45,43 @@ NOT_STORAGE = ("np", "pa", "pc", "torch", "self.__dict__", "records.staged", "js
 # helper in a way the walk cannot see. Nothing is listed as merely pending.
 UNWRAPPED: dict[tuple[str, str, str], str] = {
     (
-        "edits/upkeep.py",
+        "edits/_upkeep.py",
         "_compact",
         "open_table(table_uri, storage_options).get_fragments",
     ): "the fragments of the manifest open_table read (under the deadline): no request",
     (
-        "format/keys.py",
+        "format/_keys.py",
         "keyed_merge",
         "table.merge_insert",
     ): "builds a merge, no I/O: its execute runs under the caller's deadline (retry_commit, storage_call)",
-    ("format/tables.py", "append_or_create", "lance.LanceOperation.Append"): "builds an operation, no I/O",
-    ("format/tables.py", "create_once", "lance.LanceOperation.Overwrite"): "builds an operation, no I/O",
+    ("format/_tables.py", "append_or_create", "lance.LanceOperation.Append"): "builds an operation, no I/O",
+    ("format/_tables.py", "create_once", "lance.LanceOperation.Overwrite"): "builds an operation, no I/O",
     (
-        "ingest/video_source.py",
+        "ingest/_video_source.py",
         "_open",
         "fs.open",
-    ): "opens an upload's video: when probing, under read_upload's deadline (ingest/upload.py); when encoding, each read carries botocore's timeout (one attempt): a wall-clock deadline would cut a long encode",
-    ("ingest/video_source.py", "probe_camera", "fs.info"): "called only by read_upload, under its @in_storage_step",
+    ): "opens an upload's video: when probing, under read_upload's deadline (ingest/_upload.py); when encoding, each read carries botocore's timeout (one attempt): a wall-clock deadline would cut a long encode",
+    ("ingest/_video_source.py", "probe_camera", "fs.info"): "called only by read_upload, under its @in_storage_step",
     (
-        "integrity/episode_checks.py",
+        "integrity/_episode_checks.py",
         "check_sample_decodes",
         "ds.to_table",
     ): "a RoboDataset method: under the deadline inside",
     (
-        "integrity/frames_checksums.py",
+        "integrity/_frames_checksums.py",
         "_data_files",
         "frames.get_fragments",
     ): "the fragments of the manifest already read: no request",
-    ("integrity/frames_checksums.py", "record_frames_checksums", "fs.makedirs"): "local only",
-    ("integrity/gop_leases.py", "write_record", "fs.makedirs"): "local only",
+    ("integrity/_frames_checksums.py", "record_frames_checksums", "fs.makedirs"): "local only",
+    ("integrity/_gop_leases.py", "write_record", "fs.makedirs"): "local only",
     ("lerobot/_export.py", "_plan", "ds.to_table"): "a RoboDataset method: under the deadline inside",
-    ("storage/put_folder.py", "put_folder", "fs.makedirs"): "local only",
+    ("storage/_put_folder.py", "put_folder", "fs.makedirs"): "local only",
     (
-        "storage/uploads.py",
+        "storage/_uploads.py",
         "_content_digest",
         "fs.open",
     ): "a file listed without an ETag: local only (S3 lists one per object)",
-    ("summary.py", "dataset_summary", "ds.versions"): "a RoboDataset method: under the deadline inside",
+    ("_summary.py", "dataset_summary", "ds.versions"): "a RoboDataset method: under the deadline inside",
     (
         "lerobot/_version_stats.py",
         "lerobot_stats_of",
@@ -93,7 +93,7 @@ UNWRAPPED: dict[tuple[str, str, str], str] = {
         "ds.to_table(columns=columns).take",
     ): "Arrow's take on rows already read",
     ("torch/sampler.py", "for_dataset", "dataset.to_table"): "a RoboDataset method: under the deadline inside",
-    ("view/episode_rows.py", "load_episode", "ds.to_table"): "a RoboDataset method: under the deadline inside",
+    ("view/_episode_rows.py", "load_episode", "ds.to_table"): "a RoboDataset method: under the deadline inside",
 }
 
 

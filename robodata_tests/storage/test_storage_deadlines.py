@@ -9,7 +9,7 @@ import pytest
 import robodata
 from robodata.cli import main as cli
 from robodata.errors import StorageUnreachableError
-from robodata.storage.deadlines import TIMEOUT_ENV, TIMEOUT_OPTION, lance_options, storage_timeout_s
+from robodata.storage._deadlines import TIMEOUT_ENV, TIMEOUT_OPTION, lance_options, storage_timeout_s
 from robodata_tests.fixtures.silent_store import SilentProxy
 
 
@@ -84,7 +84,7 @@ def test_the_deadline_is_configurable_and_reaches_every_request(monkeypatch):
 
 def test_listing_and_reading_uploads_meet_the_deadline(silent_store, s3, eight_short_uploads):
     from robodata.ingest import read_upload
-    from robodata.storage.uploads import list_complete_uploads
+    from robodata.storage._uploads import list_complete_uploads
 
     proxy, relaxed, options = silent_store
     uploads = s3.fresh_uri("silent-uploads")
@@ -108,7 +108,7 @@ def test_the_dagster_resource_carries_the_deadline(monkeypatch):
 
 
 def test_a_commit_whose_store_goes_silent_ends_with_the_error(silent_store, s3, eight_short_uploads, monkeypatch):
-    from robodata.ingest import writer
+    from robodata.ingest import _writer as writer
 
     proxy, relaxed, options = silent_store
     root = s3.fresh_uri("silent-commit")
@@ -131,7 +131,7 @@ def test_a_commit_conflict_under_a_storage_step_stays_a_conflict():
     """Wrapping an edit's commit in the deadline helper must not make another writer's win look
     like an unreachable store (Lance's conflict message also says LanceError(IO)): the caller
     sees the conflict and can retry it."""
-    from robodata.storage.failures import storage_call
+    from robodata.storage._failures import storage_call
 
     conflict = OSError("LanceError(IO): Retryable commit conflict for version 7: preempted by concurrent Rewrite")
 

@@ -7,8 +7,8 @@ import shutil
 import pytest
 
 from robodata.storage import fsspec_filesystem
-from robodata.storage.upload_batches import batch_fingerprint, scan_upload_batches
-from robodata.storage.uploads import upload_fingerprint
+from robodata.storage._upload_batches import batch_fingerprint, scan_upload_batches
+from robodata.storage._uploads import upload_fingerprint
 
 
 @pytest.mark.parametrize("where", ["local", pytest.param("s3", marks=pytest.mark.s3)])

@@ -22,8 +22,8 @@ from PIL import Image
 
 import robodata
 from robodata.cli import main
-from robodata.codec.quality import psnr
-from robodata.format.schema import image_column, ref_columns
+from robodata.codec._quality import psnr
+from robodata.format._schema import image_column, ref_columns
 from robodata.view import episode_page
 from robodata_tests.view.browser import WINDOW, Chromium, attributes, box
 

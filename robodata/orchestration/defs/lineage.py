@@ -10,12 +10,12 @@ import dagster as dg
 import pyarrow as pa
 
 from robodata.errors import RoboDataError, StorageError
-from robodata.format.schema import FORMAT_VERSION, FRAMES_TABLE, GOPS_TABLE, REF_SUFFIXES, read_metadata, ref_columns
-from robodata.format.tables import open_table
-from robodata.format.versions import current_versions
+from robodata.format._schema import FORMAT_VERSION, FRAMES_TABLE, GOPS_TABLE, REF_SUFFIXES, read_metadata, ref_columns
+from robodata.format._tables import open_table
+from robodata.format._versions import current_versions
 from robodata.orchestration.defs.resources import DatasetStore
 from robodata.storage import join_uri
-from robodata.storage.failures import storage_call
+from robodata.storage._failures import storage_call
 
 # Assets that write the dataset produce what this format version says; a new format makes
 # every earlier materialization stale.

@@ -8,10 +8,10 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field, model_validator
 
-from robodata.format.ids import validate_episode_id
+from robodata.format._ids import validate_episode_id
 from robodata.orchestration._upload_queue import UploadSensorSettings
 from robodata.storage import env_storage_options, is_remote, join_uri, redact, safe_uri
-from robodata.storage.deadlines import TIMEOUT_OPTION
+from robodata.storage._deadlines import TIMEOUT_OPTION
 
 ROOT_ENV = "ROBODATA_ROOT"
 UPLOADS_ENV = "ROBODATA_UPLOADS"

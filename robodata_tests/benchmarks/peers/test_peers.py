@@ -30,7 +30,7 @@ from benchmarks.peers.peer_scenarios import (
     summarize,
 )
 from benchmarks.peers.peer_storage import psnr_figures, quality_camera
-from robodata.codec.quality import psnr
+from robodata.codec._quality import psnr
 
 
 # --- the runner protocol -------------------------------------------------------------------------

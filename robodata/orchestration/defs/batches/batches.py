@@ -4,7 +4,7 @@ episodes, where one partition per episode outgrows Dagster (docs/scale-1m.md).
 
 The assets keep the keys of per-episode partitioning (``raw_episodes``, ``gop_blobs``,
 ``aligned_frames``), so everything downstream (annotations, snapshots, upkeep) is unchanged; a
-batch run calls ``robodata.ingest.batch`` for each phase: validate every upload, stage every
+batch run calls ``robodata.ingest._batch`` for each phase: validate every upload, stage every
 episode's GOPs, commit each episode's rows. Episodes the dataset already holds (same upload
 fingerprint) are skipped, whichever mode or command ingested them.
 
@@ -22,10 +22,10 @@ from typing import Any
 import dagster as dg
 
 from robodata.errors import RoboDataError
-from robodata.format.ids import validate_episode_id
-from robodata.format.provenance import stored_uploads
-from robodata.format.schema import GOPS_TABLE
-from robodata.ingest.batch import BatchEpisodeError, BatchPlan, commit_batch, plan_batch, stage_batch, validate_batch
+from robodata.format._ids import validate_episode_id
+from robodata.format._provenance import stored_uploads
+from robodata.format._schema import GOPS_TABLE
+from robodata.ingest._batch import BatchEpisodeError, BatchPlan, commit_batch, plan_batch, stage_batch, validate_batch
 from robodata.orchestration._upload_queue import UploadCursor, plan_tick
 from robodata.orchestration.defs.ingest.episodes import FINGERPRINT_TAG, GopBlobsConfig
 from robodata.orchestration.defs.ingest.jobs import INGEST_SELECTION
@@ -39,8 +39,8 @@ from robodata.orchestration.defs.resources import (
     sensor_interval_s,
 )
 from robodata.orchestration.defs.retries import storage_retries
-from robodata.storage.upload_batches import UploadBatch, scan_upload_batches
-from robodata.storage.uploads import IncompleteUpload, UploadInfo, UploadListing
+from robodata.storage._upload_batches import UploadBatch, scan_upload_batches
+from robodata.storage._uploads import IncompleteUpload, UploadInfo, UploadListing
 
 upload_batches = dg.DynamicPartitionsDefinition(name=PARTITIONS_OF[PER_BATCH])
 
@@ -285,7 +285,7 @@ def register_upload_batches(instance: dg.DagsterInstance, store: DatasetStore) -
 
     >>> import shutil  # batch 2026-12-01 holds a stored episode, 2026-12-02 a new one
     >>> _ = shutil.copytree("uploads/episode_000000", "batches/2026-12-01/episode_000000")
-    >>> from robodata.sample_data import write_sample_uploads
+    >>> from robodata._sample_data import write_sample_uploads
     >>> _ = write_sample_uploads("batches/2026-12-02", episodes=1, seconds=0.5, start_index=3)
     >>> store = DatasetStore(root="data/demo", uploads_root="batches")
     >>> register_upload_batches(dg.DagsterInstance.ephemeral(), store)

@@ -3,11 +3,11 @@ episode of the batch and reports each check once for the batch."""
 
 import dagster as dg
 
-from robodata.integrity.episode_checks import IntegrityResult
+from robodata.integrity._episode_checks import IntegrityResult
 from robodata.orchestration.defs.batches.batches import upload_batches
 from robodata.orchestration.defs.ingest.checks import CHECK_DESCRIPTIONS, _episode_outcomes, _result, _specs
 from robodata.orchestration.defs.resources import DatasetStore
-from robodata.storage.uploads import list_complete_uploads
+from robodata.storage._uploads import list_complete_uploads
 
 
 @dg.multi_asset_check(

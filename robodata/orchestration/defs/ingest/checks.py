@@ -2,7 +2,7 @@
 (one step, not one per check): a failure stops downstream assets in the run.
 
 The same checks (and a decode of every GOP) already ran on the staged episode before its rows
-were committed (robodata.integrity.audit); these confirm what landed, with the code
+were committed (robodata.integrity._audit); these confirm what landed, with the code
 ``robodata verify`` runs. With batch partitioning, ``batches/checks.py`` runs them in one step on
 every episode of the batch and reports each check once for the batch."""
 
@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import dagster as dg
 
-from robodata.ingest.upload_summary import upload_episode_index, upload_state_samples
-from robodata.integrity.episode_checks import (
+from robodata.ingest._upload_summary import upload_episode_index, upload_state_samples
+from robodata.integrity._episode_checks import (
     IntegrityResult,
     check_alignment,
     check_references,
@@ -20,7 +20,7 @@ from robodata.integrity.episode_checks import (
     check_sample_decodes,
     check_schema_metadata,
 )
-from robodata.integrity.verify import verify_dataset
+from robodata.integrity._verify import verify_dataset
 from robodata.orchestration.defs.ingest.episodes import aligned_frames, episode_partitions
 from robodata.orchestration.defs.resources import DatasetStore
 from robodata.reader import open_dataset

@@ -13,14 +13,14 @@ import dagster as dg
 from pydantic import Field
 
 from robodata.errors import RoboDataError
-from robodata.format.ids import validate_episode_id
-from robodata.format.provenance import StoredUpload, stored_uploads
-from robodata.format.schema import FRAMES_TABLE, GOPS_TABLE
-from robodata.format.tables import frames_uri, gops_uri, open_table
+from robodata.format._ids import validate_episode_id
+from robodata.format._provenance import StoredUpload, stored_uploads
+from robodata.format._schema import FRAMES_TABLE, GOPS_TABLE
+from robodata.format._tables import frames_uri, gops_uri, open_table
 from robodata.ingest import read_upload
-from robodata.ingest.two_step import commit_episode_frames, stage_gops
-from robodata.ingest.upload_summary import describe_upload
-from robodata.integrity.gop_leases import staged_gops_uri
+from robodata.ingest._two_step import commit_episode_frames, stage_gops
+from robodata.ingest._upload_summary import describe_upload
+from robodata.integrity._gop_leases import staged_gops_uri
 from robodata.orchestration.defs.encoding import EncodingConfig
 from robodata.orchestration.defs.ingest.views import episode_view_metadata
 from robodata.orchestration.defs.lineage import CODE_VERSION, failure, lineage_result, refused
@@ -32,8 +32,8 @@ from robodata.orchestration.defs.resources import (
 )
 from robodata.orchestration.defs.retries import storage_retries
 from robodata.storage import fsspec_filesystem
-from robodata.storage.failures import storage_call
-from robodata.storage.uploads import list_complete_uploads, upload_fingerprint
+from robodata.storage._failures import storage_call
+from robodata.storage._uploads import list_complete_uploads, upload_fingerprint
 
 episode_partitions = dg.DynamicPartitionsDefinition(name=PARTITIONS_OF[PER_EPISODE])
 FINGERPRINT_TAG = "robodata/upload_fingerprint"

@@ -8,9 +8,9 @@ import dagster as dg
 from pydantic import Field
 
 from robodata.errors import RoboDataError
-from robodata.format.provenance import stored_uploads
-from robodata.format.schema import GOPS_TABLE
-from robodata.ingest.renditions import add_rendition_to_episode, declare_rendition
+from robodata.format._provenance import stored_uploads
+from robodata.format._schema import GOPS_TABLE
+from robodata.ingest._renditions import add_rendition_to_episode, declare_rendition
 from robodata.orchestration.defs.ingest.episodes import aligned_frames, episode_partitions
 from robodata.orchestration.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.orchestration.defs.resources import DatasetStore

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from robodata.format.ids import validate_episode_id
-from robodata.format.provenance import stored_uploads
+from robodata.format._ids import validate_episode_id
+from robodata.format._provenance import stored_uploads
 from robodata.orchestration import _upload_queue
 from robodata.orchestration._upload_queue import (
     RunOutcome,
@@ -29,7 +29,7 @@ from robodata.orchestration.defs.ingest.episodes import FINGERPRINT_TAG, episode
 from robodata.orchestration.defs.ingest.jobs import ingest_episode_job
 from robodata.orchestration.defs.lineage import BAD_INPUT, FAILURE_KIND
 from robodata.orchestration.defs.resources import DatasetStore
-from robodata.storage.uploads import UploadListing, scan_uploads
+from robodata.storage._uploads import UploadListing, scan_uploads
 
 ATTEMPT_TAG = "robodata/upload_attempt"
 # Set by Dagster on a failed run: "true" when run retries will start it again (dagster.yaml's run_retries).

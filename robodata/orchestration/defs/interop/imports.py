@@ -18,7 +18,7 @@ from pydantic import Field
 
 from robodata.errors import RoboDataError
 from robodata.interop import import_episodes
-from robodata.interop.sources import IMPORT_FORMATS, open_episode_source
+from robodata.interop._sources import IMPORT_FORMATS, open_episode_source
 from robodata.orchestration.defs.encoding import EncodingConfig
 from robodata.orchestration.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.orchestration.defs.resources import DatasetStore

@@ -4,8 +4,8 @@ import dagster as dg
 from pydantic import Field
 
 from robodata.edits import add_annotations
-from robodata.edits.annotate import KEYS
-from robodata.edits.label_files import read_labels
+from robodata.edits._annotate import KEYS
+from robodata.edits._label_files import read_labels
 from robodata.orchestration.defs.ingest.episodes import aligned_frames
 from robodata.orchestration.defs.interop.imports import imported_episodes
 from robodata.orchestration.defs.lineage import CODE_VERSION, failure, lineage_result

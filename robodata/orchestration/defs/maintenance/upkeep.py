@@ -6,9 +6,9 @@ from datetime import timedelta
 import dagster as dg
 from pydantic import Field
 
-from robodata.edits.upkeep import upkeep_dataset
+from robodata.edits._upkeep import upkeep_dataset
 from robodata.errors import RoboDataError
-from robodata.format.versions import current_versions
+from robodata.format._versions import current_versions
 from robodata.orchestration.defs.ingest.episodes import aligned_frames
 from robodata.orchestration.defs.lineage import CODE_VERSION, failure, lineage_result
 from robodata.orchestration.defs.resources import DatasetStore

@@ -11,11 +11,11 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
+from robodata._source_checkout import require_benchmarks
 from robodata.orchestration.defs.ingest.episodes import aligned_frames
 from robodata.orchestration.defs.lineage import CODE_VERSION, lineage_result
 from robodata.orchestration.defs.resources import DatasetStore
 from robodata.reader import open_dataset
-from robodata.source_checkout import require_benchmarks
 from robodata.storage import is_remote, join_uri
 
 

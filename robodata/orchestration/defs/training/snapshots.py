@@ -3,8 +3,8 @@
 import dagster as dg
 from pydantic import Field
 
-from robodata.format.schema import FRAMES_TABLE
-from robodata.format.tables import frames_uri
+from robodata.format._schema import FRAMES_TABLE
+from robodata.format._tables import frames_uri
 from robodata.orchestration.defs.ingest.episodes import aligned_frames
 from robodata.orchestration.defs.interop.imports import imported_episodes
 from robodata.orchestration.defs.labels.annotations import annotations
