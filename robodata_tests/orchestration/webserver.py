@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from robodata.orchestration import INSTANCE_CONFIG
+from robodata.orchestration._instance import instance_config_in
 
 REPO = Path(__file__).resolve().parents[2]
 WEBSERVER = Path(sys.executable).with_name("dagster-webserver")
@@ -46,9 +46,10 @@ DAGSTER = Path(sys.executable).with_name("dagster")
 
 
 def instance_home(path: Path) -> Path:
-    """The repository's instance config, but runs launch at once: these tests start no daemon
-    to dequeue them (``dagster dev`` does)."""
-    config = yaml.safe_load(INSTANCE_CONFIG.read_text())
+    """The repository's instance config (its folders under ``path``, as ``robodata demo`` writes
+    it), but runs launch at once: these tests start no daemon to dequeue them (``dagster dev``
+    does)."""
+    config = yaml.safe_load(instance_config_in(path))
     config["run_coordinator"] = {"module": "dagster.core.run_coordinator", "class": "DefaultRunCoordinator"}
     config["concurrency"].pop("runs")
     path.mkdir()
