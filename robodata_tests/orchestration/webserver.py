@@ -181,25 +181,8 @@ def running_dagster_dev(
     """``DAGSTER_HOME=$PWD dagster dev`` in ``checkout`` (its root dagster.yaml and
     workspace.yaml, its own robodata first on the path), in a process session of its own, its
     code location loaded; the whole session is stopped on exit."""
-    port = _free_port()
-    environment = {
-        **os.environ,
-        "DAGSTER_HOME": str(checkout),
-        "PYTHONPATH": os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")]),
-        **env,
-    }
-    with log.open("w") as output:
-        process = subprocess.Popen(
-            [str(DAGSTER), "dev", "-h", "127.0.0.1", "-p", str(port)],
-            cwd=checkout, env=environment, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        server = Webserver(port, process)
-        try:
-            [location] = server.wait_for(server._loaded, load_timeout, "the code location to load")
-            server.location = location["name"]
-            yield server
-        finally:
-            _stop_group(process)
+    with _serving(["dev"], checkout, checkout, env, log, load_timeout) as server:
+        yield server
 
 
 @contextmanager
@@ -207,17 +190,33 @@ def running_webserver(home: Path, env: dict[str, str], log: Path, load_timeout: 
     """dagster-webserver with instance ``home`` and the extra environment ``env``, its code
     location loaded (a cold start on a loaded machine can take minutes); its whole process group
     is stopped on exit (``dagster`` ignores SIGTERM when backgrounded: it gets SIGKILL after 30 s)."""
+    with _serving(["-w", "workspace.yaml"], REPO, home, env, log, load_timeout, program=WEBSERVER) as server:
+        yield server
+
+
+@contextmanager
+def _serving(
+    arguments: list[str],
+    checkout: Path,
+    home: Path,
+    env: dict[str, str],
+    log: Path,
+    load_timeout: float,
+    program: Path = DAGSTER,
+) -> Iterator[Webserver]:
+    """``program arguments`` on a free port in ``checkout`` with instance ``home``, in a process
+    session of its own, until its code location has loaded; the whole session is stopped on exit."""
     port = _free_port()
     environment = {
         **os.environ,
         "DAGSTER_HOME": str(home),
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")]),
         **env,
     }
     with log.open("w") as output:  # read it when a test fails
         process = subprocess.Popen(
-            [str(WEBSERVER), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-            cwd=REPO, env=environment, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+            [str(program), *arguments, "-h", "127.0.0.1", "-p", str(port)],
+            cwd=checkout, env=environment, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         server = Webserver(port, process)
         try:
