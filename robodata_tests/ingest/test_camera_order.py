@@ -13,9 +13,8 @@ import robodata
 from robodata.format._schema import CameraInfo, DatasetMetadata
 from robodata.ingest import ingest_episode
 from robodata.ingest._batch import ingest_batch
-from robodata.lerobot import import_lerobot
 from robodata.view._page import render_episode_page
-from robodata_tests.ingest.aloha_cameras import RECORDED, VIDEO_KEYS, aloha_uploads, export_video_keys
+from robodata_tests.ingest.aloha_cameras import RECORDED, aloha_uploads
 
 
 def assert_lists_recorded_order(dataset: str) -> None:
@@ -28,19 +27,6 @@ def assert_lists_recorded_order(dataset: str) -> None:
     assert [key for key in ds[0] if key.startswith("observation_images_")] == ds.image_columns
     page = render_episode_page(ds, 0)
     assert re.findall(r'<figure class="camera" data-camera="([^"]+)"', page) == RECORDED
-
-
-def test_an_upload_keeps_its_cameras_in_episode_json_order_through_export_and_import(tmp_path):
-    [upload] = aloha_uploads(tmp_path / "uploads", [RECORDED])
-    dataset = str(tmp_path / "ds")
-    ingest_episode(str(upload), dataset)
-    assert_lists_recorded_order(dataset)
-    assert export_video_keys(dataset, tmp_path / "export") == VIDEO_KEYS
-
-    imported = str(tmp_path / "imported")
-    assert import_lerobot(str(tmp_path / "export"), imported, progress=False).imported == [0]
-    assert_lists_recorded_order(imported)
-    assert export_video_keys(imported, tmp_path / "export_again") == VIDEO_KEYS
 
 
 def test_a_later_episode_listing_the_cameras_in_another_order_reads_in_the_datasets_order(tmp_path):
