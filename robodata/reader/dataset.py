@@ -866,7 +866,9 @@ class GopStore:
         read = iter(ds._read_gop_rows(positions[missing]) if missing else [])
         blobs = [next(read) if data is None else data for data in found]
         ds._verify_gops(positions, blobs)
-        return [(data, index.packet_sizes(int(p)), index.codec(int(p))) for data, p in zip(blobs, positions, strict=True)]
+        return [
+            (data, index.packet_sizes(int(p)), index.codec(int(p))) for data, p in zip(blobs, positions, strict=True)
+        ]
 
     def byte_sizes(self, ref_ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """Stored size in bytes of each GOP in ``ref_ids``, known without reading it."""

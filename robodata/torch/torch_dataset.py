@@ -35,8 +35,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from robodata.reader.row_index import SharedArrays
 from robodata.torch.batch_reader import BatchReader
-from robodata.torch.loader import ResumableLoader, make_sampler
 from robodata.torch.block_order import BlockSampler
+from robodata.torch.loader import ResumableLoader, make_sampler
 from robodata.torch.sampler import PlannedBatch, RowSampler, current_worker
 
 

@@ -39,9 +39,7 @@ def consumed_rows(batches) -> np.ndarray:
 @pytest.mark.parametrize(("world_size", "num_workers"), [(1, 1), (1, 2), (2, 2), (3, 4)])
 def test_every_row_exactly_once_and_equal_steps(world_size, num_workers):
     ranks = samplers(world_size, num_workers, seed=3)
-    visited = np.concatenate(
-        [consumed_rows(worker_rows(s, w)) for s in ranks for w in range(num_workers)]
-    )
+    visited = np.concatenate([consumed_rows(worker_rows(s, w)) for s in ranks for w in range(num_workers)])
     assert np.array_equal(np.sort(visited), np.arange(ROWS))
     assert len({len(s) for s in ranks}) == 1  # DDP: the same steps on every rank
     assert len({len(list(s)) for s in ranks}) == 1
