@@ -134,6 +134,13 @@ class BlockSampler:
 
     # --- the epoch's plan -------------------------------------------------------------------
     @property
+    def block_of_row(self) -> np.ndarray:
+        """Per row, its block (read-only view)."""
+        view = self._blocks.view()
+        view.flags.writeable = False
+        return view
+
+    @property
     def streams(self) -> int:
         return self.world_size * self.num_workers
 

@@ -31,6 +31,7 @@ from benchmarks.peers.peer_scenarios import (
 )
 from benchmarks.peers.peer_storage import psnr_figures, quality_camera
 from robodata.codec.quality import psnr
+from robodata.torch.block_order import BlockSampler
 
 
 # --- the runner protocol -------------------------------------------------------------------------
@@ -96,8 +97,9 @@ def test_runner_measures_robodata_in_its_own_process(ingested, tmp_path):
 
 def test_runner_loader_delivers_the_planned_batches(ingested):
     ds = robodata.open(ingested)
-    config = PeerConfig(batch_size=16, loader_batches=3, loader_workers=0, seed=4)
-    plan = plan_round(np.random.default_rng(0), len(ds), config, round_index=1)
+    config = PeerConfig(batch_size=16, loader_batches=3, loader_workers=0, seed=4, window_rows=64)
+    blocks = BlockSampler.for_dataset(ds, batch_size=16).block_of_row
+    plan = plan_round(np.random.default_rng(0), len(ds), config, round_index=1, blocks=blocks)
     robodata_system = SYSTEMS[0]
     _, loader_jobs = scenario_jobs(robodata_system, plan, np.arange(len(ds)), config, {"row_offsets": [0], "fps": 30})
     job = {"system": "robodata", "root": ingested, "measurements": loader_jobs}
@@ -115,7 +117,7 @@ def test_runner_reports_an_unknown_system_as_an_error(tmp_path):
 
 # --- the plan: every system reads the same moments --------------------------------------------------
 def test_peers_read_the_paired_indices_of_robodatas_rows():
-    config = PeerConfig(single_samples=4, batches=2, batch_size=5, windows=3, loader_batches=6)
+    config = PeerConfig(single_samples=4, batches=2, batch_size=5, windows=3, loader_batches=6, order="global")
     plan = plan_round(np.random.default_rng(3), rows=20, config=config, round_index=0)
     assert len(plan["D"]) == 6  # 20 rows make 4 batches an epoch: the next epoch follows
     paired = np.arange(20) // 2 + 100  # two rows per peer frame, as at a control rate of twice the camera's
