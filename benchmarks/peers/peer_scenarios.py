@@ -87,6 +87,10 @@ class PeerConfig:
     pyav: bool = False  # also LeRobot's pyav backend (always slower than torchcodec here)
     order: str = "block"  # D's training order: make_dataloader's decode-once default, or "global" (uniform)
     window_rows: int | None = None  # the block order's mixing window (None: make_dataloader's default)
+    # Block order: robodata's loader reads this many whole epochs first and D times the next one in
+    # full (its first batch too): the first batch of an epoch decodes GOPs for later batches, so
+    # timing only the batches after it would leave that work out. The plan is that epoch's rows.
+    warm_epochs: int = 1
 
     @classmethod
     def small(cls) -> PeerConfig:
@@ -113,6 +117,8 @@ def plan_round(
     order over ``blocks``, each row's GOP, when ``config.order`` is "block")."""
     seed = config.seed + round_index
     sampler = d_sampler(rows, config, seed, blocks)
+    if config.order == "block":
+        sampler.set_epoch(config.warm_epochs)
     loader = [np.asarray(b) for b in sampler.batches()]
     while len(loader) < config.loader_batches:  # small datasets: the next epochs follow
         sampler.set_epoch(sampler.epoch + 1)
@@ -191,6 +197,7 @@ def scenario_jobs(
         "seed": plan["seed"],
         "order": config.order,
         "window_rows": config.window_rows,
+        "warm_epochs": config.warm_epochs if config.order == "block" and system.runner == "robodata" else 0,
     }
     return [reads, [loader] if "D" in system.scenarios else []]
 

@@ -96,7 +96,9 @@ def test_unknown_window_column_is_named(ingested):
 
 def test_resume_mid_epoch_with_another_world_size_and_exact_next_sample(ingested):
     options = dict(cameras=[], columns=["frame_index"])
-    first = TrainingLoader.create(ingested, batch_size=8, sampler_options={"seed": 3, "epoch": 2, "shuffle": "global"}, **options)
+    first = TrainingLoader.create(
+        ingested, batch_size=8, sampler_options={"seed": 3, "epoch": 2, "shuffle": "global"}, **options
+    )
     seen, iterator = [], iter(first)
     for _ in range(5):
         seen.append(next(iterator)["index"])
@@ -112,7 +114,10 @@ def test_resume_mid_epoch_with_another_world_size_and_exact_next_sample(ingested
     rest, steps = [], []
     for rank in range(2):
         loader = TrainingLoader.create(
-            ingested, batch_size=5, sampler_options={"seed": 3, "rank": rank, "world_size": 2, "shuffle": "global"}, **options
+            ingested,
+            batch_size=5,
+            sampler_options={"seed": 3, "rank": rank, "world_size": 2, "shuffle": "global"},
+            **options,
         )
         loader.load_state_dict(state)
         batches = list(loader)
