@@ -92,6 +92,8 @@ class BatchReader:
         # decoded frames kept for later batches of the plan announced with ``expect`` (0: none)
         self.frame_buffer_bytes = int(frame_buffer_bytes)
         self._frames: FrameBuffer | None = None
+        # makes the frame buffer's output arrays: a DataLoader worker puts them in shared memory
+        self.allocate: Callable[[tuple[int, ...]], np.ndarray] | None = None
 
     def _column_name(self, name: str, cameras: list[str]) -> str:
         if name in self.columns or name in self.image_columns:
@@ -128,6 +130,7 @@ class BatchReader:
         state["_dataset"] = None
         state["_cache"] = None
         state["_frames"] = None
+        state["allocate"] = None
         return state
 
     def close(self) -> None:
@@ -209,7 +212,9 @@ class BatchReader:
         plain_images = [c for c in self.image_columns if c not in self.offsets]
         plain_columns = [c for c in self.columns if c not in self.offsets]
         if plain_images and self._frames is not None:
-            data = self._frames.read(indices, pixel_format=self._decode_format, gop_bytes=gop_bytes)
+            data = self._frames.read(
+                indices, pixel_format=self._decode_format, gop_bytes=gop_bytes, allocate=self.allocate
+            )
             batch.update({name: data[camera_of(name, ds.cameras)] for name in plain_images})
         elif plain_images:
             frames = ds.get_frames(

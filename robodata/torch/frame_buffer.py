@@ -28,7 +28,7 @@ later batch wants it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -131,9 +131,16 @@ class FrameBuffer:
         return wanted.tolist()
 
     def read(
-        self, indices: np.ndarray, *, pixel_format: str = "rgb24", gop_bytes: Mapping[int, bytes] | None = None
+        self,
+        indices: np.ndarray,
+        *,
+        pixel_format: str = "rgb24",
+        gop_bytes: Mapping[int, bytes] | None = None,
+        allocate: Callable[[tuple[int, ...]], np.ndarray] | None = None,
     ) -> dict[str, np.ndarray]:
-        """The frames of rows ``indices`` per camera, as ``get_frames(...).data`` returns them."""
+        """The frames of rows ``indices`` per camera, as ``get_frames(...).data`` returns them;
+        ``allocate(shape)`` makes each camera's uint8 output array (e.g. in shared memory)."""
+        allocate = allocate or (lambda shape: np.empty(shape, dtype=np.uint8))
         indices = np.asarray(indices, dtype=np.int64)
         ds = self._ds
         out: dict[str, np.ndarray] = {}
@@ -142,7 +149,7 @@ class FrameBuffer:
         used = []
         for camera in self.cameras:
             shape = output_shape(ds.metadata, camera, self.resolution, pixel_format)
-            out[camera] = array = np.empty((len(indices), *shape), dtype=np.uint8)
+            out[camera] = array = allocate((len(indices), *shape))
             refs, frames, sizes = ds.gops.frame_plan(indices, camera, self.resolution)
             used.append(self._key_slots(refs, frames))
             for slot, (ref, frame, size) in enumerate(zip(refs.tolist(), frames.tolist(), sizes, strict=True)):

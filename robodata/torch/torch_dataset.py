@@ -40,10 +40,47 @@ from robodata.torch.loader import ResumableLoader, make_sampler
 from robodata.torch.sampler import PlannedBatch, RowSampler, current_worker
 
 
-def to_tensors(batch: dict) -> dict:
+def to_tensors(batch: dict, shared: SharedOutputs | None = None) -> dict:
     """Numpy arrays as tensors (sharing memory unless read-only, e.g. straight from Arrow);
-    tensors, strings and other objects stay as they are."""
-    return {name: _tensor(value) for name, value in batch.items()}
+    tensors, strings and other objects stay as they are. Arrays ``shared`` allocated become the
+    shared-memory tensors they view."""
+    tensors = {}
+    for name, value in batch.items():
+        tensor = shared.tensor(value) if shared is not None else None
+        tensors[name] = tensor if tensor is not None else _tensor(value)
+    return tensors
+
+
+class SharedOutputs:
+    """Frame arrays allocated in shared memory, in a DataLoader worker: the batch's tensors then
+    go to the training process without a copy. Torch moves any other tensor into shared memory
+    when the worker sends it: a copy of every frame, ~25 ms per [32, 480, 640, 3] camera tensor.
+
+    >>> shared = SharedOutputs()
+    >>> array = shared((2, 4, 4, 3))
+    >>> tensor = shared.tensor(array)
+    >>> tensor.is_shared(), tensor.shape, shared.tensor(np.zeros(3)) is None
+    (True, torch.Size([2, 4, 4, 3]), True)
+    """
+
+    def __init__(self) -> None:
+        self._tensors: dict[int, tuple[np.ndarray, torch.Tensor]] = {}
+
+    def __call__(self, shape: tuple[int, ...]) -> np.ndarray:
+        size = int(np.prod(shape))
+        storage = torch.UntypedStorage._new_shared(max(size, 1))  # in shared memory from the start
+        tensor = torch.empty(0, dtype=torch.uint8).set_(storage, 0, shape)
+        array = tensor.numpy()
+        self._tensors[id(array)] = (array, tensor)
+        return array
+
+    def tensor(self, array) -> torch.Tensor | None:
+        """The shared tensor ``array`` views (forgotten once asked for), or None."""
+        entry = self._tensors.pop(id(array), None)
+        return entry[1] if entry is not None and entry[0] is array else None
+
+    def clear(self) -> None:
+        self._tensors.clear()
 
 
 def _tensor(value):
@@ -169,6 +206,7 @@ class RoboTorchDataset(Dataset):
         self.plan = plan
         self._scheduled_for: tuple | None = None
         self._shared_rows: SharedArrays | None = None
+        self._shared_outputs: SharedOutputs | None = None
 
     def __len__(self) -> int:
         return self.reader.num_rows
@@ -177,7 +215,13 @@ class RoboTorchDataset(Dataset):
         finish_sending_before_exit()
         adopt_shared_rows(self.reader, self._shared_rows)
         self._schedule_prefetch(indices)
-        batch = to_tensors(self.reader.read(indices))
+        shared = None
+        if torch.utils.data.get_worker_info() is not None:
+            shared = self._shared_outputs = self._shared_outputs or SharedOutputs()
+            self.reader.allocate = shared
+        batch = to_tensors(self.reader.read(indices), shared)
+        if shared is not None:
+            shared.clear()
         if isinstance(indices, PlannedBatch):
             batch["padding"] = torch.tensor(indices.padding, dtype=torch.bool)
         return SampleBatch(batch)
@@ -208,6 +252,7 @@ class RoboTorchDataset(Dataset):
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_scheduled_for"] = None
+        state["_shared_outputs"] = None
         state["_shared_rows"] = share_rows(self.reader)
         return state
 
