@@ -69,7 +69,8 @@ class SharedOutputs:
     def __call__(self, shape: tuple[int, ...]) -> np.ndarray:
         size = int(np.prod(shape))
         storage = torch.UntypedStorage._new_shared(max(size, 1))  # in shared memory from the start
-        tensor = torch.empty(0, dtype=torch.uint8).set_(storage, 0, shape)
+        strides = [int(np.prod(shape[i + 1 :])) for i in range(len(shape))]  # C order
+        tensor = torch.empty(0, dtype=torch.uint8).set_(storage, 0, shape, strides)
         array = tensor.numpy()
         self._tensors[id(array)] = (array, tensor)
         return array
