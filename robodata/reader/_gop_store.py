@@ -101,9 +101,9 @@ class GopStore:
         the (height, width) to scale the decoded frame to (None: as decoded); what ``get_frames``
         decodes, for a reader that keeps decoded frames (``robodata.torch.frame_buffer``).
 
-        >>> refs, in_gop, sizes = robodata.reader.gop_store(ds).frame_plan([0, 1], "top")
-        >>> in_gop.tolist(), sizes
-        ([0, 1], [None, None])
+        >>> refs, in_gop, sizes = robodata.reader.gop_store(ds).frame_plan([0, 1, 2], "top")
+        >>> in_gop.tolist(), sizes  # rows at the control rate, frames at the camera's
+        ([0, 0, 1], [None, None, None])
         """
         ds = self._ds
         indices = checked_rows(indices, len(ds))

@@ -31,6 +31,7 @@ from benchmarks.peers.peer_scenarios import (
 )
 from benchmarks.peers.peer_storage import psnr_figures, quality_camera
 from robodata.codec._quality import psnr
+from robodata.reader import gop_store
 from robodata.torch.block_order import BlockSampler
 
 
@@ -533,7 +534,7 @@ def test_runner_reads_at_the_policy_size_and_measures_the_decode_bound(ingested)
     rows = [i for b in batches for i in b]
     last: dict[int, int] = {}
     for camera in ds.cameras:
-        refs, in_gop = ds.gops.frame_refs(rows, camera)
+        refs, in_gop = gop_store(ds).frame_refs(rows, camera)
         for ref, k in zip(refs.tolist(), in_gop.tolist(), strict=True):
             last[ref] = max(last.get(ref, -1), k)
     assert bound["frames_wanted"] == 6 * len(ds.cameras)
