@@ -7,13 +7,15 @@ so each GOP is decoded once per epoch per worker (``robodata.torch.block_order``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from robodata.lerobot._block_order import BlockOrderSampler, PlannedIndex
 from robodata.lerobot._format import video_key
-from robodata.reader import PLANAR_RGB
+from robodata.lerobot._items import ItemLayout
+from robodata.reader import PLANAR_RGB, RowIndex
 from robodata.torch.block_order import BlockSampler
 from robodata.torch.frame_buffer import FrameBuffer, yuv_frame_bytes
 from robodata.torch.sampler import PlannedBatch, RowSampler, current_worker
@@ -27,7 +29,26 @@ class DecodeOnceOrder:
     _frames: FrameBuffer | None
     _frames_for: tuple | None
     _gop_size: int
+    _layout: ItemLayout
     frame_buffer_bytes: int
+    version: int
+    meta: Any
+
+    if TYPE_CHECKING:  # what LeRobotCompatDataset defines
+
+        @property
+        def cameras(self) -> list[str]: ...
+
+        @property
+        def offsets(self) -> Mapping[str, Sequence[tuple[str, int]]]: ...
+
+        def __len__(self) -> int: ...
+
+        def _array(self, key: str) -> np.ndarray: ...
+
+        def _row_index(self) -> RowIndex: ...
+
+        def _lance_dataset(self) -> Any: ...
 
     def sampler(
         self,

@@ -22,6 +22,7 @@ per DataLoader worker. ``ROBODATA_TRAIN_ORDER=uniform`` keeps LeRobot's own unif
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -137,6 +138,9 @@ def sampler_factory(original: Callable, training: dict) -> Callable:
                 absolute_to_relative_idx=absolute_to_relative_idx,
             )
         rank, world_size = process_place()
+        logging.info(
+            f"robodata-train: {dataset.uri} in the decode-once block order ({ORDER_VARIABLE}=uniform: LeRobot's)"
+        )
         return dataset.item_sampler(
             batch_size=cfg.batch_size,
             num_workers=cfg.num_workers,
