@@ -73,6 +73,7 @@ class DecodeOnceOrder:
         ``"none"`` as ``make_dataloader``'s.
 
         >>> from torch.utils.data import DataLoader
+        >>> from robodata.lerobot import LeRobotCompatDataset
         >>> from robodata.torch.torch_dataset import collate_batch
         >>> ds = LeRobotCompatDataset("data/demo")
         >>> sampler = ds.sampler(batch_size=32, rank=1, world_size=2)
@@ -127,6 +128,7 @@ class DecodeOnceOrder:
         the batches); ``drop_n_*_frames`` leave out each episode's first or last frames.
 
         >>> from torch.utils.data import DataLoader
+        >>> from robodata.lerobot import LeRobotCompatDataset
         >>> ds = LeRobotCompatDataset("data/demo")
         >>> loader = DataLoader(ds, sampler=ds.item_sampler(batch_size=32, num_workers=2), batch_size=32,
         ...                     num_workers=2, multiprocessing_context=robodata.torch.worker_context())
