@@ -52,9 +52,9 @@ stage "both datasets in one process"
     || { echo "coinstall: the two datasets did not load in one process" >&2; exit 1; }
 
 stage "tests against real LeRobot: pytest -m lerobot"
-# The files named after LeRobot (wherever the tests' folders put them); -m lerobot picks the
-# tests marked as needing real LeRobot, and the rest of the suite needs extras this venv lacks.
-"$VENV/bin/python" -m pytest -m lerobot -q -p no:cacheprovider $(find robodata_tests -name 'test_*lerobot*.py' | sort) \
+# robodata_tests/lerobot holds the tests marked as needing real LeRobot (-m lerobot picks them);
+# the rest of the suite needs extras this venv lacks.
+"$VENV/bin/python" -m pytest -m lerobot -q -p no:cacheprovider robodata_tests/lerobot \
     || { echo "coinstall: the tests against real LeRobot failed" >&2; exit 1; }
 
 stage "robodata-train and lerobot-train, the same ACT command, ${COINSTALL_STEPS:-5} steps"

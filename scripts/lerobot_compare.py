@@ -2,6 +2,8 @@
 
     python scripts/lerobot_compare.py losses WORKDIR [--steps 5]
     python scripts/lerobot_compare.py first-batch WORKDIR [--workers 2 --batch-size 32 --repeat 1]
+    python scripts/lerobot_compare.py orders WORKDIR [--steps 200 --batch-size 8 --workers 2 --every 20
+                                                      --camera-size 64x48]
 
 Both make sample data in WORKDIR (3 cameras, 100 Hz rows), ingest it into a robodata dataset,
 tag it ``compare`` and export that version with ``robodata export-lerobot`` (lossless RGB video,
@@ -10,7 +12,16 @@ so both read the same pixels), unless WORKDIR already holds them.
 ``losses`` runs the same ``lerobot-train`` command (a small ACT policy on CPU, seed 1, no
 pretrained backbone) twice: through ``robodata-train`` on the robodata dataset pinned to the tag,
 and as ``lerobot-train`` on the export; it prints the loss of every step of both and the largest
-difference, and exits 1 when that exceeds ``--tolerance``.
+difference, and exits 1 when that exceeds ``--tolerance``. robodata-train reads in LeRobot's own
+uniform order there (``ROBODATA_TRAIN_ORDER=uniform``), so both see the same items at every step.
+
+``orders`` runs ``robodata-train`` twice on the robodata dataset with the same command and seed:
+in its default decode-once block order and in the uniform order (``ROBODATA_TRAIN_ORDER=uniform``),
+with ``--num_workers`` spawned DataLoader workers, and prints the mean loss of every ``--every``
+steps of both (a markdown table), and each run's samples/s as LeRobot logs them (the mean over its
+log lines) and wall-clock seconds. Its sample episodes are recorded at ``--camera-size`` (every
+camera; default 64x48) so a CPU trains a few hundred steps in minutes: WORKDIR must not hold a
+dataset of another size.
 
 ``first-batch`` prints the seconds from creating a DataLoader (``num_workers`` workers, default
 collate, shuffled) to its first batch for ``LeRobotCompatDataset`` and for ``LeRobotDataset``
@@ -38,8 +49,8 @@ TAG = "compare"
 LOSS = re.compile(r"step:(\S+) .*?loss:([0-9.eE+-]+)")
 
 
-def prepare(work: Path, episodes: int, seconds: float) -> tuple[str, str]:
-    """The robodata dataset (tagged) and its LeRobot export under ``work``."""
+def prepare(work: Path, episodes: int, seconds: float, export_too: bool = True) -> tuple[str, str]:
+    """The robodata dataset (tagged) and (unless not ``export_too``) its LeRobot export under ``work``."""
     import robodata
     from robodata._sample_data import write_sample_uploads
     from robodata.lerobot import export_lerobot
@@ -52,7 +63,7 @@ def prepare(work: Path, episodes: int, seconds: float) -> tuple[str, str]:
     ds = robodata.open(str(dataset))
     if TAG not in ds.tags:
         ds.tag(TAG)
-    if not (export / "meta" / "info.json").is_file():
+    if export_too and not (export / "meta" / "info.json").is_file():
         shutil.rmtree(export, ignore_errors=True)
         export_lerobot(
             str(dataset), export, version=TAG, vcodec="libx264rgb", pix_fmt="rgb24", crf=0, g=2,
@@ -61,7 +72,7 @@ def prepare(work: Path, episodes: int, seconds: float) -> tuple[str, str]:
     return str(dataset), str(export)
 
 
-def train_args(steps: int, output: Path) -> list[str]:
+def train_args(steps: int, output: Path, batch_size: int = 4, workers: int = 0, log_freq: int = 1) -> list[str]:
     return [
         "--policy.type=act",
         "--policy.device=cpu",
@@ -74,9 +85,9 @@ def train_args(steps: int, output: Path) -> list[str]:
         "--policy.n_encoder_layers=1",
         "--policy.n_decoder_layers=1",
         f"--steps={steps}",
-        "--batch_size=4",
-        "--num_workers=0",
-        "--log_freq=1",
+        f"--batch_size={batch_size}",
+        f"--num_workers={workers}",
+        f"--log_freq={log_freq}",
         "--save_checkpoint=false",
         "--seed=1",
         "--wandb.enable=false",
@@ -84,13 +95,57 @@ def train_args(steps: int, output: Path) -> list[str]:
     ]
 
 
-def run_training(command: list[str], log: Path) -> list[float]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+def run_training(command: list[str], log: Path, **env_extra: str) -> list[float]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **env_extra)
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
     log.write_text(done.stdout + done.stderr)
     if done.returncode != 0:
         raise SystemExit(f"{command[:3]} failed (exit {done.returncode}); its log: {log}")
     return [float(m.group(2)) for m in LOSS.finditer(done.stdout + done.stderr)]
+
+
+SAMPLES_PER_S = re.compile(r"smp/s:([0-9.]+)")
+
+
+def orders(args: argparse.Namespace) -> int:
+    from robodata import _sample_data
+
+    work = Path(args.workdir)
+    width, height = (int(n) for n in args.camera_size.split("x"))
+    for camera in _sample_data.CAMERAS:
+        _sample_data.CAMERAS[camera] = (width, height)
+    dataset, _ = prepare(work, args.episodes, args.seconds, export_too=False)
+    curves, speeds, walls = {}, {}, {}
+    for order in ("block", "uniform"):
+        out = work / f"train-{order}"
+        shutil.rmtree(out, ignore_errors=True)
+        log = work / f"robodata-train-{order}.log"
+        started = time.perf_counter()
+        curves[order] = run_training(
+            [sys.executable, "-m", "robodata.lerobot.train", f"--dataset.repo_id={dataset}",
+             f"--dataset.revision={TAG}",
+             *train_args(args.steps, out, batch_size=args.batch_size, workers=args.workers, log_freq=1)],
+            log,
+            ROBODATA_TRAIN_ORDER=order,
+        )  # fmt: skip
+        walls[order] = time.perf_counter() - started
+        rates = [float(r) for r in SAMPLES_PER_S.findall(log.read_text())]
+        speeds[order] = statistics.mean(rates) if rates else float("nan")
+        if len(curves[order]) != args.steps:
+            raise SystemExit(f"{order}: expected {args.steps} logged losses, got {len(curves[order])} ({log})")
+    print(json.dumps({"step_losses": curves, "samples_per_s": speeds, "wall_s": walls}))
+    print("| steps | block order loss (mean) | uniform order loss (mean) |")
+    print("| --- | --- | --- |")
+    means = {}
+    for first in range(0, args.steps, args.every):
+        span = slice(first, first + args.every)
+        means[first] = [statistics.mean(curves[o][span]) for o in ("block", "uniform")]
+        print(f"| {first + 1}-{min(first + args.every, args.steps)} | {means[first][0]:.3f} | {means[first][1]:.3f} |")
+    for order in ("block", "uniform"):
+        print(f"{order}: {speeds[order]:.1f} samples/s (LeRobot's smp/s, mean), {walls[order]:.0f} s wall clock")
+    last = statistics.mean(curves["block"][-args.every :]), statistics.mean(curves["uniform"][-args.every :])
+    print(f"mean loss of the last {args.every} steps: block {last[0]:.3f}, uniform {last[1]:.3f}")
+    return 0
 
 
 def losses(args: argparse.Namespace) -> int:
@@ -104,6 +159,7 @@ def losses(args: argparse.Namespace) -> int:
         [sys.executable, "-m", "robodata.lerobot.train", f"--dataset.repo_id={dataset}",
          f"--dataset.revision={TAG}", *train_args(args.steps, ours_out)],
         work / "robodata-train.log",
+        ROBODATA_TRAIN_ORDER="uniform",  # LeRobot's own order: the same items at every step
     )  # fmt: skip
     theirs = run_training(
         [str(bin_dir / "lerobot-train"), "--dataset.repo_id=local/compare", f"--dataset.root={export}",
@@ -183,19 +239,24 @@ def spread(values: list[float]) -> str:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for name in ("losses", "first-batch"):
+    for name in ("losses", "first-batch", "orders"):
         s = sub.add_parser(name)
         s.add_argument("workdir")
         s.add_argument("--episodes", type=int, default=3)
         s.add_argument("--seconds", type=float, default=2.0)
     sub.choices["losses"].add_argument("--steps", type=int, default=5)
     sub.choices["losses"].add_argument("--tolerance", type=float, default=0.002)
+    sub.choices["orders"].add_argument("--steps", type=int, default=200)
+    sub.choices["orders"].add_argument("--batch-size", type=int, default=8)
+    sub.choices["orders"].add_argument("--workers", type=int, default=2)
+    sub.choices["orders"].add_argument("--every", type=int, default=20)
+    sub.choices["orders"].add_argument("--camera-size", default="64x48")
     sub.choices["first-batch"].add_argument("--workers", type=int, default=2)
     sub.choices["first-batch"].add_argument("--batch-size", type=int, default=32)
     sub.choices["first-batch"].add_argument("--repeat", type=int, default=1)
     args = p.parse_args()
     started = time.perf_counter()
-    code = losses(args) if args.command == "losses" else first_batch(args)
+    code = {"losses": losses, "first-batch": first_batch, "orders": orders}[args.command](args)
     print(f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     return code
 

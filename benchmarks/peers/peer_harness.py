@@ -16,7 +16,7 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from benchmarks.peers.peer_scenarios import (
     System,
     job_for,
     loader_rows_match,
+    order_randomness,
     peer_aims,
     plan_round,
     ratio_rows,
@@ -52,6 +53,8 @@ from benchmarks.scenarios import Pair, window_offsets
 from robodata.codec import EncoderSettings
 from robodata.lerobot import export_lerobot
 from robodata.reader import open_dataset
+from robodata.torch.batch_reader import BatchReader
+from robodata.torch.block_order import BlockSampler
 
 WRITER = Path(__file__).with_name("lerobot_writer.py")
 
@@ -137,11 +140,20 @@ def run_peer_benchmark(
     row_offsets, _ = window_offsets(pair, cfg.window_frames)
     window = {"row_offsets": row_offsets, "fps": float(ds.metadata.cameras[pair.main_camera].fps)}
 
+    blocks, randomness = None, None
+    if cfg.order == "block":
+        # D reads make_dataloader's default order; its window is the one make_dataloader sizes at native size
+        if cfg.window_rows is None:
+            reader = BatchReader(dataset_uri, version=ds.version, storage_options=storage_options)
+            cfg = replace(cfg, window_rows=reader.window_rows())
+        blocks = BlockSampler.for_dataset(ds, batch_size=cfg.batch_size).block_of_row
     rng = np.random.default_rng(cfg.seed)
     systems = cfg.systems()
     rounds, loader_checks, labels, versions = [], [], {}, {}
     for r in range(cfg.rounds):
-        plan = plan_round(rng, len(ds), cfg, r)
+        plan = plan_round(rng, len(ds), cfg, r, blocks)
+        if randomness is None:
+            randomness = order_randomness(ds, plan, cfg)
         order = systems[r % len(systems) :] + systems[: r % len(systems)]  # who goes first rotates
         measured: dict[str, list[dict]] = {s.key: [] for s in systems}
         for phase in (0, 1):  # A, B, C (and the bound) for every system, then D for every system
@@ -214,6 +226,7 @@ def run_peer_benchmark(
         "ingest": ingest,
         "summary": summary,
         "ratios": ratio_rows(summary, cfg),
+        "batch_randomness": randomness,
         "loader_same_rows": loader_checks,
         "storage": storage,
         "aims": aims,

@@ -161,6 +161,29 @@ def loader_table(results: dict) -> str:
     return _table(["size", "system", "steady samples/s", "first batch s", "of bound", "samples/s per round"], rows)
 
 
+def randomness_table(results: dict) -> str:
+    """How random D's batches are, in D's order and in the uniform order with the same seed."""
+    figures = results.get("batch_randomness")
+    if not figures:
+        return ""
+    order = figures["order"]
+    label = f"{order} (D's order" + (f", window {figures['window_rows']} rows)" if order == "block" else ")")
+    rows = []
+    for name, key in ((label, "planned"), ("uniform (shuffle='global')", "uniform")):
+        f = figures[key]
+        rows.append(
+            [
+                name,
+                _n(f["distinct_episodes"]),
+                _n(f["distinct_gops"]),
+                _n(f["mean_max_rows_from_one_gop"], 2),
+                str(f["max_rows_from_one_gop"]),
+            ]
+        )
+    header = ["order", "distinct episodes / batch", "distinct GOPs / batch", "mean max rows from one GOP", "max"]
+    return _table(header, rows)
+
+
 def render_peer_report(results: dict) -> str:
     """The whole report.md of a peers run."""
     m, d, f = results["machine"], results["dataset"], results["footage"]
@@ -189,8 +212,10 @@ def render_peer_report(results: dict) -> str:
         headline_table(results),
         "## D: the training DataLoader",
         f"`torch.utils.data.DataLoader`, {results['config']['loader_workers']} workers, batches of "
-        f"{results['config']['batch_size']}, every camera: robodata's `make_dataloader` (spawned workers; its "
-        "`__getitems__` reads a batch with one `get_frames`, GOPs prefetched); robodata's "
+        f"{results['config']['batch_size']}, every camera, {results['config']['loader_batches']} batches a round, "
+        f"in robodata's `make_dataloader` order (`shuffle={results['config'].get('order', 'global')!r}`): robodata's "
+        "`make_dataloader` (spawned workers; its `__getitems__` reads a batch, each GOP decoded once by the worker "
+        "its rows go to and its frames kept for their batches); robodata's "
         "`LeRobotCompatDataset(return_uint8=True)` and `(return_uint8=False)` (float) in a plain "
         "`DataLoader(ds, batch_size, shuffle=True, num_workers, multiprocessing_context=worker_context())` as "
         "lerobot-train runs it (spawned workers, default collate); LeRobotDataset (one `__getitem__` per sample, default collate, spawned workers); "
@@ -200,8 +225,11 @@ def render_peer_report(results: dict) -> str:
         "decoded in one process from GOP bytes already in memory, one thread per core with its single-threaded "
         "decoder (RGB conversion included; at the policy's size the reader's own tasks: a stored rendition's GOPs "
         "where one fits, else the full decode scaled), taken as samples / (CPU seconds / cores): what the cores "
-        "deliver doing nothing else, which a shared machine's wall clock cannot show.",
+        "deliver doing nothing else, which a shared machine's wall clock cannot show. Each GOP the batches need "
+        "is decoded once, as far as the last frame any of their rows wants: no reader of these rows decodes less.",
         loader_table(results),
+        "How random D's batches are (what the decode-once order trades for its speed):",
+        randomness_table(results),
         "## Where the time goes",
         _misses(results),
         *_sweep_section(results),

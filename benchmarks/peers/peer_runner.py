@@ -25,9 +25,10 @@ Kinds of measurement (each times every call; ``indices`` are the system's own sa
   batches); seconds to the first batch, then
   seconds per batch.
 - ``bound`` (robodata only): the in-process decode bound of ``batches``: their GOPs read into
-  memory first, then decoded (and converted to RGB, resized at ``size``) on every core, one
-  single-threaded decoder per thread, no Lance, no workers, no copies between processes; wall
-  seconds and the process's CPU seconds per batch (the bound is samples / (CPU s / cores)).
+  memory first, then each decoded once as far as its last wanted frame (and every wanted frame
+  converted to RGB, resized at ``size``) on every core, one single-threaded decoder per thread,
+  no Lance, no workers, no copies between processes; wall and CPU seconds of ``chunks`` parts
+  (the bound is samples / (CPU s / cores)).
 - ``frames``: decode ``indices`` and save every camera's frames (H x W x 3 uint8) to ``out`` (.npz).
 - ``profile``: cProfile ``of`` (sample, batch or window) once over its inputs; own time per function.
 
@@ -114,7 +115,8 @@ class RobodataSystem:
             batch_size=measurement["batch_size"],
             num_workers=measurement["workers"],
             seed=measurement["seed"],
-            shuffle="global",
+            shuffle=measurement.get("order", "global"),
+            window_rows=measurement.get("window_rows"),
             version=self.ds.version,
             storage_options=self.ds.storage_options,
             **sized,
@@ -122,10 +124,13 @@ class RobodataSystem:
         return loader, lambda batch: [int(i) for i in batch["index"]], loader.close
 
     def bound(self, measurement: dict) -> dict:
-        """Decode the frames of ``batches`` on every core from GOP bytes already in memory: the
-        reader's own GOP tasks (a stored rendition's GOPs where one fits the size, else the full
-        GOPs scaled on decode), each run by one of ``cpu_count`` threads with its single-threaded
-        decoder; no Lance read, no checksum, no worker, no copy between processes."""
+        """The decode bound of ``batches``: every GOP they need decoded once, as far as the last
+        frame any of their rows wants, and every wanted frame converted (RGB, at the size) once per
+        row: the least decoding any reader of these rows must do. From GOP bytes already in memory,
+        on every core (one thread per core with its single-threaded decoder), through the reader's
+        own GOP tasks (a stored rendition's GOPs where one fits the size, else the full GOPs scaled);
+        no Lance read, no checksum, no worker, no copy between processes. Timed in CPU seconds (the
+        bound is samples / (CPU s / cores)), in ``chunks`` parts for a median."""
         from concurrent.futures import ThreadPoolExecutor
 
         import numpy as np
@@ -136,33 +141,36 @@ class RobodataSystem:
         ds, size = self.ds, self.size
         gops = gop_store(ds)
         rows = ds.rows  # which GOP and frame each row shows
-        prepared = []
-        for batch in measurement["batches"]:
-            idx = np.asarray(batch, dtype=np.int64)
-            requests = []
-            for camera in ds.cameras:
-                out = np.empty((len(idx), *output_shape(ds.metadata, camera, size)), np.uint8)
-                refs, in_gop = rows.ref_id[camera][idx], rows.frame_in_gop[camera][idx]
-                requests += decode_requests(ds.metadata, gops.index, camera, refs, in_gop, out, size)
-            prepared.append(gops.decode_tasks(requests))  # reads the GOP bytes now, outside the timing
+        idx = np.concatenate([np.asarray(b, dtype=np.int64) for b in measurement["batches"]])
+        requests = []
+        for camera in ds.cameras:
+            out = np.empty((len(idx), *output_shape(ds.metadata, camera, size)), np.uint8)
+            refs, in_gop = rows.ref_id[camera][idx], rows.frame_in_gop[camera][idx]
+            requests += decode_requests(ds.metadata, gops.index, camera, refs, in_gop, out, size)
+        tasks = gops.decode_tasks(requests)  # one per GOP; reads the GOP bytes now, outside the timing
+        chunks = max(1, min(int(measurement.get("chunks", 4)), len(tasks)))
+        parts = [tasks[i::chunks] for i in range(chunks)]
         threads = os.cpu_count() or 1
         seconds, cpu_seconds = [], []
         with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(lambda task: task.run(), prepared[0]))  # warm: one decoder per thread
-            for tasks in prepared:
-                tasks = sorted(tasks, key=lambda t: -max(t.wanted))  # longest GOP prefixes first, as the reader
+            list(pool.map(lambda task: task.run(), tasks[:threads]))  # warm: one decoder per thread
+            for part in parts:
+                part = sorted(part, key=lambda t: -max(t.wanted))  # longest GOP prefixes first, as the reader
                 start, cpu = time.perf_counter(), time.process_time()  # CPU time of every thread
-                list(pool.map(lambda task: task.run(), tasks))
+                list(pool.map(lambda task: task.run(), part))
                 seconds.append(time.perf_counter() - start)
                 cpu_seconds.append(time.process_time() - cpu)
+        wanted = [sum(len(t.wanted) for t in part) for part in parts]
         return {
             "seconds": seconds,
             "cpu_seconds": cpu_seconds,
-            "samples": [len(b) for b in measurement["batches"]],
+            # samples: rows x cameras per part over the cameras (a part holds whole GOPs of any camera)
+            "samples": [w / len(ds.cameras) for w in wanted],
             "threads": threads,
-            "frames_decoded": sum(max(t.wanted) + 1 for tasks in prepared for t in tasks),
-            "frames_wanted": sum(len(t.wanted) for tasks in prepared for t in tasks),
-            "renditions": bool(size) and any(t.size is None for tasks in prepared for t in tasks),
+            "frames_decoded": sum(max(t.wanted) + 1 for t in tasks),
+            "frames_wanted": sum(len(t.wanted) for t in tasks),
+            "distinct_frames_wanted": sum(len(set(t.wanted)) for t in tasks),
+            "renditions": bool(size) and any(t.size is None for t in tasks),
         }
 
 
@@ -489,7 +497,26 @@ def _measure_loader(system, measurement: dict) -> dict:
     seconds, samples, delivered = [], [], []
     start = last = time.perf_counter()
     first_batch_s = None
+    warm = int(measurement.get("warm_epochs") or 0)
     try:
+        if warm:
+            # Whole epochs first (its first batch is the cold one), then the next epoch timed in
+            # full: every batch, the first too, so work done early for later batches is counted.
+            for _epoch in range(warm):
+                for _batch in loader:
+                    if first_batch_s is None:
+                        first_batch_s = time.perf_counter() - start
+            last = time.perf_counter()
+            for batch in loader:
+                now = time.perf_counter()
+                seconds.append(now - last)
+                last = now
+                rows = indices_of(batch)
+                samples.append(len(rows))
+                delivered.append(rows)
+                if len(delivered) >= wanted:
+                    break
+            return {"first_batch_s": first_batch_s, "seconds": seconds, "samples": samples, "delivered": delivered}
         for batch in loader:
             now = time.perf_counter()
             if first_batch_s is None:

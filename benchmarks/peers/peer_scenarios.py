@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.aims import _aim
+from robodata.torch.batch_randomness import dataset_randomness
+from robodata.torch.block_order import BlockSampler
 from robodata.torch.sampler import RowSampler
 
 
@@ -77,12 +79,18 @@ class PeerConfig:
     batch_size: int = 32
     windows: int = 20
     window_frames: int = 8
-    loader_batches: int = 16
+    loader_batches: int = 58  # one epoch of the ALOHA footage (1,800 rows) in the block order
     loader_workers: int = 2
     quality_rows: int = 48  # rows whose frames PSNR is measured on (every camera), the same for every system
     seed: int = 0
     sizes: tuple = (None, POLICY_SIZE)  # native resolution, then the policy's input size
     pyav: bool = False  # also LeRobot's pyav backend (always slower than torchcodec here)
+    order: str = "block"  # D's training order: make_dataloader's decode-once default, or "global" (uniform)
+    window_rows: int | None = None  # the block order's mixing window (None: make_dataloader's default)
+    # Block order: robodata's loader reads this many whole epochs first and D times the next one in
+    # full (its first batch too): the first batch of an epoch decodes GOPs for later batches, so
+    # timing only the batches after it would leave that work out. The plan is that epoch's rows.
+    warm_epochs: int = 1
 
     @classmethod
     def small(cls) -> PeerConfig:
@@ -101,11 +109,16 @@ class PeerConfig:
         return tuple(s for s in SYSTEMS if self.pyav or s.key != "lerobot-pyav")
 
 
-def plan_round(rng: np.random.Generator, rows: int, config: PeerConfig, round_index: int) -> dict:
+def plan_round(
+    rng: np.random.Generator, rows: int, config: PeerConfig, round_index: int, blocks: np.ndarray | None = None
+) -> dict:
     """The robodata rows of one round: A samples, B batches, C window starts and D's loader
-    batches (the order robodata's ``make_dataloader`` reads with this round's seed)."""
+    batches (the order robodata's ``make_dataloader`` reads with this round's seed: the block
+    order over ``blocks``, each row's GOP, when ``config.order`` is "block")."""
     seed = config.seed + round_index
-    sampler = RowSampler(rows, batch_size=config.batch_size, seed=seed, shuffle="global")
+    sampler = d_sampler(rows, config, seed, blocks)
+    if config.order == "block":
+        sampler.set_epoch(config.warm_epochs)
     loader = [np.asarray(b) for b in sampler.batches()]
     while len(loader) < config.loader_batches:  # small datasets: the next epochs follow
         sampler.set_epoch(sampler.epoch + 1)
@@ -116,6 +129,31 @@ def plan_round(rng: np.random.Generator, rows: int, config: PeerConfig, round_in
         "C": rng.integers(0, rows, config.windows),
         "D": loader[: config.loader_batches],
         "seed": seed,
+    }
+
+
+def d_sampler(rows: int, config: PeerConfig, seed: int, blocks: np.ndarray | None = None):
+    """The sampler of D's batches: ``make_dataloader``'s, with ``config``'s order and workers."""
+    if config.order == "block":
+        if blocks is None or len(blocks) != rows:
+            raise ValueError("the block order needs each row's GOP (blocks)")
+        window = {} if config.window_rows is None else {"window_rows": config.window_rows}
+        return BlockSampler(
+            blocks, batch_size=config.batch_size, num_workers=config.loader_workers, seed=seed, **window
+        )
+    return RowSampler(rows, batch_size=config.batch_size, seed=seed, shuffle=config.order)
+
+
+def order_randomness(ds, plan: dict, config: PeerConfig) -> dict:
+    """How random D's batches are (``robodata.torch.batch_randomness``): this round's D batches
+    in ``config.order`` and, beside them, as many batches of the uniform order with the same seed."""
+    uniform = RowSampler(len(ds), batch_size=config.batch_size, seed=plan["seed"], shuffle="global").batches()
+    return {
+        "order": config.order,
+        "window_rows": config.window_rows,
+        "workers": config.loader_workers,
+        "planned": dataset_randomness(ds, plan["D"]),
+        "uniform": dataset_randomness(ds, uniform[: len(plan["D"])]),
     }
 
 
@@ -157,6 +195,9 @@ def scenario_jobs(
         "batch_size": config.batch_size,
         "workers": config.loader_workers,
         "seed": plan["seed"],
+        "order": config.order,
+        "window_rows": config.window_rows,
+        "warm_epochs": config.warm_epochs if config.order == "block" and system.runner == "robodata" else 0,
     }
     return [reads, [loader] if "D" in system.scenarios else []]
 

@@ -111,3 +111,36 @@ def _fresh_decode(decoder: str, packets: list[av.Packet]) -> list[av.VideoFrame]
         frames.extend(ctx.decode(packet))
     frames.extend(ctx.decode(None))
     return frames
+
+
+def decode_gop_pictures(
+    data: bytes | memoryview, packet_sizes: Sequence[int] | np.ndarray, last: int, codec: str = "h264"
+) -> list[av.VideoFrame]:
+    """Frames 0..``last`` of a GOP as the decoder's own pictures (planar YUV 4:2:0, not converted),
+    for a reader that keeps some and converts each when it hands it over (``frame_array``).
+
+    >>> from robodata.codec import EncoderSettings
+    >>> from robodata.codec.gop_encoder import encode_gops
+    >>> [gop] = encode_gops(iter([np.zeros((48, 64, 3), np.uint8)] * 4), 64, 48, 30, EncoderSettings(gop_size=4))
+    >>> [(p.format.name, p.height) for p in decode_gop_pictures(gop.data, gop.packet_sizes, 1)]
+    [('yuv420p', 48), ('yuv420p', 48)]
+    """
+    if last >= len(packet_sizes):
+        raise IndexError(f"frame {last} asked of a GOP with {len(packet_sizes)} frames")
+    name = codec_named(codec).name
+    starts = [0, *accumulate(packet_sizes[: last + 1])]
+    ctx = _decoder(name)
+    view = memoryview(data)
+    pictures: list[av.VideoFrame] = []
+    try:
+        for k in range(last + 1):
+            pictures.extend(ctx.decode(av.Packet(view[starts[k] : starts[k + 1]])))  # type: ignore[arg-type]
+        if len(pictures) <= last:  # the decoder held frames back: drain it
+            pictures.extend(ctx.decode(None))
+            ctx.flush_buffers()
+    except av.error.FFmpegError:
+        _local.decoders.pop(name, None)
+        raise
+    if len(pictures) <= last:
+        raise ValueError(f"GOP yielded {len(pictures)} frames, frame {last} was asked for")
+    return pictures[: last + 1]

@@ -31,6 +31,8 @@ from torch.utils.data import Dataset
 
 from robodata.format._provenance import UPLOAD_COLUMNS
 from robodata.format._schema import image_column, ref_columns
+from robodata.lerobot._block_order import BlockOrderSampler
+from robodata.lerobot._decode_once import DecodeOnceOrder
 from robodata.lerobot._features import features, lerobot_key, robodata_column
 from robodata.lerobot._format import CODEBASE_VERSION, video_key
 from robodata.lerobot._items import ItemLayout, read_items
@@ -38,9 +40,11 @@ from robodata.lerobot._meta import DatasetInfo, LeRobotMeta
 from robodata.lerobot._version_stats import lerobot_stats_of
 from robodata.reader import RowIndex, SharedArrays, adopt_rows, open_dataset
 from robodata.torch.batch_reader import BatchReader, checked_indices
+from robodata.torch.block_order import BlockSampler
 from robodata.torch.delta_timestamps import resolve_delta_timestamps
 from robodata.torch.fork_safety import ForkedAfterLanceError, forked_from_lance, mark_lance_used, run_without_lance
-from robodata.torch.sampler import PlannedBatch, RowSampler
+from robodata.torch.frame_buffer import DEFAULT_FRAME_BUFFER_BYTES, FrameBuffer
+from robodata.torch.sampler import PlannedBatch
 from robodata.torch.torch_dataset import SampleBatch, finish_sending_before_exit
 
 # robodata's own per-row columns: not LeRobot features, so items carry them only when asked
@@ -71,9 +75,10 @@ class _Version:
     episode_lengths: dict[int, int]
     tasks: list[str]
     robot_type: str | None
+    gop_size: int
 
 
-class LeRobotCompatDataset(Dataset):
+class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
     """A robodata version as LeRobot's ``LeRobotDataset``; see the module docstring."""
 
     def __init__(
@@ -89,6 +94,7 @@ class LeRobotCompatDataset(Dataset):
         storage_options: dict | None = None,
         extra_columns: Sequence[str] = (),
         resolution: tuple[int, int] | None = None,
+        frame_buffer_bytes: int = DEFAULT_FRAME_BUFFER_BYTES,
     ) -> None:
         self.uri = uri
         self.image_transforms = image_transforms
@@ -102,6 +108,13 @@ class LeRobotCompatDataset(Dataset):
         self._shared_rows = SharedArrays("rows")
         self._arrays: dict[str, np.ndarray] = {}
         self._rows_mapped: RowIndex | None = None
+        # The decode-once order a sampler of this dataset was made in (``sampler``, ``item_sampler``):
+        # a reading process works out from it the batches it reads next, and keeps decoded frames
+        # for them in a frame buffer of ``frame_buffer_bytes`` (robodata.torch.frame_buffer).
+        self.frame_buffer_bytes = int(frame_buffer_bytes)
+        self._order: BlockSampler | BlockOrderSampler | None = None
+        self._frames: FrameBuffer | None = None
+        self._frames_for: tuple | None = None
         # Every Lance read of the construction happens in a short-lived helper process when this
         # one has not used Lance, so DataLoader workers can still be forked from it (fork_safety).
         read = run_without_lance(
@@ -112,6 +125,7 @@ class LeRobotCompatDataset(Dataset):
         self.reader = read.reader
         self._layout = read.layout
         self.meta = self._make_meta(read)
+        self._gop_size = read.gop_size
 
     def _read(
         self,
@@ -199,6 +213,7 @@ class LeRobotCompatDataset(Dataset):
             episode_lengths=episode_lengths,
             tasks=tasks,
             robot_type=ds.metadata.robot_type or None,
+            gop_size=int(ds.metadata.gop_size),
         )
 
     # --- LeRobotDataset's attributes -------------------------------------------------------------
@@ -335,39 +350,19 @@ class LeRobotCompatDataset(Dataset):
             mark_lance_used()  # reading here: children forked from now on are not safe
         rows = np.asarray(self._array("rows")[items])
         shown = lambda camera: self._array(f"shown.{camera}")  # noqa: E731
-        batch = read_items(self._lance_dataset(), rows, self._layout, shown, self.image_transforms)
+        batch = read_items(
+            self._lance_dataset(), rows, self._layout, shown, self.image_transforms, self._planned_frames(indices)
+        )
         if isinstance(indices, PlannedBatch):  # from a RowSampler: flag rows that only pad the last step
             batch["padding"] = torch.tensor(indices.padding, dtype=torch.bool)
         return SampleBatch(batch)
-
-    def sampler(self, *, batch_size: int, rank: int = 0, world_size: int = 1, seed: int = 0, **options) -> RowSampler:
-        """A resumable, DDP-safe ``batch_sampler`` over this dataset's items (equal steps per
-        rank, ``state_dict`` the same on every rank).
-
-        >>> from torch.utils.data import DataLoader
-        >>> from robodata.torch.torch_dataset import collate_batch
-        >>> ds = LeRobotCompatDataset("data/demo")
-        >>> sampler = ds.sampler(batch_size=32, rank=1, world_size=2)
-        >>> loader = DataLoader(ds, batch_sampler=sampler, collate_fn=collate_batch)
-        >>> len(loader), next(iter(loader))["action"].shape  # 591 items: 10 steps of 32 per rank
-        (10, torch.Size([32, 14]))
-
-        """
-        return RowSampler(
-            len(self),
-            batch_size=batch_size,
-            rank=rank,
-            world_size=world_size,
-            seed=seed,
-            dataset_version=self.version,
-            **options,
-        )
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_arrays"] = {}  # workers map the shared files instead
         state["_rows_mapped"] = None
         state["meta"] = None  # stats and episode lists stay in the training process
+        state["_frames"], state["_frames_for"] = None, None  # each process decodes its own
         return state
 
     def __setstate__(self, state: dict) -> None:

@@ -45,9 +45,12 @@ def read_items(
     layout: ItemLayout,
     shown: Callable[[str], np.ndarray],
     image_transforms: Callable | None,
+    read_frames: Callable[[np.ndarray], Mapping[str, np.ndarray]] | None = None,
 ) -> dict[str, Any]:
     """The items of ``ds``'s ``rows`` (row numbers of the pinned version), batched; ``shown(cam)``
-    is per row the camera frame it shows within its episode (camera-rate offsets need it)."""
+    is per row the camera frame it shows within its episode (camera-rate offsets need it).
+    ``read_frames(rows)``, when given, reads the frames (planar RGB) of the cameras without
+    ``delta_timestamps`` at ``rows``, e.g. from a worker's frame buffer; else ``get_frames`` does."""
     index = ds.rows
     batch: dict[str, Any] = {}
     windows = {key: _window(index, rows, key, per_delta, layout, shown) for key, per_delta in layout.offsets.items()}
@@ -73,9 +76,12 @@ def read_items(
         cam_rows = windows[key][0] if key else rows
         # Decoded channels first (planar RGB written straight into [N, 3, H, W]): LeRobot's
         # CHW items without a transposing copy of packed RGB.
-        decoded = ds.get_frames(
-            cam_rows.reshape(-1), cameras=cams, resolution=layout.resolution, pixel_format=PLANAR_RGB
-        )
+        if not key and read_frames is not None:
+            decoded = read_frames(cam_rows)
+        else:
+            decoded = ds.get_frames(
+                cam_rows.reshape(-1), cameras=cams, resolution=layout.resolution, pixel_format=PLANAR_RGB
+            )
         for cam in cams:
             frames = torch.from_numpy(decoded[cam].reshape(cam_rows.shape + decoded[cam].shape[1:]))
             batch[video_key(cam)] = frames if layout.return_uint8 else frames.float().div_(255)

@@ -7,8 +7,14 @@ then runs ``lerobot.scripts.lerobot_train.main`` with the same command line. A d
 ``--dataset.repo_id`` (or ``--dataset.root``) is a robodata dataset (an ``s3://...`` URI or a
 folder holding ``frames.lance``) is opened as ``LeRobotCompatDataset``, pinned to
 ``--dataset.revision`` (a tag or a version number; default: the latest, pinned at start);
-every other dataset goes to LeRobot as before. Everything else (policy, processors, sampler,
+every other dataset goes to LeRobot as before. Everything else (policy, processors,
 accelerate, checkpoints, the loss) is LeRobot's code.
+
+The training order: for a robodata dataset, the sampler LeRobot's script builds
+(``EpisodeAwareSampler(..., shuffle=True, seed=cfg.seed)``, resumed with ``load_state_dict``) is
+the decode-once block order instead (``LeRobotCompatDataset.item_sampler``, laid out for
+``--batch_size``, ``--num_workers`` and accelerate's ranks), so each GOP is decoded once per epoch
+per DataLoader worker. ``ROBODATA_TRAIN_ORDER=uniform`` keeps LeRobot's own uniform sampler.
 
     robodata-train --dataset.repo_id=s3://bucket/demo --dataset.revision=run-42 \\
         --policy.type=act --policy.push_to_hub=false --steps=1000 --batch_size=8
@@ -16,6 +22,7 @@ accelerate, checkpoints, the loss) is LeRobot's code.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -85,6 +92,87 @@ def dataset_factory(original: Callable) -> Callable:
     return make
 
 
+ORDER_VARIABLE = "ROBODATA_TRAIN_ORDER"
+ORDERS = ("block", "uniform")
+
+
+def training_order() -> str:
+    """The order robodata-train reads robodata datasets in: ``block`` (default) or ``uniform``."""
+    order = os.environ.get(ORDER_VARIABLE, "block") or "block"
+    if order not in ORDERS:
+        raise SystemExit(f"{ORDER_VARIABLE} must be one of {ORDERS}, got {order!r}")
+    return order
+
+
+def process_place() -> tuple[int, int]:
+    """(rank, world size) of this training process, as accelerate and torchrun set them."""
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+
+
+def sampler_factory(original: Callable, training: dict) -> Callable:
+    """LeRobot's ``EpisodeAwareSampler`` that, for the robodata dataset of this run
+    (``training["dataset"]``, made with ``training["cfg"]``), is the decode-once block order."""
+
+    def make(
+        dataset_from_indices,
+        dataset_to_indices,
+        episode_indices_to_use=None,
+        drop_n_first_frames=0,
+        drop_n_last_frames=0,
+        shuffle=False,
+        seed=0,
+        absolute_to_relative_idx=None,
+    ):
+        from robodata.lerobot._compat_dataset import LeRobotCompatDataset
+
+        dataset, cfg = training.get("dataset"), training.get("cfg")
+        if not isinstance(dataset, LeRobotCompatDataset) or not shuffle or training_order() == "uniform":
+            return original(
+                dataset_from_indices,
+                dataset_to_indices,
+                episode_indices_to_use=episode_indices_to_use,
+                drop_n_first_frames=drop_n_first_frames,
+                drop_n_last_frames=drop_n_last_frames,
+                shuffle=shuffle,
+                seed=seed,
+                absolute_to_relative_idx=absolute_to_relative_idx,
+            )
+        rank, world_size = process_place()
+        logging.info(
+            f"robodata-train: {dataset.uri} in the decode-once block order ({ORDER_VARIABLE}=uniform: LeRobot's)"
+        )
+        return dataset.item_sampler(
+            batch_size=cfg.batch_size,
+            num_workers=cfg.num_workers,
+            rank=rank,
+            world_size=world_size,
+            seed=seed,
+            drop_n_first_frames=drop_n_first_frames,
+            drop_n_last_frames=drop_n_last_frames,
+        )
+
+    return make
+
+
+def install_training_order(script) -> None:
+    """Make LeRobot's training script (``lerobot.scripts.lerobot_train``) read robodata datasets
+    in the decode-once order: it remembers the dataset and config ``make_train_eval_datasets``
+    made, and its ``EpisodeAwareSampler`` becomes ``sampler_factory``'s (idempotent)."""
+    if getattr(script, "_robodata_order_installed", False):
+        return
+    training: dict = {}
+    make_datasets = script.make_train_eval_datasets
+
+    def make_train_eval_datasets(cfg, *args, **kwargs):
+        made = make_datasets(cfg, *args, **kwargs)
+        training.update(dataset=made[0], cfg=cfg)
+        return made
+
+    script.make_train_eval_datasets = make_train_eval_datasets
+    script.EpisodeAwareSampler = sampler_factory(script.EpisodeAwareSampler, training)
+    script._robodata_order_installed = True
+
+
 def install() -> None:
     """Make LeRobot's dataset factory open robodata datasets (idempotent)."""
     from lerobot.datasets import factory
@@ -103,6 +191,8 @@ def main(argv: list[str] | None = None) -> None:
     except ImportError as exc:
         raise SystemExit(f"robodata-train needs LeRobot: pip install 'lerobot[training]' ({exc})") from exc
     install()
+    training_order()  # a wrong value fails before LeRobot starts
+    install_training_order(lerobot_train)
     if argv is not None:
         sys.argv = [sys.argv[0], *argv]
     lerobot_train.main()

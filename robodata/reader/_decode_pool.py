@@ -4,6 +4,7 @@ core runs one single-threaded decoder."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -51,4 +52,16 @@ def run_tasks(tasks: list[GopTask], concurrency: int | None = None) -> None:
     # Longest GOP prefixes first so no thread is left with a big task at the end.
     tasks = sorted(tasks, key=lambda t: -max(t.wanted))
     for future in [_pool(workers).submit(task.run) for task in tasks]:
+        future.result()
+
+
+def run_jobs(jobs: list[Callable[[], None]], concurrency: int | None = None) -> None:
+    """Run every job on the decode pool (PyAV releases the GIL while it decodes and converts);
+    re-raises the first error."""
+    workers = concurrency or default_concurrency()
+    if workers <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            job()
+        return
+    for future in [_pool(workers).submit(job) for job in jobs]:
         future.result()

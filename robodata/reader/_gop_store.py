@@ -93,6 +93,51 @@ class GopStore:
         [name] = checked_cameras(ds.uri, ds.cameras, camera)
         return ds.rows.ref_id[name][indices], ds.rows.frame_in_gop[name][indices]
 
+    def frame_plan(
+        self, indices: RowIndices, camera: str, resolution: tuple[int, int] | None = None
+    ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int] | None]]:
+        """Per row of ``indices``: the ref_id of the GOP its frame of ``camera`` decodes from at
+        ``resolution`` (a training rendition where one fits), the frame's index in that GOP, and
+        the (height, width) to scale the decoded frame to (None: as decoded); what ``get_frames``
+        decodes, for a reader that keeps decoded frames (``robodata.torch.frame_buffer``).
+
+        >>> refs, in_gop, sizes = robodata.reader.gop_store(ds).frame_plan([0, 1, 2], "top")
+        >>> in_gop.tolist(), sizes  # rows at the control rate, frames at the camera's
+        ([0, 0, 1], [None, None, None])
+        """
+        ds = self._ds
+        indices = checked_rows(indices, len(ds))
+        [name] = checked_cameras(ds.uri, ds.cameras, camera)
+        refs, frames = ds.rows.ref_id[name][indices], ds.rows.frame_in_gop[name][indices]
+        plan_refs, plan_frames = np.empty(len(indices), np.int64), np.empty(len(indices), np.int64)
+        sizes: list[tuple[int, int] | None] = [None] * len(indices)
+        slots = np.arange(len(indices))
+        for ref, frame, at, size in decode_requests(ds.metadata, self.index, name, refs, frames, slots, resolution):
+            at = np.asarray(at, dtype=np.int64)
+            plan_refs[at], plan_frames[at] = ref, frame
+            for slot in at.tolist():
+                sizes[slot] = size
+        return plan_refs, plan_frames, sizes
+
+    def decodable(
+        self, ref_ids: Sequence[int] | np.ndarray, gop_bytes: Mapping[int, bytes] | None = None
+    ) -> list[tuple[bytes, np.ndarray, str]]:
+        """(bytes, packet sizes, codec) of each GOP in ``ref_ids``: from ``gop_bytes`` where it has
+        them, the rest in one coalesced read; every one verified against its checksum."""
+        index = self.index
+        refs = np.asarray(ref_ids, dtype=np.int64)
+        if refs.size == 0:
+            return []
+        positions = index.positions(refs)
+        found = [(gop_bytes or {}).get(int(ref)) for ref in refs]
+        missing = [slot for slot, data in enumerate(found) if data is None]
+        read = iter(self._read_positions(positions[missing]) if missing else [])
+        blobs = [next(read) if data is None else data for data in found]
+        self._verify(positions, blobs)
+        return [
+            (data, index.packet_sizes(int(p)), index.codec(int(p))) for data, p in zip(blobs, positions, strict=True)
+        ]
+
     def byte_sizes(self, ref_ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """Stored size in bytes of each GOP in ``ref_ids``, known without reading it."""
         return self.index.byte_sizes(self.index.positions(np.asarray(ref_ids)))

@@ -15,6 +15,7 @@ from robodata.format._renditions import Rendition
 from robodata.format._schema import camera_of, image_column
 from robodata.reader import PIXEL_FORMATS, PLANAR_RGB, RoboDataset, gop_store, open_dataset, to_numpy
 from robodata.torch.delta_timestamps import resolve_delta_timestamps
+from robodata.torch.frame_buffer import DEFAULT_FRAME_BUFFER_BYTES, FrameBuffer, yuv_frame_bytes
 from robodata.torch.gop_cache import GopCache
 
 DEFAULT_COLUMNS = ("episode_index", "frame_index", "observation_state", "action")
@@ -47,6 +48,7 @@ class BatchReader:
         prefetch_batches: int = 4,
         resolution: tuple[int, int] | None = None,
         pixel_format: str = "rgb24",
+        frame_buffer_bytes: int = DEFAULT_FRAME_BUFFER_BYTES,
     ) -> None:
         if image_dtype not in ("uint8", "float32"):
             raise ValueError(f"image_dtype must be 'uint8' or 'float32', got {image_dtype!r}")
@@ -86,6 +88,11 @@ class BatchReader:
         # channels first: decoded as planar RGB into [N, 3, H, W], no transposing copy afterwards
         self._decode_format = PLANAR_RGB if channels_first and pixel_format == "rgb24" else pixel_format
         self._cache: GopCache | None = None
+        # decoded frames kept for later batches of the plan announced with ``expect`` (0: none)
+        self.frame_buffer_bytes = int(frame_buffer_bytes)
+        self._frames: FrameBuffer | None = None
+        # makes the frame buffer's output arrays: a DataLoader worker puts them in shared memory
+        self.allocate: Callable[[tuple[int, ...]], np.ndarray] | None = None
 
     def _column_name(self, name: str, cameras: list[str]) -> str:
         if name in self.columns or name in self.image_columns:
@@ -121,6 +128,8 @@ class BatchReader:
         state = self.__dict__.copy()
         state["_dataset"] = None
         state["_cache"] = None
+        state["_frames"] = None
+        state["allocate"] = None
         return state
 
     def close(self) -> None:
@@ -128,7 +137,45 @@ class BatchReader:
             self._cache.close()
             self._cache = None
 
+    @property
+    def frame_buffer(self) -> FrameBuffer | None:
+        """The decoded frames this process keeps for its announced batches (None until ``expect``)."""
+        return self._frames
+
+    def frame_bytes_per_row(self) -> int:
+        """Bytes the frame buffer holds per row: each camera read (windows aside) as YUV 4:2:0."""
+        total = 0
+        for name in self.image_columns:
+            if name in self.offsets:
+                continue
+            info = self.dataset.metadata.cameras[camera_of(name, self.dataset.cameras)]
+            height, width = self.resolution or (info.height, info.width)
+            total += yuv_frame_bytes(height, width)
+        return total
+
+    def window_rows(self, gop_size: int | None = None, limit: int = 4096) -> int:
+        """The block order's mixing window that the frame buffer's budget holds: the budget over
+        a row's frames, less two GOPs of rows (see ``robodata.torch.block_order``), at most ``limit``."""
+        per_row = self.frame_bytes_per_row()
+        if per_row == 0:
+            return limit
+        gop = gop_size or self.dataset.metadata.gop_size
+        return int(min(max(self.frame_buffer_bytes // per_row - 2 * gop, 0), limit))
+
     # --- reading ----------------------------------------------------------------------------
+    def expect(self, batches: Sequence[np.ndarray]) -> None:
+        """The batches this process reads next, in order (the rest of its epoch): each GOP they
+        need is decoded once and its frames kept until their last use, within
+        ``frame_buffer_bytes`` (``robodata.torch.frame_buffer``). Does nothing when the budget is 0."""
+        plain = [camera_of(c, self.dataset.cameras) for c in self.image_columns if c not in self.offsets]
+        if self.frame_buffer_bytes <= 0 or not plain:
+            return
+        if self._frames is None:
+            self._frames = FrameBuffer(
+                self.dataset, plain, resolution=self.resolution, budget_bytes=self.frame_buffer_bytes
+            )
+        self._frames.expect(batches)
+
     def schedule(self, batches: Sequence[np.ndarray]) -> None:
         """Tell the prefetcher which batches come next, in order."""
         if self.cache is not None:
@@ -163,7 +210,12 @@ class BatchReader:
         batch: dict[str, np.ndarray] = {"index": indices}
         plain_images = [c for c in self.image_columns if c not in self.offsets]
         plain_columns = [c for c in self.columns if c not in self.offsets]
-        if plain_images:
+        if plain_images and self._frames is not None:
+            data = self._frames.read(
+                indices, pixel_format=self._decode_format, gop_bytes=gop_bytes, allocate=self.allocate
+            )
+            batch.update({name: data[camera_of(name, ds.cameras)] for name in plain_images})
+        elif plain_images:
             frames = ds.get_frames(
                 indices,
                 cameras=plain_images,

@@ -12,13 +12,43 @@ from collections.abc import Iterator
 import numpy as np
 
 from robodata.torch.batch_reader import BatchReader
+from robodata.torch.block_order import BlockSampler
 from robodata.torch.sampler import RowSampler
+
+
+def make_sampler(
+    reader: BatchReader,
+    *,
+    batch_size: int,
+    shuffle: str = "block",
+    num_workers: int = 0,
+    window_rows: int | None = None,
+    pool_episodes: int = 8,
+    **options,
+) -> RowSampler | BlockSampler:
+    """The sampler of a training order over every row ``reader`` reads: the decode-once
+    ``BlockSampler`` for ``shuffle="block"`` (its window sized to the reader's frame buffer unless
+    ``window_rows`` is given), else a ``RowSampler`` (``global``, ``episode`` or ``none``).
+
+    >>> make_sampler(BatchReader("data/demo", cameras=["top"]), batch_size=32, num_workers=2).window_rows
+    2314
+    >>> make_sampler(BatchReader("data/demo"), batch_size=32, shuffle="global").shuffle
+    'global'
+    """
+    if shuffle == "block":
+        window = reader.window_rows() if window_rows is None else window_rows
+        return BlockSampler.for_dataset(
+            reader.dataset, batch_size=batch_size, num_workers=num_workers, window_rows=window, **options
+        )
+    return RowSampler.for_dataset(
+        reader.dataset, batch_size=batch_size, shuffle=shuffle, pool_episodes=pool_episodes, **options
+    )
 
 
 class ResumableLoader:
     """What every robodata training loader offers: epochs, checkpoints, the pinned version."""
 
-    def __init__(self, reader: BatchReader, sampler: RowSampler) -> None:
+    def __init__(self, reader: BatchReader, sampler: RowSampler | BlockSampler) -> None:
         if sampler.num_rows != reader.num_rows:
             raise ValueError(
                 f"the sampler covers {sampler.num_rows} rows but version {reader.dataset_version} "
@@ -89,13 +119,16 @@ class TrainingLoader(ResumableLoader):
 
     @classmethod
     def create(cls, uri: str, *, batch_size: int, sampler_options: dict | None = None, **reader_options):
+        """A loader over ``uri``; ``sampler_options`` go to ``make_sampler`` (``shuffle``
+        defaults to the decode-once ``"block"`` order), the rest to ``BatchReader``."""
         reader = BatchReader(uri, **reader_options)
-        sampler = RowSampler.for_dataset(reader.dataset, batch_size=batch_size, **(sampler_options or {}))
+        sampler = make_sampler(reader, batch_size=batch_size, **(sampler_options or {}))
         return cls(reader, sampler)
 
     def _batches(self) -> Iterator[dict[str, np.ndarray]]:
         batches = self.row_sampler.padded_batches()
         self.reader.schedule([rows for rows, _ in batches])
+        self.reader.expect([rows for rows, _ in batches])
         for indices, padding in batches:
             batch = self.reader.read(indices)
             batch["padding"] = padding

@@ -205,3 +205,4 @@ def test_lerobot_train_runs_unchanged_through_robodata_train(short_dataset, expo
     assert done.returncode == 0, log[-4000:]
     assert f"dataset.num_frames={len(LeRobotCompatDataset(short_dataset, version=version))}" in log
     assert "step:2 " in log and "End of training" in log
+    assert f"robodata-train: {short_dataset} in the decode-once block order" in log  # its sampler

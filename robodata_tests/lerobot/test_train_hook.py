@@ -70,3 +70,70 @@ def test_uris():
         7,
         "run-42",
     )
+
+
+class FakeEpisodeAwareSampler:
+    """LeRobot's sampler as its training script calls it (records the call)."""
+
+    def __init__(self, dataset_from_indices, dataset_to_indices, **kwargs) -> None:
+        self.args = (list(dataset_from_indices), list(dataset_to_indices))
+        self.kwargs = kwargs
+
+
+def training_script(dataset, cfg) -> types.ModuleType:
+    """A stand-in for lerobot.scripts.lerobot_train: the two names robodata-train replaces."""
+    script = types.ModuleType("lerobot.scripts.lerobot_train")
+    script.make_train_eval_datasets = lambda config: (dataset, None)
+    script.EpisodeAwareSampler = FakeEpisodeAwareSampler
+    lerobot_train.install_training_order(script)
+    lerobot_train.install_training_order(script)  # idempotent: wrapped once
+    return script
+
+
+def build_sampler(script, cfg):
+    """What LeRobot 0.6.1's train() does: make the datasets, then the sampler over the episodes."""
+    dataset, _ = script.make_train_eval_datasets(cfg)
+    return script.EpisodeAwareSampler(
+        dataset.meta.episodes["dataset_from_index"],
+        dataset.meta.episodes["dataset_to_index"],
+        episode_indices_to_use=dataset.episodes,
+        drop_n_last_frames=0,
+        shuffle=True,
+        seed=cfg.seed,
+        absolute_to_relative_idx=dataset.absolute_to_relative_idx,
+    )
+
+
+def test_robodata_train_reads_robodata_datasets_in_the_block_order(short_dataset, monkeypatch):
+    from robodata.lerobot._block_order import BlockOrderSampler
+
+    monkeypatch.delenv("ROBODATA_TRAIN_ORDER", raising=False)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    cfg = types.SimpleNamespace(batch_size=4, num_workers=2, seed=9)
+    dataset = LeRobotCompatDataset(short_dataset)
+    script = training_script(dataset, cfg)
+    sampler = build_sampler(script, cfg)
+    assert isinstance(sampler, BlockOrderSampler)
+    assert (sampler.batch_size, sampler.num_workers, sampler.rank, sampler.world_size, sampler.seed) == (4, 2, 1, 2, 9)
+    assert len(sampler) == len(dataset) and dataset._order is sampler  # its workers plan with it
+    # LeRobot's resume: compute_sampler_state(step=3, len, batch_size=4, num_processes=2)
+    sampler.load_state_dict({"epoch": 0, "start_index": 3 * 4 * 2})
+    assert list(iter(sampler)) == sampler.order(0)[24:].tolist()
+    # the uniform order one option away: LeRobot's own sampler
+    monkeypatch.setenv("ROBODATA_TRAIN_ORDER", "uniform")
+    uniform = build_sampler(script, cfg)
+    assert isinstance(uniform, FakeEpisodeAwareSampler) and uniform.kwargs["seed"] == 9
+    monkeypatch.setenv("ROBODATA_TRAIN_ORDER", "random")
+    with pytest.raises(SystemExit, match="ROBODATA_TRAIN_ORDER must be one of"):
+        build_sampler(script, cfg)
+
+
+def test_lerobot_datasets_keep_lerobots_sampler(monkeypatch):
+    monkeypatch.delenv("ROBODATA_TRAIN_ORDER", raising=False)
+    meta = types.SimpleNamespace(episodes={"dataset_from_index": [0, 5], "dataset_to_index": [5, 9]})
+    lerobot_dataset = types.SimpleNamespace(meta=meta, episodes=None, absolute_to_relative_idx=None)
+    cfg = types.SimpleNamespace(batch_size=4, num_workers=2, seed=3)
+    sampler = build_sampler(training_script(lerobot_dataset, cfg), cfg)
+    assert isinstance(sampler, FakeEpisodeAwareSampler)
+    assert sampler.args == ([0, 5], [5, 9]) and sampler.kwargs["shuffle"] is True

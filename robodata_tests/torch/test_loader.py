@@ -97,7 +97,9 @@ def test_unknown_window_column_is_named(ingested):
 
 def test_resume_mid_epoch_with_another_world_size_and_exact_next_sample(ingested):
     options = dict(cameras=[], columns=["frame_index"])
-    first = TrainingLoader.create(ingested, batch_size=8, sampler_options={"seed": 3, "epoch": 2}, **options)
+    first = TrainingLoader.create(
+        ingested, batch_size=8, sampler_options={"seed": 3, "epoch": 2, "shuffle": "global"}, **options
+    )
     seen, iterator = [], iter(first)
     for _ in range(5):
         seen.append(next(iterator)["index"])
@@ -105,7 +107,7 @@ def test_resume_mid_epoch_with_another_world_size_and_exact_next_sample(ingested
     assert state["consumed"] == 40 and state["epoch"] == 2 and state["dataset_version"] == first.dataset_version
     uninterrupted_next = next(iterator)["index"]
 
-    same = TrainingLoader.create(ingested, batch_size=8, sampler_options={"seed": 3}, **options)
+    same = TrainingLoader.create(ingested, batch_size=8, sampler_options={"seed": 3, "shuffle": "global"}, **options)
     same.load_state_dict(state)
     same.set_epoch(2)  # the usual epoch loop keeps the restored position
     assert np.array_equal(next(iter(same))["index"], uninterrupted_next)
@@ -113,7 +115,10 @@ def test_resume_mid_epoch_with_another_world_size_and_exact_next_sample(ingested
     rest, steps = [], []
     for rank in range(2):
         loader = TrainingLoader.create(
-            ingested, batch_size=5, sampler_options={"seed": 3, "rank": rank, "world_size": 2}, **options
+            ingested,
+            batch_size=5,
+            sampler_options={"seed": 3, "rank": rank, "world_size": 2, "shuffle": "global"},
+            **options,
         )
         loader.load_state_dict(state)
         batches = list(loader)
@@ -127,7 +132,7 @@ def test_resume_mid_epoch_with_another_world_size_and_exact_next_sample(ingested
 def test_a_finished_epoch_moves_on_to_a_new_order(ingested):
     loader = TrainingLoader.create(ingested, batch_size=200, cameras=[], columns=["frame_index"])
     epoch0 = np.concatenate([b["index"] for b in loader])
-    assert loader.state_dict()["epoch"] == 1 and loader.state_dict()["consumed"] == 0
+    assert loader.state_dict()["epoch"] == 1 and loader.state_dict()["consumed_batches"] == 0
     epoch1 = np.concatenate([b["index"] for b in loader])
     assert np.array_equal(np.sort(epoch0), np.sort(epoch1)) and not np.array_equal(epoch0, epoch1)
 
