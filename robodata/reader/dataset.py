@@ -833,9 +833,9 @@ class GopStore:
         the (height, width) to scale the decoded frame to (None: as decoded); what ``get_frames``
         decodes, for a reader that keeps decoded frames (``robodata.torch.frame_buffer``).
 
-        >>> refs, in_gop, sizes = ds.gops.frame_plan([0, 1], "top")
+        >>> refs, in_gop, sizes = ds.gops.frame_plan([0, 10], "top")  # rows at 100 Hz, camera at 30 fps
         >>> in_gop.tolist(), sizes
-        ([0, 1], [None, None])
+        ([0, 3], [None, None])
         """
         ds = self._ds
         indices = ds._check_indices(indices)
