@@ -32,9 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from robodata.codec.gop_decoder import decode_gop_pictures
-from robodata.codec.resize import frame_array
-from robodata.reader.decode_pool import run_jobs
+from robodata.reader.decode_pool import decode_gop_pictures, frame_array, run_jobs
 from robodata.reader.renditions import output_shape
 
 DEFAULT_FRAME_BUFFER_BYTES = 1 << 30  # per DataLoader worker: ~760 rows of 3 cameras at 640 x 480
