@@ -116,7 +116,7 @@ def _epochs(loader) -> Iterable[dict]:
 def robodata_throughput(
     uri: str, *, num_workers: int, batch_size: int, samples: int, cameras=None, version: int | None = None
 ) -> dict:
-    """DataLoader samples/s reading ``uri`` (at ``version``) through robodata's adapter (global shuffle)."""
+    """DataLoader samples/s reading ``uri`` (at ``version``) through robodata's adapter (its default order)."""
     from robodata.torch.torch_dataset import make_dataloader
 
     loader = make_dataloader(

@@ -50,8 +50,7 @@ ALLOWED = {
     "summary": {"format", "reader", "storage", "errors"},
     "sample_data": {"interop", "format", "storage", "errors"},
     "view": {"reader", "format", "storage", "errors"},  # it only reads
-    # the training loader: decodes GOPs into its frame buffer; knows nothing of LeRobot's formats
-    "torch": {"reader", "codec", "format", "storage", "errors"},
+    "torch": {"reader", "format", "storage", "errors"},  # the training loader: knows nothing of LeRobot's formats
     # Everything LeRobot: its formats, export and import (through ingest's driver), its stats,
     # and LeRobotCompatDataset on the training loader.
     "lerobot": {"torch", "reader", "ingest", "format", "codec", "storage", "errors"},

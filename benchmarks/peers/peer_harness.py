@@ -178,6 +178,8 @@ def run_peer_benchmark(
                 measured[system.key] += answer["measurements"]
                 if phase == 1 and system.runner != "robodata-compat":  # it shuffles, as a LeRobot user does
                     for asked, loader in zip(measurements, answer["measurements"], strict=True):
+                        if loader["kind"] != "loader":
+                            continue
                         loader_checks.append(
                             {
                                 "round": r,

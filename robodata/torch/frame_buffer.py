@@ -32,10 +32,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from robodata.codec._gop_decoder import decode_gop_pictures
-from robodata.codec._resize import frame_array
 from robodata.reader import gop_store
-from robodata.reader._decode_pool import run_jobs
+from robodata.reader._decode_pool import decode_gop_pictures, frame_array, run_jobs
 from robodata.reader._renditions import output_shape
 
 DEFAULT_FRAME_BUFFER_BYTES = 1 << 30  # per DataLoader worker: ~760 rows of 3 cameras at 640 x 480
@@ -146,7 +144,9 @@ class FrameBuffer:
         ds = self._ds
         out: dict[str, np.ndarray] = {}
         to_decode: dict[int, list[tuple[int, np.ndarray, tuple[int, int] | None]]] = {}
-        conversions = []
+        # per kept picture, every slot it fills: one job each, since a picture's converter (its
+        # swscale context) must not run on two threads at once (rows can share a camera frame)
+        conversions: dict[tuple[int, int], tuple[object, list]] = {}
         used = []
         for camera in self.cameras:
             shape = output_shape(ds.metadata, camera, self.resolution, pixel_format)
@@ -156,7 +156,7 @@ class FrameBuffer:
             for slot, (ref, frame, size) in enumerate(zip(refs.tolist(), frames.tolist(), sizes, strict=True)):
                 picture = self._pictures.get((ref, frame))
                 if picture is not None:
-                    conversions.append((picture, size, array[slot]))
+                    conversions.setdefault((ref, frame), (picture, []))[1].append((size, array[slot]))
                 else:
                     to_decode.setdefault(ref, []).append((frame, array[slot], size))
         slots = np.concatenate(used) if used else np.zeros(0, np.int64)
@@ -173,7 +173,7 @@ class FrameBuffer:
             self.decoded_gops += 1
             self.decoded_frames += last + 1
             jobs.append(_decode_job(data, packet_sizes, codec, last, wanted, keep, pixel_format, kept, ref))
-        jobs += [_convert_job(picture, size, pixel_format, target) for picture, size, target in conversions]
+        jobs += [_convert_job(picture, targets, pixel_format) for picture, targets in conversions.values()]
         run_jobs(jobs, self.concurrency)
         self._forget_spent(slots)
         for ref, pictures in kept.items():
@@ -216,8 +216,9 @@ def _decode_job(data, packet_sizes, codec, last, wanted, keep, pixel_format, kep
     return run
 
 
-def _convert_job(picture, size, pixel_format, target):
+def _convert_job(picture, targets, pixel_format):
     def run() -> None:
-        frame_array(picture, size, pixel_format, target)
+        for size, target in targets:
+            frame_array(picture, size, pixel_format, target)
 
     return run

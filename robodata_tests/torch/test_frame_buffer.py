@@ -117,3 +117,14 @@ def test_training_loader_defaults_to_the_block_order_and_resumes(ingested):
     resumed = TrainingLoader.create(ingested, batch_size=32, cameras=["top"], sampler_options={"seed": 5})
     resumed.load_state_dict(state)
     assert [batch["index"].tolist() for batch in resumed] == first[4:]
+
+
+def test_buffered_reads_verify_supplied_gop_bytes(ingested):
+    from robodata import CorruptGopError
+
+    ds = robodata.open(ingested)
+    [ref] = gop_store(ds).refs([0], "top").tolist()
+    buffer = FrameBuffer(ds, ["top"])
+    buffer.expect([np.array([0])])
+    with pytest.raises(CorruptGopError):
+        buffer.read(np.array([0]), gop_bytes={ref: b"\x00" * 64})

@@ -140,7 +140,7 @@ def test_peers_read_the_paired_indices_of_robodatas_rows():
     assert compat[0] == [] and compat[1][0]["name"] == "D@224"
     assert compat[1][0]["batches"] == [[int(i) for i in b] for b in plan["D"]]
     bound = scenario_jobs(by_key["bound"], plan, paired, config, window)
-    assert bound[1] == [] and bound[0][0]["kind"] == "bound" and bound[0][0]["name"] == "D"
+    assert bound[0] == [] and bound[1][0]["kind"] == "bound" and bound[1][0]["name"] == "D"  # beside D
     assert scenario_key("C", (224, 224)) == "C@224" and scenario_key("C", (224, 160)) == "C@224x160"
 
 
