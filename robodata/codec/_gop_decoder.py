@@ -120,7 +120,7 @@ def decode_gop_pictures(
     for a reader that keeps some and converts each when it hands it over (``frame_array``).
 
     >>> from robodata.codec import EncoderSettings
-    >>> from robodata.codec.gop_encoder import encode_gops
+    >>> from robodata.codec._gop_encoder import encode_gops
     >>> [gop] = encode_gops(iter([np.zeros((48, 64, 3), np.uint8)] * 4), 64, 48, 30, EncoderSettings(gop_size=4))
     >>> [(p.format.name, p.height) for p in decode_gop_pictures(gop.data, gop.packet_sizes, 1)]
     [('yuv420p', 48), ('yuv420p', 48)]

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from robodata.codec import decode_gop_frames
-from robodata.codec.gop_decoder import decode_gop_pictures
-from robodata.codec.resize import frame_array
+from robodata.codec._gop_decoder import decode_gop_pictures
+from robodata.codec._resize import frame_array
 
 # What a reader that keeps decoded pictures needs (robodata.torch.frame_buffer): the torch layer
 # reaches the codec only through the reader.
