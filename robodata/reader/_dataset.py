@@ -164,7 +164,7 @@ class RoboDataset(VersionHistory):
         adopt_frames_check(self.uri, self._frames)  # the sharing process checked the bytes it indexed
 
     @cached_property
-    def _gop_store(self) -> GopStore:  # robodata.reader._gop_store; get_frames decodes through it
+    def _gop_store(self) -> GopStore:  # robodata.reader.gop_store; get_frames decodes through it
         return GopStore(self)
 
     @cached_property
@@ -274,7 +274,7 @@ class RoboDataset(VersionHistory):
             Decode into buffers kept by the dataset, which the next call with the same shape
             overwrites: no allocation per call, for loops that consume each batch at once.
         gop_bytes : mapping of int to bytes, optional
-            GOP bytes by ref_id already in memory (``robodata.reader._gop_store(ds).read``, a loader's prefetch); only
+            GOP bytes by ref_id already in memory (``robodata.reader.gop_store(ds).read``, a loader's prefetch); only
             the other GOPs are read from Lance. Supplied bytes are verified too.
         resolution : (int, int), optional
             ``(H, W)`` of the frames returned: a stored training rendition's GOPs are decoded
