@@ -45,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
     import robodata
     from robodata.lerobot import LeRobotCompatDataset
     from robodata.reader import _decode_pool as decode_pool
-    from robodata.torch.batch_reader import BatchReader
+    from robodata.torch._batch_reader import BatchReader
 
     torch.set_num_threads(1)
     decode_pool.default_concurrency = lambda: 1  # one decode thread, as the peer benchmark's profiles

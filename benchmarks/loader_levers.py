@@ -112,7 +112,7 @@ def _transfer_run(shapes, reuse: bool, workers: int, batches: int) -> dict:
 
 
 def _loader_run(uri: str, options: dict, workers: int, batches: int, seed: int) -> dict:
-    from robodata.torch.torch_dataset import make_dataloader
+    from robodata.torch._torch_dataset import make_dataloader
 
     start = time.perf_counter()
     loader = make_dataloader(uri, batch_size=BATCH, num_workers=workers, seed=seed, persistent_workers=False, **options)
@@ -158,7 +158,7 @@ def _prepare(args, work: Path) -> tuple[str, str]:
 
 def main(args: argparse.Namespace) -> int:
     import robodata
-    from robodata.torch.yuv import yuv420_to_rgb
+    from robodata.torch._yuv import yuv420_to_rgb
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -249,7 +249,7 @@ def decode_reuse(ds, *, batch_size: int = BATCH, workers: int = 2, budgets_mb=(6
     """
     from collections import OrderedDict
 
-    from robodata.torch.sampler import RowSampler
+    from robodata.torch._sampler import RowSampler
 
     rows = ds.rows
     control_hz = ds.metadata.control_hz

@@ -126,7 +126,7 @@ def _markers(item: pytest.Item) -> set[str]:
         isinstance(v, str) and v.startswith("robodata.orchestration") for v in callspec.params.values()
     ):
         found.add("dagster")
-    if module and (_uses(module, "torch") or _uses(module, "robodata.torch.torch_dataset")):
+    if module and (_uses(module, "torch") or _uses(module, "robodata.torch._torch_dataset")):
         found.add("torch")
     return found
 

@@ -6,7 +6,7 @@ different things behind.
 
 Each child is forked from a zygote: one interpreter per test process that imports robodata,
 Lance and PyArrow once and never opens a dataset (no Lance runtime exists to be forked, as with
-the DataLoader workers' fork server, ``robodata.torch.forkserver_preload``). A child starts in
+the DataLoader workers' fork server, ``robodata.torch._forkserver_preload``). A child starts in
 milliseconds instead of re-importing them (about a CPU-second each), runs with the test
 process's current environment, and is a process of its own: its own pid, killed alone.
 """

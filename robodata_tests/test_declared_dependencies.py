@@ -207,7 +207,7 @@ def test_the_wheel_declares_what_the_layers_use(declared):
 
 def test_layers_map_to_extras_by_their_longest_prefix():
     table = {"torch/": ("torch", "gpu"), "torch/lerobot_": ("torch", "interop"), "demo.py": ("dagster",)}
-    assert layer_extras("torch/loader.py", table) == ("torch", "gpu")
+    assert layer_extras("torch/_loader.py", table) == ("torch", "gpu")
     assert layer_extras("torch/lerobot_meta.py", table) == ("torch", "interop")
     assert layer_extras("demo.py", table) == ("dagster",)
     assert layer_extras("reader/dataset.py", table) == ()

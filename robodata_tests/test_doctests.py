@@ -35,9 +35,9 @@ ENTRY_POINTS = [
     ("robodata", "RoboDataset.versions"),
     ("robodata", "RoboDataset.tag"),
     ("robodata", "RoboDataset.checkout"),
-    ("robodata.torch.torch_dataset", "RoboTorchDataset"),
-    ("robodata.torch.torch_dataset", "make_dataloader"),
-    ("robodata.torch.delta_timestamps", "resolve_delta_timestamps"),
+    ("robodata.torch._torch_dataset", "RoboTorchDataset"),
+    ("robodata.torch._torch_dataset", "make_dataloader"),
+    ("robodata.torch._delta_timestamps", "resolve_delta_timestamps"),
 ]
 
 

@@ -53,8 +53,8 @@ from benchmarks.scenarios import Pair, window_offsets
 from robodata.codec import EncoderSettings
 from robodata.lerobot import export_lerobot
 from robodata.reader import open_dataset
-from robodata.torch.batch_reader import BatchReader
-from robodata.torch.block_order import BlockSampler
+from robodata.torch._batch_reader import BatchReader
+from robodata.torch._block_order import BlockSampler
 
 WRITER = Path(__file__).with_name("lerobot_writer.py")
 

@@ -190,7 +190,7 @@ def robodata_takes_resolution() -> bool:
     import inspect
 
     from robodata.lerobot import LeRobotCompatDataset
-    from robodata.torch.batch_reader import BatchReader
+    from robodata.torch._batch_reader import BatchReader
 
     return all(
         "resolution" in inspect.signature(f).parameters for f in (BatchReader.__init__, LeRobotCompatDataset.__init__)

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from benchmarks.aims import _aim
-from robodata.torch.batch_randomness import dataset_randomness
-from robodata.torch.block_order import BlockSampler
-from robodata.torch.sampler import RowSampler
+from robodata.torch._batch_randomness import dataset_randomness
+from robodata.torch._block_order import BlockSampler
+from robodata.torch._sampler import RowSampler
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ def d_sampler(rows: int, config: PeerConfig, seed: int, blocks: np.ndarray | Non
 
 
 def order_randomness(ds, plan: dict, config: PeerConfig) -> dict:
-    """How random D's batches are (``robodata.torch.batch_randomness``): this round's D batches
+    """How random D's batches are (``robodata.torch._batch_randomness``): this round's D batches
     in ``config.order`` and, beside them, as many batches of the uniform order with the same seed."""
     uniform = RowSampler(len(ds), batch_size=config.batch_size, seed=plan["seed"], shuffle="global").batches()
     return {

@@ -14,7 +14,7 @@ import numpy as np
 INTERPOLATION = "AREA"
 # What a decoded frame can be handed over as: RGB (H x W x 3) or the decoder's own planar YUV
 # 4:2:0 (I420: H*3/2 x W, Y then U then V), half the bytes and no colour conversion on the CPU
-# (robodata.torch.yuv.yuv420_to_rgb converts on the training device).
+# (robodata.torch._yuv.yuv420_to_rgb converts on the training device).
 PIXEL_FORMATS = ("rgb24", "yuv420p")
 # RGB channels first (3 x H x W), for consumers that want CHW (PyTorch models, LeRobot's items):
 # swscale writes planar RGB (its "gbrp") and each plane is copied to its channel, so no

@@ -1,4 +1,4 @@
-"""The decode-once block order (``robodata.torch.block_order``) for a LeRobot user's DataLoader.
+"""The decode-once block order (``robodata.torch._block_order``) for a LeRobot user's DataLoader.
 
 LeRobot's training script builds ``DataLoader(dataset, sampler=..., batch_size=B,
 num_workers=W)`` over a sampler of *item* indices (``EpisodeAwareSampler``), and accelerate
@@ -27,8 +27,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from robodata.torch.block_order import DEFAULT_WINDOW_ROWS, BlockSampler
-from robodata.torch.sampler import WorkerShard
+from robodata.torch._block_order import DEFAULT_WINDOW_ROWS, BlockSampler
+from robodata.torch._sampler import WorkerShard
 
 __all__ = ["BlockOrderSampler", "PlannedIndex", "WorkerShard"]
 
@@ -64,7 +64,7 @@ class BlockOrderSampler:
     seed : int
         The order's seed; the epoch is counted by ``__iter__`` as in LeRobot's sampler.
     window_rows : int
-        Items mixed at a time in each worker's stream (``robodata.torch.block_order``).
+        Items mixed at a time in each worker's stream (``robodata.torch._block_order``).
     items : numpy.ndarray, optional
         The items to order (default: all), e.g. without each episode's last frames.
     """

@@ -39,13 +39,13 @@ from robodata.lerobot._items import ItemLayout, read_items
 from robodata.lerobot._meta import DatasetInfo, LeRobotMeta
 from robodata.lerobot._version_stats import lerobot_stats_of
 from robodata.reader import RowIndex, SharedArrays, adopt_rows, open_dataset
-from robodata.torch.batch_reader import BatchReader, checked_indices
-from robodata.torch.block_order import BlockSampler
-from robodata.torch.delta_timestamps import resolve_delta_timestamps
-from robodata.torch.fork_safety import ForkedAfterLanceError, forked_from_lance, mark_lance_used, run_without_lance
-from robodata.torch.frame_buffer import DEFAULT_FRAME_BUFFER_BYTES, FrameBuffer
-from robodata.torch.sampler import PlannedBatch
-from robodata.torch.torch_dataset import SampleBatch, finish_sending_before_exit
+from robodata.torch._batch_reader import BatchReader, checked_indices
+from robodata.torch._block_order import BlockSampler
+from robodata.torch._delta_timestamps import resolve_delta_timestamps
+from robodata.torch._fork_safety import ForkedAfterLanceError, forked_from_lance, mark_lance_used, run_without_lance
+from robodata.torch._frame_buffer import DEFAULT_FRAME_BUFFER_BYTES, FrameBuffer
+from robodata.torch._sampler import PlannedBatch
+from robodata.torch._torch_dataset import SampleBatch, finish_sending_before_exit
 
 # robodata's own per-row columns: not LeRobot features, so items carry them only when asked
 # (``extra_columns``). Item keys LeRobot derives itself, robodata's task/split (``task`` comes
@@ -110,7 +110,7 @@ class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
         self._rows_mapped: RowIndex | None = None
         # The decode-once order a sampler of this dataset was made in (``sampler``, ``item_sampler``):
         # a reading process works out from it the batches it reads next, and keeps decoded frames
-        # for them in a frame buffer of ``frame_buffer_bytes`` (robodata.torch.frame_buffer).
+        # for them in a frame buffer of ``frame_buffer_bytes`` (robodata.torch._frame_buffer).
         self.frame_buffer_bytes = int(frame_buffer_bytes)
         self._order: BlockSampler | BlockOrderSampler | None = None
         self._frames: FrameBuffer | None = None

@@ -1,8 +1,8 @@
 """The decode-once order for ``LeRobotCompatDataset``: its samplers (``sampler``: a
 ``batch_sampler``; ``item_sampler``: a ``sampler`` as LeRobot's training script takes) and, in the
 process that reads their batches, a frame buffer planned with the batches that process reads next,
-so each GOP is decoded once per epoch per worker (``robodata.torch.block_order``,
-``robodata.torch.frame_buffer``). A uniform order stays one option away: ``shuffle="global"``.
+so each GOP is decoded once per epoch per worker (``robodata.torch._block_order``,
+``robodata.torch._frame_buffer``). A uniform order stays one option away: ``shuffle="global"``.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from robodata.lerobot._block_order import BlockOrderSampler, PlannedIndex
 from robodata.lerobot._format import video_key
 from robodata.lerobot._items import ItemLayout
 from robodata.reader import PLANAR_RGB, RowIndex
-from robodata.torch.block_order import BlockSampler
-from robodata.torch.frame_buffer import FrameBuffer, yuv_frame_bytes
-from robodata.torch.sampler import PlannedBatch, RowSampler, current_worker
+from robodata.torch._block_order import BlockSampler
+from robodata.torch._frame_buffer import FrameBuffer, yuv_frame_bytes
+from robodata.torch._sampler import PlannedBatch, RowSampler, current_worker
 
 
 class DecodeOnceOrder:
@@ -65,7 +65,7 @@ class DecodeOnceOrder:
         """A resumable, DDP-safe ``batch_sampler`` over this dataset's items (equal steps per
         rank, ``state_dict`` the same on every rank).
 
-        ``shuffle="block"`` (the default) is the decode-once order (``robodata.torch.block_order``):
+        ``shuffle="block"`` (the default) is the decode-once order (``robodata.torch._block_order``):
         each GOP's items are read by one of the ``num_workers`` DataLoader workers (pass the
         DataLoader's), which decodes the GOP once per epoch and keeps its frames for their
         batches; ``window_rows`` items are mixed at a time (default: what ``frame_buffer_bytes``
@@ -74,7 +74,7 @@ class DecodeOnceOrder:
 
         >>> from torch.utils.data import DataLoader
         >>> from robodata.lerobot import LeRobotCompatDataset
-        >>> from robodata.torch.torch_dataset import collate_batch
+        >>> from robodata.torch._torch_dataset import collate_batch
         >>> ds = LeRobotCompatDataset("data/demo")
         >>> sampler = ds.sampler(batch_size=32, rank=1, world_size=2)
         >>> loader = DataLoader(ds, batch_sampler=sampler, collate_fn=collate_batch)

@@ -282,7 +282,7 @@ class RoboDataset(VersionHistory):
             full frames are scaled on decode. The camera's own size when omitted.
         pixel_format : {"rgb24", "yuv420p", "rgbp"}, default "rgb24"
             ``"yuv420p"`` returns each frame as planar YUV 4:2:0, ``[H*3/2, W]`` uint8: half the
-            bytes, no RGB conversion (``robodata.torch.yuv.yuv420_to_rgb`` on the device).
+            bytes, no RGB conversion (``robodata.torch._yuv.yuv420_to_rgb`` on the device).
             ``"rgbp"`` returns RGB channels first, ``[3, H, W]``, the same pixels as ``"rgb24"``
             decoded straight into that layout (no transposing copy for a CHW consumer).
 

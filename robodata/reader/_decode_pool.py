@@ -14,7 +14,7 @@ from robodata.codec import decode_gop_frames
 from robodata.codec._gop_decoder import decode_gop_pictures
 from robodata.codec._resize import frame_array
 
-# What a reader that keeps decoded pictures needs (robodata.torch.frame_buffer): the torch layer
+# What a reader that keeps decoded pictures needs (robodata.torch._frame_buffer): the torch layer
 # reaches the codec only through the reader.
 __all__ = ["GopTask", "decode_gop_pictures", "default_concurrency", "frame_array", "run_jobs", "run_tasks"]
 

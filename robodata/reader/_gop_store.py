@@ -99,7 +99,7 @@ class GopStore:
         """Per row of ``indices``: the ref_id of the GOP its frame of ``camera`` decodes from at
         ``resolution`` (a training rendition where one fits), the frame's index in that GOP, and
         the (height, width) to scale the decoded frame to (None: as decoded); what ``get_frames``
-        decodes, for a reader that keeps decoded frames (``robodata.torch.frame_buffer``).
+        decodes, for a reader that keeps decoded frames (``robodata.torch._frame_buffer``).
 
         >>> refs, in_gop, sizes = robodata.reader.gop_store(ds).frame_plan([0, 1, 2], "top")
         >>> in_gop.tolist(), sizes  # rows at the control rate, frames at the camera's

@@ -1,11 +1,17 @@
-"""robodata for training code: the sampler, the resumable loaders, the PyTorch datasets and their
-worker start-up, in one place.
+"""robodata for training code: the training orders, the resumable loaders, the PyTorch datasets
+and their worker start-up, in one place.
 
-``RoboTorchDataset`` and ``make_dataloader`` need PyTorch
-(``pip install 'robodata[torch]'``); the sampler (``robodata.torch.sampler``), the batch reader
-(``robodata.torch.batch_reader``) and the numpy-only ``TrainingLoader``
-(``robodata.torch.loader``) do not, so this package imports torch only when one of the former is
-asked for.
+- ``make_dataloader`` (a ``TorchLoader``) over a ``RoboTorchDataset``: batches in the decode-once
+  ``BlockSampler`` order by default (``shuffle="global"``: the uniform ``RowSampler`` order),
+  resumable (``state_dict``), DDP-safe; ``worker_context`` starts its workers safely after Lance.
+- ``TrainingLoader`` and ``BatchReader``: the same reads as numpy, without PyTorch.
+- ``resolve_delta_timestamps``: LeRobot's ``delta_timestamps`` as row offsets; ``yuv420_to_rgb``:
+  frames handed over as YUV 4:2:0, converted on the training device; ``dataset_randomness``: how
+  random an order's batches are; ``take_frames_on_device``: GOPs decoded on an NVIDIA GPU.
+
+Only ``RoboTorchDataset``, ``TorchLoader``, ``make_dataloader``, ``collate_batch``,
+``worker_context``, ``yuv420_to_rgb`` and ``take_frames_on_device`` need PyTorch
+(``pip install 'robodata[torch]'``): this package imports torch only when one of them is asked for.
 
 >>> from robodata.torch import make_dataloader
 >>> make_dataloader("data/demo", batch_size=8).dataset_version
@@ -19,32 +25,55 @@ from typing import TYPE_CHECKING
 
 # name -> the module that defines it (imported on first use: torch only when needed)
 _EXPORTS = {
-    "RoboTorchDataset": "robodata.torch.torch_dataset",
-    "TorchLoader": "robodata.torch.torch_dataset",
-    "collate_batch": "robodata.torch.torch_dataset",
-    "make_dataloader": "robodata.torch.torch_dataset",
-    "worker_context": "robodata.torch.torch_dataset",
-    "resolve_delta_timestamps": "robodata.torch.delta_timestamps",
+    "RoboTorchDataset": "robodata.torch._torch_dataset",
+    "TorchLoader": "robodata.torch._torch_dataset",
+    "collate_batch": "robodata.torch._torch_dataset",
+    "make_dataloader": "robodata.torch._torch_dataset",
+    "worker_context": "robodata.torch._torch_dataset",
+    "resolve_delta_timestamps": "robodata.torch._delta_timestamps",
+    "BatchReader": "robodata.torch._batch_reader",
+    "BlockSampler": "robodata.torch._block_order",
+    "RowSampler": "robodata.torch._sampler",
+    "TrainingLoader": "robodata.torch._loader",
+    "make_sampler": "robodata.torch._loader",
+    "dataset_randomness": "robodata.torch._batch_randomness",
+    "yuv420_to_rgb": "robodata.torch._yuv",
+    "take_frames_on_device": "robodata.torch._nvdec",
 }
 
 __all__ = [
+    "BatchReader",
+    "BlockSampler",
     "RoboTorchDataset",
+    "RowSampler",
+    "TrainingLoader",
     "TorchLoader",
     "collate_batch",
+    "dataset_randomness",
     "make_dataloader",
+    "make_sampler",
     "resolve_delta_timestamps",
+    "take_frames_on_device",
     "worker_context",
+    "yuv420_to_rgb",
 ]
 
 if TYPE_CHECKING:
-    from robodata.torch.delta_timestamps import resolve_delta_timestamps
-    from robodata.torch.torch_dataset import (
+    from robodata.torch._batch_randomness import dataset_randomness
+    from robodata.torch._batch_reader import BatchReader
+    from robodata.torch._block_order import BlockSampler
+    from robodata.torch._delta_timestamps import resolve_delta_timestamps
+    from robodata.torch._loader import TrainingLoader, make_sampler
+    from robodata.torch._nvdec import take_frames_on_device
+    from robodata.torch._sampler import RowSampler
+    from robodata.torch._torch_dataset import (
         RoboTorchDataset,
         TorchLoader,
         collate_batch,
         make_dataloader,
         worker_context,
     )
+    from robodata.torch._yuv import yuv420_to_rgb
 
 
 def __getattr__(name: str):

@@ -13,8 +13,8 @@ import pytest
 import robodata
 from robodata.errors import CorruptGopError, RoboDataError
 from robodata.reader import gop_store
-from robodata.torch.batch_reader import BatchReader
-from robodata.torch.loader import TrainingLoader
+from robodata.torch._batch_reader import BatchReader
+from robodata.torch._loader import TrainingLoader
 
 TOP = "observation_images_top"
 
@@ -118,7 +118,7 @@ def test_a_flip_anywhere_in_the_gop_is_detected(dataset_copy, at):
 
 
 def test_a_dataloader_worker_reports_the_corrupt_gop(corrupted):
-    from robodata.torch.torch_dataset import make_dataloader
+    from robodata.torch._torch_dataset import make_dataloader
 
     root, bad, _, _, version = corrupted
     loader = make_dataloader(

@@ -19,8 +19,8 @@ import robodata  # noqa: E402
 from robodata.lerobot import LeRobotCompatDataset  # noqa: E402
 from robodata.reader import GopStore, gop_store  # noqa: E402
 from robodata.torch import worker_context  # noqa: E402
-from robodata.torch.block_order import BlockSampler  # noqa: E402
-from robodata.torch.sampler import RowSampler, WorkerShard  # noqa: E402
+from robodata.torch._block_order import BlockSampler  # noqa: E402
+from robodata.torch._sampler import RowSampler, WorkerShard  # noqa: E402
 
 CAMERAS = ["top", "wrist_left", "wrist_right"]
 

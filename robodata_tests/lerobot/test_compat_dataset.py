@@ -193,7 +193,7 @@ import multiprocessing, sys, warnings
 import torch
 from torch.utils.data import DataLoader
 from robodata.lerobot import LeRobotCompatDataset
-from robodata.torch.fork_safety import lance_thread_count
+from robodata.torch._fork_safety import lance_thread_count
 
 assert multiprocessing.get_start_method() == "fork"
 try:  # read in the helper process; its error is raised here

@@ -10,7 +10,7 @@ import robodata
 from robodata.reader import gop_store
 
 torch = pytest.importorskip("torch")
-from robodata.torch.nvdec import NvdecGopDecoder, nvdec_unavailable, take_frames_on_device  # noqa: E402
+from robodata.torch._nvdec import NvdecGopDecoder, nvdec_unavailable, take_frames_on_device  # noqa: E402
 
 TOP = "observation_images_top"
 

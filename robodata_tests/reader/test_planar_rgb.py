@@ -1,5 +1,5 @@
 """Frames decoded channels first (``pixel_format="rgbp"``, what LeRobotCompatDataset and
-``channels_first=True`` loaders read): exactly the RGB pixels, laid out [3, H, W]."""
+the loaders' ``pixel_format="rgbp"`` read): exactly the RGB pixels, laid out [3, H, W]."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.torch.batch_reader import BatchReader
+from robodata.torch._batch_reader import BatchReader
 
 TOP = "observation_images_top"
 
@@ -44,7 +44,7 @@ def test_planar_rgb_scaled_on_decode_and_from_a_rendition(dataset_copy):
 def test_channels_first_batches_match_packed_ones(ingested, image_dtype):
     rows = [4, 9, 60]
     packed = BatchReader(ingested, cameras=["top"], budget_bytes=0, image_dtype=image_dtype).read(rows)[TOP]
-    first = BatchReader(ingested, cameras=["top"], budget_bytes=0, image_dtype=image_dtype, channels_first=True).read(
+    first = BatchReader(ingested, cameras=["top"], budget_bytes=0, image_dtype=image_dtype, pixel_format="rgbp").read(
         rows
     )[TOP]
     assert first.shape == (3, 3, 480, 640) and first.flags.c_contiguous and first.dtype == packed.dtype

@@ -11,7 +11,7 @@ from robodata.ingest._renditions import add_rendition
 
 torch = pytest.importorskip("torch")
 from robodata.lerobot import LeRobotCompatDataset  # noqa: E402
-from robodata.torch.torch_dataset import make_dataloader  # noqa: E402
+from robodata.torch._torch_dataset import make_dataloader  # noqa: E402
 
 TOP = "observation_images_top"
 
@@ -31,7 +31,7 @@ def test_make_dataloader_returns_the_rendition_shape(with_rendition):
             batch_size=8,
             num_workers=workers,
             cameras=["top", "wrist_left"],
-            channels_first=True,
+            pixel_format="rgbp",
             resolution=(224, 224),
             seed=3,
         )

@@ -9,8 +9,8 @@ import pytest
 import robodata
 
 torch = pytest.importorskip("torch")
-from robodata.torch.torch_dataset import make_dataloader  # noqa: E402
-from robodata.torch.yuv import yuv420_to_rgb  # noqa: E402
+from robodata.torch._torch_dataset import make_dataloader  # noqa: E402
+from robodata.torch._yuv import yuv420_to_rgb  # noqa: E402
 
 TOP = "observation_images_top"
 

@@ -92,7 +92,7 @@ UNWRAPPED: dict[tuple[str, str, str], str] = {
         "lerobot_stats_of",
         "ds.to_table(columns=columns).take",
     ): "Arrow's take on rows already read",
-    ("torch/sampler.py", "for_dataset", "dataset.to_table"): "a RoboDataset method: under the deadline inside",
+    ("torch/_sampler.py", "for_dataset", "dataset.to_table"): "a RoboDataset method: under the deadline inside",
     ("view/_episode_rows.py", "load_episode", "ds.to_table"): "a RoboDataset method: under the deadline inside",
 }
 

@@ -11,8 +11,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from robodata.torch.loader import TrainingLoader
-from robodata.torch.sampler import RowSampler
+from robodata.torch._loader import TrainingLoader
+from robodata.torch._sampler import RowSampler
 
 SIZES = [(591, 59), (1027, 64), (10, 4), (2, 5), (1003, 16)]
 

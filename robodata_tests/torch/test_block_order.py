@@ -9,8 +9,8 @@ import pickle
 import numpy as np
 import pytest
 
-from robodata.torch.block_order import BlockSampler
-from robodata.torch.sampler import WorkerShard
+from robodata.torch._block_order import BlockSampler
+from robodata.torch._sampler import WorkerShard
 
 # 1003 rows in blocks of 8, with short blocks at the ends of 17 uneven episodes
 EPISODES = np.repeat(np.arange(17), np.diff(np.linspace(0, 1003, 18).astype(int)))

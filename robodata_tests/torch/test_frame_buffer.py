@@ -10,11 +10,11 @@ import pytest
 
 import robodata
 from robodata.reader import GopStore, gop_store
-from robodata.torch.batch_reader import BatchReader
-from robodata.torch.block_order import BlockSampler
-from robodata.torch.frame_buffer import FrameBuffer, yuv_frame_bytes
-from robodata.torch.loader import TrainingLoader
-from robodata.torch.sampler import RowSampler, WorkerShard
+from robodata.torch._batch_reader import BatchReader
+from robodata.torch._block_order import BlockSampler
+from robodata.torch._frame_buffer import FrameBuffer, yuv_frame_bytes
+from robodata.torch._loader import TrainingLoader
+from robodata.torch._sampler import RowSampler, WorkerShard
 
 CAMERAS = ["top", "wrist_left", "wrist_right"]
 
@@ -75,7 +75,7 @@ def test_held_bytes_stay_within_a_small_budget_and_frames_stay_exact(ingested, d
 
 @pytest.mark.parametrize(
     "options",
-    [{"pixel_format": "yuv420p"}, {"channels_first": True}, {"resolution": (96, 128), "image_dtype": "float32"}],
+    [{"pixel_format": "yuv420p"}, {"pixel_format": "rgbp"}, {"resolution": (96, 128), "image_dtype": "float32"}],
 )
 def test_buffered_frames_match_the_plain_read_in_every_output_format(ingested, options):
     ds = robodata.open(ingested)

@@ -7,10 +7,10 @@ import pytest
 
 import robodata
 from robodata.reader import gop_store
-from robodata.torch.batch_reader import BatchReader
-from robodata.torch.delta_timestamps import resolve_delta_timestamps
-from robodata.torch.loader import TrainingLoader
-from robodata.torch.sampler import RowSampler
+from robodata.torch._batch_reader import BatchReader
+from robodata.torch._delta_timestamps import resolve_delta_timestamps
+from robodata.torch._loader import TrainingLoader
+from robodata.torch._sampler import RowSampler
 
 WRIST = "observation_images_wrist_left"
 
@@ -47,7 +47,7 @@ def test_windows_float_and_channel_first_match_get_windows(ingested):
         offsets={"wrist_left": [-3, 0]},
         delta_timestamps={"action": [0.0, 0.01, 0.02]},
         image_dtype="float32",
-        channels_first=True,
+        pixel_format="rgbp",
         transform=lambda batch: {**batch, "transformed": np.array(True)},
     )
     first_rows = ds.lance_dataset.take([0], columns=["episode_index"]).to_pydict()

@@ -9,7 +9,7 @@ import robodata
 
 # Without torch the module is skipped, not an error: the loader below needs it.
 pytest.importorskip("torch")
-from robodata.torch.torch_dataset import make_dataloader
+from robodata.torch._torch_dataset import make_dataloader
 
 WRIST = "observation_images_wrist_left"
 

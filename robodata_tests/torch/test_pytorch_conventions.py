@@ -10,13 +10,13 @@ import pytest
 
 import robodata
 from robodata.reader import RowIndex
-from robodata.torch.batch_reader import BatchReader
+from robodata.torch._batch_reader import BatchReader
 
 # Without torch the module is skipped, not an error: the imports below need it.
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader, DistributedSampler  # noqa: E402
 
-from robodata.torch.torch_dataset import RoboTorchDataset, make_dataloader  # noqa: E402
+from robodata.torch._torch_dataset import RoboTorchDataset, make_dataloader  # noqa: E402
 
 WRIST = "observation_images_wrist_left"
 

@@ -7,7 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
-from robodata.torch.sampler import RowSampler, WorkerShard, current_worker
+from robodata.torch._sampler import RowSampler, WorkerShard, current_worker
 
 ROWS = 1003  # prime-ish: no world size or batch size divides it
 EPISODES = np.repeat(np.arange(17), np.diff(np.linspace(0, ROWS, 18).astype(int)))

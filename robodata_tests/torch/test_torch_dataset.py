@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.torch.batch_reader import BatchReader
-from robodata.torch.sampler import RowSampler
+from robodata.torch._batch_reader import BatchReader
+from robodata.torch._sampler import RowSampler
 
 # Without torch the module is skipped, not an error: the imports below need it.
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
-from robodata.torch.torch_dataset import RoboTorchDataset, collate_batch, make_dataloader  # noqa: E402
+from robodata.torch._torch_dataset import RoboTorchDataset, collate_batch, make_dataloader  # noqa: E402
 
 WRIST = "observation_images_wrist_left"
 
@@ -57,7 +57,7 @@ def test_spawned_workers_resume_a_pinned_version_with_exact_batches(dataset_copy
 
 def test_plain_dataloader_calls_getitems_with_whole_batches(ingested):
     ds = robodata.open(ingested)
-    reader = BatchReader(ingested, cameras=["wrist_left"], columns=[], image_dtype="float32", channels_first=True)
+    reader = BatchReader(ingested, cameras=["wrist_left"], columns=[], image_dtype="float32", pixel_format="rgbp")
     sampler = RowSampler.for_dataset(ds, batch_size=4, seed=1)
     dataset = RoboTorchDataset(reader, plan=sampler)
     loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_batch)

@@ -28,7 +28,7 @@ SCENARIO = """
 import gc, multiprocessing, sys
 import numpy as np
 import robodata
-from robodata.torch.torch_dataset import make_dataloader
+from robodata.torch._torch_dataset import make_dataloader
 
 WRIST = "observation_images_wrist_left"
 # Big float32 batches: moving one to shared memory takes the feeder thread long enough to

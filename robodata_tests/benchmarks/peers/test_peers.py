@@ -32,7 +32,7 @@ from benchmarks.peers.peer_scenarios import (
 from benchmarks.peers.peer_storage import psnr_figures, quality_camera
 from robodata.codec._quality import psnr
 from robodata.reader import gop_store
-from robodata.torch.block_order import BlockSampler
+from robodata.torch._block_order import BlockSampler
 
 
 # --- the runner protocol -------------------------------------------------------------------------

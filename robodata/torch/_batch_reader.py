@@ -14,10 +14,13 @@ import numpy as np
 from robodata.format._renditions import Rendition
 from robodata.format._schema import camera_of, image_column
 from robodata.reader import PIXEL_FORMATS, PLANAR_RGB, RoboDataset, gop_store, open_dataset, to_numpy
-from robodata.torch.delta_timestamps import resolve_delta_timestamps
-from robodata.torch.frame_buffer import DEFAULT_FRAME_BUFFER_BYTES, FrameBuffer, yuv_frame_bytes
-from robodata.torch.gop_cache import GopCache
+from robodata.torch._delta_timestamps import resolve_delta_timestamps
+from robodata.torch._frame_buffer import DEFAULT_FRAME_BUFFER_BYTES, FrameBuffer, yuv_frame_bytes
+from robodata.torch._gop_cache import GopCache
 
+# The one image-layout option: rgb24 [..., H, W, 3]; rgbp [..., 3, H, W] (channels first, as
+# PyTorch models take them); yuv420p [..., H*3/2, W] (converted on the training device)
+IMAGE_LAYOUTS = (PIXEL_FORMATS[0], PLANAR_RGB, *PIXEL_FORMATS[1:])
 DEFAULT_COLUMNS = ("episode_index", "frame_index", "observation_state", "action")
 DEFAULT_BUDGET_BYTES = 256 << 20
 
@@ -42,7 +45,6 @@ class BatchReader:
         offsets: Mapping[str, Sequence[int]] | None = None,
         delta_timestamps: Mapping[str, Sequence[float]] | None = None,
         image_dtype: str = "uint8",
-        channels_first: bool = False,
         transform: Callable[[dict], dict] | None = None,
         budget_bytes: int = DEFAULT_BUDGET_BYTES,
         prefetch_batches: int = 4,
@@ -52,12 +54,12 @@ class BatchReader:
     ) -> None:
         if image_dtype not in ("uint8", "float32"):
             raise ValueError(f"image_dtype must be 'uint8' or 'float32', got {image_dtype!r}")
-        if pixel_format not in PIXEL_FORMATS:
-            raise ValueError(f"pixel_format must be one of {PIXEL_FORMATS}, got {pixel_format!r}")
-        if pixel_format == "yuv420p" and (image_dtype != "uint8" or channels_first):
+        if pixel_format not in IMAGE_LAYOUTS:
+            raise ValueError(f"pixel_format must be one of {IMAGE_LAYOUTS}, got {pixel_format!r}")
+        if pixel_format == "yuv420p" and image_dtype != "uint8":
             raise ValueError(
                 "pixel_format='yuv420p' hands over planar [H*3/2, W] uint8 frames: convert them on the training "
-                "device with robodata.torch.yuv.yuv420_to_rgb (leave image_dtype and channels_first unset)"
+                "device with robodata.torch.yuv420_to_rgb (leave image_dtype unset)"
             )
         self.uri = uri
         self.storage_options = storage_options
@@ -77,16 +79,14 @@ class BatchReader:
             windows.update({name: [step for _, step in steps] for name, steps in resolved.items()})
         self.offsets = {self._column_name(name, known): [int(o) for o in offs] for name, offs in windows.items()}
         self.image_dtype = image_dtype
-        self.channels_first = channels_first
         self.transform = transform
         self.budget_bytes = int(budget_bytes)
         self.prefetch_batches = int(prefetch_batches)
         # (H, W) of every camera's frames: a training rendition's GOPs when one fits (reader/_renditions.py)
         self.resolution = None if resolution is None else Rendition.parse(resolution).size
+        # rgbp: decoded as planar RGB into [N, 3, H, W] (channels first), no transposing copy;
         # yuv420p: half the bytes through the worker -> trainer queue, no RGB conversion in the worker
         self.pixel_format = pixel_format
-        # channels first: decoded as planar RGB into [N, 3, H, W], no transposing copy afterwards
-        self._decode_format = PLANAR_RGB if channels_first and pixel_format == "rgb24" else pixel_format
         self._cache: GopCache | None = None
         # decoded frames kept for later batches of the plan announced with ``expect`` (0: none)
         self.frame_buffer_bytes = int(frame_buffer_bytes)
@@ -155,7 +155,7 @@ class BatchReader:
 
     def window_rows(self, gop_size: int | None = None, limit: int = 4096) -> int:
         """The block order's mixing window that the frame buffer's budget holds: the budget over
-        a row's frames, less two GOPs of rows (see ``robodata.torch.block_order``), at most ``limit``."""
+        a row's frames, less two GOPs of rows (see ``robodata.torch._block_order``), at most ``limit``."""
         per_row = self.frame_bytes_per_row()
         if per_row == 0:
             return limit
@@ -166,7 +166,7 @@ class BatchReader:
     def expect(self, batches: Sequence[np.ndarray]) -> None:
         """The batches this process reads next, in order (the rest of its epoch): each GOP they
         need is decoded once and its frames kept until their last use, within
-        ``frame_buffer_bytes`` (``robodata.torch.frame_buffer``). Does nothing when the budget is 0."""
+        ``frame_buffer_bytes`` (``robodata.torch._frame_buffer``). Does nothing when the budget is 0."""
         plain = [camera_of(c, self.dataset.cameras) for c in self.image_columns if c not in self.offsets]
         if self.frame_buffer_bytes <= 0 or not plain:
             return
@@ -212,7 +212,7 @@ class BatchReader:
         plain_columns = [c for c in self.columns if c not in self.offsets]
         if plain_images and self._frames is not None:
             data = self._frames.read(
-                indices, pixel_format=self._decode_format, gop_bytes=gop_bytes, allocate=self.allocate
+                indices, pixel_format=self.pixel_format, gop_bytes=gop_bytes, allocate=self.allocate
             )
             batch.update({name: data[camera_of(name, ds.cameras)] for name in plain_images})
         elif plain_images:
@@ -221,7 +221,7 @@ class BatchReader:
                 cameras=plain_images,
                 gop_bytes=gop_bytes,
                 resolution=self.resolution,
-                pixel_format=self._decode_format,
+                pixel_format=self.pixel_format,
             )
             batch.update({name: frames.data[camera_of(name, ds.cameras)] for name in plain_images})
         if plain_columns:
@@ -237,7 +237,7 @@ class BatchReader:
                 columns=columns,
                 gop_bytes=gop_bytes,
                 resolution=self.resolution,
-                pixel_format=self._decode_format,
+                pixel_format=self.pixel_format,
             )
             for name in names:
                 batch[name] = window.data[camera_of(name, ds.cameras)] if name in images else window.columns[name]
@@ -247,8 +247,6 @@ class BatchReader:
         return batch
 
     def _convert_images(self, frames: np.ndarray) -> np.ndarray:
-        if self.channels_first and self._decode_format != PLANAR_RGB:
-            frames = np.moveaxis(frames, -1, -3)
         if self.image_dtype == "float32":
             return np.divide(frames, np.float32(255), dtype=np.float32)
         return np.ascontiguousarray(frames)

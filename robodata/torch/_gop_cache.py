@@ -29,7 +29,7 @@ def batch_key(indices: np.ndarray) -> bytes:
 class GopCache:
     """GOP bytes by ref_id: pinned while a scheduled batch needs them, else an LRU cache.
 
-    >>> from robodata.torch.batch_reader import BatchReader
+    >>> from robodata.torch._batch_reader import BatchReader
     >>> reader = BatchReader("data/demo", cameras=["top"])  # needed_gops: rows -> the GOPs they show
     >>> cache = GopCache(reader.dataset, reader.needed_gops, budget_bytes=256 << 20, depth=4)
     >>> batches = [np.array([0, 1, 2]), np.array([300, 301])]

@@ -1,7 +1,7 @@
 """A resumable training loader: a RowSampler's batches read by a BatchReader, numpy only.
 
 The loader counts the batches it has handed to the training loop (not the ones read ahead),
-so ``state_dict()`` names exactly the next sample. ``robodata.torch.torch_dataset`` puts the
+so ``state_dict()`` names exactly the next sample. ``robodata.torch._torch_dataset`` puts the
 same pieces behind a PyTorch DataLoader with worker processes.
 """
 
@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from robodata.torch.batch_reader import BatchReader
-from robodata.torch.block_order import BlockSampler
-from robodata.torch.sampler import RowSampler
+from robodata.torch._batch_reader import BatchReader
+from robodata.torch._block_order import BlockSampler
+from robodata.torch._sampler import RowSampler
 
 
 def make_sampler(

@@ -52,7 +52,7 @@ def dataset_randomness(dataset, batches: Sequence[np.ndarray], camera: str | Non
     """``batch_randomness`` of ``batches`` of ``dataset`` (a RoboDataset), GOPs of ``camera``
     (default: the first camera).
 
-    >>> from robodata.torch.block_order import BlockSampler
+    >>> from robodata.torch._block_order import BlockSampler
     >>> sampler = BlockSampler.for_dataset(ds, batch_size=32, window_rows=256)
     >>> dataset_randomness(ds, sampler.batches())["distinct_episodes"] > 1
     True

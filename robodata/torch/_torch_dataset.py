@@ -35,10 +35,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from robodata.reader import SharedArrays, adopt_rows
 from robodata.reader import share_rows as share_dataset_rows
-from robodata.torch.batch_reader import BatchReader
-from robodata.torch.block_order import BlockSampler
-from robodata.torch.loader import ResumableLoader, make_sampler
-from robodata.torch.sampler import PlannedBatch, RowSampler, current_worker
+from robodata.torch._batch_reader import BatchReader
+from robodata.torch._block_order import BlockSampler
+from robodata.torch._loader import ResumableLoader, make_sampler
+from robodata.torch._sampler import PlannedBatch, RowSampler, current_worker
 
 
 def to_tensors(batch: dict, shared: SharedOutputs | None = None) -> dict:
@@ -114,7 +114,7 @@ def collate_batch(samples):
     """DataLoader ``collate_fn``: the batch ``__getitems__`` already stacked (no copy); other
     inputs go through PyTorch's default collate.
 
-    >>> from robodata.torch.batch_reader import BatchReader
+    >>> from robodata.torch._batch_reader import BatchReader
     >>> dataset = RoboTorchDataset(BatchReader("data/demo", cameras=[]))
     >>> loader = DataLoader(dataset, batch_sampler=[[0, 1, 2], [3, 4]], collate_fn=collate_batch)
     >>> [batch["action"].shape for batch in loader]
@@ -168,7 +168,7 @@ def worker_context(start_method: str = "spawn"):
         raise ValueError(f"start_method must be one of {START_METHODS}, got {start_method!r}")
     context = multiprocessing.get_context(start_method)
     if start_method == "forkserver":
-        context.set_forkserver_preload(["__main__", "robodata.torch.forkserver_preload"])
+        context.set_forkserver_preload(["__main__", "robodata.torch._forkserver_preload"])
         # Start it now: its imports overlap with opening the dataset in this process.
         from multiprocessing import forkserver
 
@@ -194,8 +194,8 @@ class RoboTorchDataset(Dataset):
 
     Examples
     --------
-    >>> from robodata.torch.batch_reader import BatchReader
-    >>> dataset = RoboTorchDataset(BatchReader("data/demo", cameras=["top"], channels_first=True))
+    >>> from robodata.torch import BatchReader
+    >>> dataset = RoboTorchDataset(BatchReader("data/demo", cameras=["top"], pixel_format="rgbp"))
     >>> len(dataset), dataset.__getitems__([0, 1]).stacked["observation_images_top"].shape
     (591, torch.Size([2, 3, 480, 640]))
     >>> loader = DataLoader(dataset, batch_size=4, collate_fn=collate_batch)
@@ -394,7 +394,7 @@ def make_dataloader(
     seed, epoch : int, default 0
         The shuffle's seed and the epoch to start with.
     shuffle : {"block", "global", "episode", "none"}, default "block"
-        ``block``: the decode-once order (``robodata.torch.block_order``): each GOP's rows read
+        ``block``: the decode-once order (``robodata.torch._block_order``): each GOP's rows read
         by one worker, which decodes the GOP once per epoch and keeps its frames for their
         batches; rows mixed in a window of ``window_rows`` rows. ``global``: all rows in a
         uniform random order (every frame pays for its GOP). ``episode``: episodes pooled
@@ -412,10 +412,11 @@ def make_dataloader(
         How workers start (see ``worker_context``).
     **reader_options
         Passed to BatchReader: ``version``, ``storage_options``, ``cameras``, ``columns``,
-        ``offsets``, ``delta_timestamps``, ``image_dtype``, ``channels_first``, ``transform``,
+        ``offsets``, ``delta_timestamps``, ``image_dtype``, ``transform``,
         ``budget_bytes``, ``prefetch_batches``, ``frame_buffer_bytes`` (decoded frames kept per
         worker, as YUV 4:2:0; 0 turns the buffer off), ``resolution`` ((H, W): a training rendition where one
-        fits), ``pixel_format`` ("yuv420p": planar YUV 4:2:0, see ``robodata.torch.yuv``).
+        fits), ``pixel_format`` (the image layout: "rgb24" [H, W, 3], "rgbp" [3, H, W], "yuv420p"
+        [H*3/2, W] planar YUV 4:2:0 for ``robodata.torch.yuv420_to_rgb``).
 
     Returns
     -------

@@ -5,7 +5,7 @@ Why: a camera frame costs the decode of its GOP up to it. With rows in a uniform
 batch touches ~batch_size GOPs and uses one frame of each; at G=8 a frame costs ~4.5 decoded
 frames. Here the rows of one GOP (a *block*: rows whose first camera's frames share a GOP) are
 read by one DataLoader worker, which decodes the GOP once and keeps the frames it will hand over
-later (``robodata.torch.frame_buffer``), so every decoded frame is used.
+later (``robodata.torch._frame_buffer``), so every decoded frame is used.
 
 The order of one epoch is a pure function of (seed, epoch, the rows' blocks, world size,
 workers per rank, batch size, ``window_rows``):
@@ -50,7 +50,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from robodata.reader import gop_store
-from robodata.torch.sampler import PlannedBatch, WorkerShard, current_worker
+from robodata.torch._sampler import PlannedBatch, WorkerShard, current_worker
 
 DEFAULT_WINDOW_ROWS = 512  # rows mixed at a time in each stream (see frame_buffer for its bytes)
 

@@ -9,7 +9,7 @@ step converts the batch where it trains; on a GPU, after moving it there::
 
 and on the CPU alike:
 
->>> from robodata.torch.torch_dataset import make_dataloader
+>>> from robodata.torch._torch_dataset import make_dataloader
 >>> batch = next(iter(make_dataloader("data/demo", batch_size=4, pixel_format="yuv420p")))
 >>> batch["observation_images_top"].shape  # 480 rows of Y, then 240 of U and V
 torch.Size([4, 720, 640])

@@ -10,4 +10,4 @@ import warnings
 
 warnings.filterwarnings("ignore", message="lance is not fork-safe")
 
-import robodata.torch.torch_dataset  # noqa: E402,F401 - torch, Lance, PyArrow, PyAV and the reader
+import robodata.torch._torch_dataset  # noqa: E402,F401 - torch, Lance, PyArrow, PyAV and the reader
