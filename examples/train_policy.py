@@ -3,8 +3,9 @@
 The data side is what LeRobot training code already does: a map-style dataset with LeRobot's keys
 (``robodata.lerobot.LeRobotCompatDataset``), a torch DataLoader with 2 worker processes,
 normalisation from ``dataset.meta.stats``. robodata adds a pinned version (a Lance tag), a
-batch sampler that gives every DDP rank the same steps, and checkpoints that resume mid-epoch at
-the exact next sample, on any number of processes.
+batch sampler in the decode-once order (each GOP decoded once per epoch by one worker) that gives
+every DDP rank the same steps, and checkpoints that resume mid-epoch at the exact next batch, on
+any number of processes.
 
 The workers are never forked from this process (Lance is not fork-safe): by default they fork
 from a fork server that imports torch, Lance and robodata once for all of them
@@ -122,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         dist.broadcast_object_list(shared, src=0)
         version = shared[0]
     dataset = LeRobotCompatDataset(args.dataset, version=version)
-    sampler = dataset.sampler(batch_size=args.batch_size, rank=rank, world_size=world, seed=args.seed)
+    sampler = dataset.sampler(
+        batch_size=args.batch_size, rank=rank, world_size=world, seed=args.seed, num_workers=args.workers
+    )  # the decode-once order laid out for the DataLoader's workers; shuffle="global": uniform
     loader = DataLoader(
         dataset,
         batch_sampler=sampler,
@@ -164,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         optimizer.load_state_dict(checkpoint["optimizer"])
         sampler.load_state_dict(checkpoint["sampler"])  # any world size: continues at the next sample
         step, epoch = checkpoint["step"], checkpoint["sampler"]["epoch"]
-        log(rank, event="resumed", step=step, epoch=epoch, consumed=checkpoint["sampler"]["consumed"])
+        consumed = checkpoint["sampler"]["consumed_batches"]  # batches each rank took this epoch
+        log(rank, event="resumed", step=step, epoch=epoch, consumed_batches=consumed)
     log(
         rank,
         event="start",

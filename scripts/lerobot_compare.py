@@ -4,6 +4,7 @@
     python scripts/lerobot_compare.py first-batch WORKDIR [--workers 2 --batch-size 32 --repeat 1]
     python scripts/lerobot_compare.py orders WORKDIR [--steps 200 --batch-size 8 --workers 2 --every 20
                                                       --camera-size 64x48]
+    python scripts/lerobot_compare.py loader WORKDIR [--workers 2 --batch-size 32 --epochs 3]
 
 Both make sample data in WORKDIR (3 cameras, 100 Hz rows), ingest it into a robodata dataset,
 tag it ``compare`` and export that version with ``robodata export-lerobot`` (lossless RGB video,
@@ -18,10 +19,16 @@ uniform order there (``ROBODATA_TRAIN_ORDER=uniform``), so both see the same ite
 ``orders`` runs ``robodata-train`` twice on the robodata dataset with the same command and seed:
 in its default decode-once block order and in the uniform order (``ROBODATA_TRAIN_ORDER=uniform``),
 with ``--num_workers`` spawned DataLoader workers, and prints the mean loss of every ``--every``
-steps of both (a markdown table), and each run's samples/s as LeRobot logs them (the mean over its
-log lines) and wall-clock seconds. Its sample episodes are recorded at ``--camera-size`` (every
+steps of both (a markdown table), and each run's samples/s as LeRobot logs them (the median over
+the second half of the steps) and wall-clock seconds; ``--seed`` is both runs' seed. Its sample episodes are recorded at ``--camera-size`` (every
 camera; default 64x48) so a CPU trains a few hundred steps in minutes: WORKDIR must not hold a
 dataset of another size.
+
+``loader`` times a LeRobot user's DataLoader alone over ``LeRobotCompatDataset`` (uint8 frames at
+the recorded size, ``--workers`` spawned workers, persistent): ``shuffle=True`` (uniform) and
+``sampler=dataset.item_sampler(...)`` (the decode-once order), each in a fresh process; it prints
+items/s of every epoch after the first (the first includes the workers' start) and the GOPs the
+workers read for decoding per epoch.
 
 ``first-batch`` prints the seconds from creating a DataLoader (``num_workers`` workers, default
 collate, shuffled) to its first batch for ``LeRobotCompatDataset`` and for ``LeRobotDataset``
@@ -72,7 +79,9 @@ def prepare(work: Path, episodes: int, seconds: float, export_too: bool = True) 
     return str(dataset), str(export)
 
 
-def train_args(steps: int, output: Path, batch_size: int = 4, workers: int = 0, log_freq: int = 1) -> list[str]:
+def train_args(
+    steps: int, output: Path, batch_size: int = 4, workers: int = 0, log_freq: int = 1, seed: int = 1
+) -> list[str]:
     return [
         "--policy.type=act",
         "--policy.device=cpu",
@@ -89,7 +98,7 @@ def train_args(steps: int, output: Path, batch_size: int = 4, workers: int = 0, 
         f"--num_workers={workers}",
         f"--log_freq={log_freq}",
         "--save_checkpoint=false",
-        "--seed=1",
+        f"--seed={seed}",
         "--wandb.enable=false",
         f"--output_dir={output}",
     ]
@@ -119,18 +128,19 @@ def orders(args: argparse.Namespace) -> int:
     for order in ("block", "uniform"):
         out = work / f"train-{order}"
         shutil.rmtree(out, ignore_errors=True)
-        log = work / f"robodata-train-{order}.log"
+        log = work / f"robodata-train-{order}-seed{args.seed}.log"
         started = time.perf_counter()
         curves[order] = run_training(
             [sys.executable, "-m", "robodata.lerobot.train", f"--dataset.repo_id={dataset}",
              f"--dataset.revision={TAG}",
-             *train_args(args.steps, out, batch_size=args.batch_size, workers=args.workers, log_freq=1)],
+             *train_args(args.steps, out, batch_size=args.batch_size, workers=args.workers, seed=args.seed)],
             log,
             ROBODATA_TRAIN_ORDER=order,
         )  # fmt: skip
         walls[order] = time.perf_counter() - started
-        rates = [float(r) for r in SAMPLES_PER_S.findall(log.read_text())]
-        speeds[order] = statistics.mean(rates) if rates else float("nan")
+        # the second half of the run: after the workers' start and the first epoch's warm-up
+        rates = [float(r) for r in SAMPLES_PER_S.findall(log.read_text())][args.steps // 2 :]
+        speeds[order] = statistics.median(rates) if rates else float("nan")
         if len(curves[order]) != args.steps:
             raise SystemExit(f"{order}: expected {args.steps} logged losses, got {len(curves[order])} ({log})")
     print(json.dumps({"step_losses": curves, "samples_per_s": speeds, "wall_s": walls}))
@@ -142,7 +152,10 @@ def orders(args: argparse.Namespace) -> int:
         means[first] = [statistics.mean(curves[o][span]) for o in ("block", "uniform")]
         print(f"| {first + 1}-{min(first + args.every, args.steps)} | {means[first][0]:.3f} | {means[first][1]:.3f} |")
     for order in ("block", "uniform"):
-        print(f"{order}: {speeds[order]:.1f} samples/s (LeRobot's smp/s, mean), {walls[order]:.0f} s wall clock")
+        print(
+            f"{order}: {speeds[order]:.1f} samples/s (LeRobot's smp/s, median of the second half), "
+            f"{walls[order]:.0f} s wall clock"
+        )
     last = statistics.mean(curves["block"][-args.every :]), statistics.mean(curves["uniform"][-args.every :])
     print(f"mean loss of the last {args.every} steps: block {last[0]:.3f}, uniform {last[1]:.3f}")
     return 0
@@ -197,6 +210,71 @@ print(json.dumps({"open_s": round(opened - started, 2), "first_batch_s": round(d
 """
 
 
+LOADER = """
+import json, os, sys, time
+from collections import Counter
+from torch.utils.data import DataLoader
+from robodata.lerobot import LeRobotCompatDataset
+from robodata.torch import worker_context
+
+def count_reads(folder, worker_id):
+    from robodata.reader import GopStore
+    original = GopStore._read_positions
+    def counting(self, positions):
+        with open(os.path.join(folder, f"{os.getpid()}.txt"), "a") as out:
+            out.write(f"{len(positions)}\\n")
+        return original(self, positions)
+    GopStore._read_positions = counting
+
+if __name__ == "__main__":
+    import functools
+    order, path, workers, batch, epochs, folder = sys.argv[1:7]
+    workers, batch, epochs = int(workers), int(batch), int(epochs)
+    dataset = LeRobotCompatDataset(path, version="compare", return_uint8=True)
+    options = dict(batch_size=batch, num_workers=workers, multiprocessing_context=worker_context(),
+                   persistent_workers=True, worker_init_fn=functools.partial(count_reads, folder))
+    if order == "block":
+        loader = DataLoader(dataset, sampler=dataset.item_sampler(batch_size=batch, num_workers=workers), **options)
+    else:
+        loader = DataLoader(dataset, shuffle=True, **options)
+    rates, reads = [], []
+    for epoch in range(epochs):
+        started = time.perf_counter()
+        items = sum(len(b["index"]) for b in loader)
+        rates.append(items / (time.perf_counter() - started))
+        reads.append(sum(int(n) for f in os.listdir(folder) for n in open(os.path.join(folder, f)).read().split()))
+        for f in os.listdir(folder):
+            os.remove(os.path.join(folder, f))
+    print(json.dumps({"items_per_s": rates, "gop_reads": reads, "items": len(dataset)}))
+"""
+
+
+def loader(args: argparse.Namespace) -> int:
+    work = Path(args.workdir)
+    dataset, _ = prepare(work, args.episodes, args.seconds, export_too=False)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    script = work / "loader_speed.py"
+    script.write_text(LOADER)
+    print(f"workers={args.workers} batch={args.batch_size}; epochs after the first: items/s, GOPs read to decode")
+    print("| order | items/s per epoch | GOP reads per epoch (all workers) |")
+    print("| --- | --- | --- |")
+    for order in ("uniform", "block"):
+        counts = work / f"reads-{order}"
+        shutil.rmtree(counts, ignore_errors=True)
+        counts.mkdir()
+        command = [sys.executable, str(script), order, dataset, str(args.workers), str(args.batch_size),
+                   str(args.epochs), str(counts)]  # fmt: skip
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800)
+        if done.returncode != 0:
+            raise SystemExit(f"{order} failed: {done.stderr[-2000:]}")
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        rates = ", ".join(f"{r:.0f}" for r in result["items_per_s"][1:])
+        reads = ", ".join(str(n) for n in result["gop_reads"][1:])
+        name = "uniform (`shuffle=True`)" if order == "uniform" else "block (`sampler=ds.item_sampler(...)`)"
+        print(f"| {name} | {rates} | {reads} |")
+    return 0
+
+
 def first_batch(args: argparse.Namespace) -> int:
     work = Path(args.workdir)
     dataset, export = prepare(work, args.episodes, args.seconds)
@@ -239,7 +317,7 @@ def spread(values: list[float]) -> str:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for name in ("losses", "first-batch", "orders"):
+    for name in ("losses", "first-batch", "orders", "loader"):
         s = sub.add_parser(name)
         s.add_argument("workdir")
         s.add_argument("--episodes", type=int, default=3)
@@ -251,12 +329,16 @@ def main() -> int:
     sub.choices["orders"].add_argument("--workers", type=int, default=2)
     sub.choices["orders"].add_argument("--every", type=int, default=20)
     sub.choices["orders"].add_argument("--camera-size", default="64x48")
+    sub.choices["orders"].add_argument("--seed", type=int, default=1)
+    sub.choices["loader"].add_argument("--workers", type=int, default=2)
+    sub.choices["loader"].add_argument("--batch-size", type=int, default=32)
+    sub.choices["loader"].add_argument("--epochs", type=int, default=3)
     sub.choices["first-batch"].add_argument("--workers", type=int, default=2)
     sub.choices["first-batch"].add_argument("--batch-size", type=int, default=32)
     sub.choices["first-batch"].add_argument("--repeat", type=int, default=1)
     args = p.parse_args()
     started = time.perf_counter()
-    code = {"losses": losses, "first-batch": first_batch, "orders": orders}[args.command](args)
+    code = {"losses": losses, "first-batch": first_batch, "orders": orders, "loader": loader}[args.command](args)
     print(f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     return code
 

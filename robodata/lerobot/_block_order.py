@@ -85,19 +85,15 @@ class BlockOrderSampler:
         self.items = np.arange(len(blocks), dtype=np.int64) if items is None else np.asarray(items, dtype=np.int64)
         if len(self.items) == 0:
             raise ValueError("BlockOrderSampler: no item to sample")
-        # one BlockSampler per rank: the same plan, seen from each rank
-        self._ranks = [
-            BlockSampler(
-                blocks[self.items],
-                batch_size=batch_size,
-                rank=r,
-                world_size=world_size,
-                num_workers=num_workers,
-                seed=seed,
-                window_rows=window_rows,
-            )
-            for r in range(world_size)
-        ]
+        # the plan of every rank (each rank's share is a view of the same plan)
+        self._plan = BlockSampler(
+            blocks[self.items],
+            batch_size=batch_size,
+            world_size=world_size,
+            num_workers=num_workers,
+            seed=seed,
+            window_rows=window_rows,
+        )
         self.batch_size = int(batch_size)
         self.num_workers = max(int(num_workers), 1)
         self.rank = int(rank)
@@ -113,10 +109,12 @@ class BlockOrderSampler:
         """Every item of epoch ``epoch``, in the order this sampler yields them."""
         if self._order_cache is not None and self._order_cache[0] == epoch:
             return self._order_cache[1]
+        self._plan.set_epoch(epoch)
+        self._plan.batches()  # plans the epoch once: the ranks' views below share it
         per_rank = []
-        for sampler in self._ranks:
-            sampler.set_epoch(epoch)
-            per_rank.append([rows[~padding] for rows, padding in sampler.padded_batches()])
+        for rank in range(self.world_size):
+            view = self._plan.positioned_rank(rank)
+            per_rank.append([rows[~padding] for rows, padding in view.padded_batches()])
         # rank-local batch j of every rank, then batch j + 1: accelerate deals them back out
         pieces = [batches[j] for j in range(len(per_rank[0])) for batches in per_rank]
         order = self.items[np.concatenate(pieces)]
@@ -144,8 +142,10 @@ class BlockOrderSampler:
 
     def _iter_epoch(self, epoch: int, start: int) -> Iterator[int]:
         plan = (epoch, start)
-        for item in self.order(epoch)[start:].tolist():
-            yield PlannedIndex(item, plan)
+        order = self.order(epoch)
+        for first in range(start, len(order), 1 << 16):  # Python ints a slice at a time
+            for item in order[first : first + (1 << 16)].tolist():
+                yield PlannedIndex(item, plan)
 
     def set_epoch(self, epoch: int) -> None:
         self._epoch = int(epoch)

@@ -163,3 +163,37 @@ def test_drop_last_frames_and_a_plain_list_of_items_uses_get_frames(short_datase
     frame_index = ds.__getitems__(list(sampler.order(0))).stacked["frame_index"]
     assert int(frame_index.max()) == max(lengths) - 8
     assert ds.frame_buffer is None  # items not from a sampler's order: no plan, no buffer
+
+
+@pytest.mark.parametrize(("world_size", "workers"), [(1, 2), (2, 2), (3, 1)])
+def test_batches_cut_from_the_order_are_the_block_samplers_streams(world_size, workers):
+    """DataLoader cuts batches of 16 from the order, accelerate gives rank r every world_size-th,
+    DataLoader deals them round the workers: each worker gets its stream's batches of the block
+    plan (all but the epoch's last, short ones, which DataLoader cuts across streams)."""
+    from robodata.lerobot._block_order import BlockOrderSampler
+
+    blocks = np.repeat(np.arange(60), 9)  # 540 items, blocks of 9
+    items = BlockOrderSampler(blocks, batch_size=16, num_workers=workers, world_size=world_size, seed=4, window_rows=40)
+    order = items.order(3)
+    assert sorted(order.tolist()) == list(range(540))
+    cut = [order[i : i + 16] for i in range(0, len(order), 16)]
+    for rank in range(world_size):
+        plan = BlockSampler(
+            blocks,
+            batch_size=16,
+            rank=rank,
+            world_size=world_size,
+            num_workers=workers,
+            seed=4,
+            epoch=3,
+            window_rows=40,
+        )
+        for worker in range(workers):
+            shard = WorkerShard(worker, workers)
+            received = cut[rank::world_size][worker::workers]
+            full = [b for b in plan.padded_batches(shard) if len(b[0]) == 16 and not b[1].any()]
+            assert [b.tolist() for b in received[: len(full)]] == [b.tolist() for b, _ in full]
+            mine = BlockOrderSampler(
+                blocks, batch_size=16, num_workers=workers, rank=rank, world_size=world_size, seed=4, window_rows=40
+            )
+            assert [b.tolist() for b in mine.worker_batches(3, 0, shard)] == [b.tolist() for b in received]

@@ -66,14 +66,15 @@ def test_trains_from_a_tag_and_resumes_mid_epoch(short_dataset, tmp_path):
     assert start["start_method"] == "spawn"
     assert first[-1]["event"] == "done" and first[-1]["step"] == 3
     saved = torch.load(checkpoint, weights_only=False)
-    assert saved["sampler"]["consumed"] == 3 * 8 and saved["dataset_version"] == version
+    assert saved["sampler"]["shuffle"] == "block" and saved["sampler"]["num_workers"] == 2
+    assert saved["sampler"]["consumed_batches"] == 3 and saved["dataset_version"] == version
 
     second = run(base)
     resumed = next(e for e in second if e["event"] == "resumed")
-    assert (resumed["step"], resumed["consumed"]) == (3, 24)
+    assert (resumed["step"], resumed["consumed_batches"]) == (3, 3)
     assert next(e for e in second if e["event"] == "start")["start_method"] == "forkserver"
     assert second[-1]["event"] == "done" and second[-1]["step"] == 6
-    assert torch.load(checkpoint, weights_only=False)["sampler"]["consumed"] == 6 * 8
+    assert torch.load(checkpoint, weights_only=False)["sampler"]["consumed_batches"] == 6
     assert all(e["loss"] == e["loss"] for e in second if e["event"] == "step")  # no NaN
 
 
@@ -102,9 +103,9 @@ def test_runs_under_torchrun_with_two_gloo_processes(short_dataset, tmp_path):
     start = next(e for e in events if e["event"] == "start")
     assert start["world_size"] == 2 and start["version"] == robodata.open(short_dataset).tags["ddp-run"]
     assert events[-1]["event"] == "done" and events[-1]["step"] == 3
-    # Two ranks of batch 4 consumed 3 steps x 2 x 4 rows of the epoch's order.
+    # Two ranks of batch 4 took 3 batches each of the epoch's order.
     saved = torch.load(tmp_path / "ddp.pt", weights_only=False)
-    assert saved["sampler"]["consumed"] == 24
+    assert (saved["sampler"]["consumed_batches"], saved["sampler"]["world_size"]) == (3, 2)
     assert not any(key.startswith("module.") for key in saved["model"])
     # Resume the 2-rank checkpoint in one process, model included; and a checkpoint whose model
     # keys carry DDP's "module." prefixes (as earlier versions of the example saved) loads too.
@@ -112,6 +113,6 @@ def test_runs_under_torchrun_with_two_gloo_processes(short_dataset, tmp_path):
     torch.save(saved, tmp_path / "ddp.pt")
     single = [sys.executable, str(EXAMPLE), short_dataset, "--tag", "ddp-run", "--steps", "5", "--batch-size", "4"]
     resumed = run(single + ["--workers", "0", "--checkpoint", str(tmp_path / "ddp.pt")])
-    assert next(e for e in resumed if e["event"] == "resumed")["consumed"] == 24
+    assert next(e for e in resumed if e["event"] == "resumed")["consumed_batches"] == 3
     assert resumed[-1]["event"] == "done" and resumed[-1]["step"] == 5
     assert next(e for e in resumed if e["event"] == "start")["camera"] == "observation.images.top"
