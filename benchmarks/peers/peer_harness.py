@@ -144,8 +144,8 @@ def run_peer_benchmark(
     if cfg.order == "block":
         # D reads make_dataloader's default order; its window is the one make_dataloader sizes at native size
         if cfg.window_rows is None:
-            reader = BatchReader(dataset_uri, version=ds.version, storage_options=storage_options)
-            cfg = replace(cfg, window_rows=reader.window_rows())
+            native = BatchReader(dataset_uri, version=ds.version, storage_options=storage_options)
+            cfg = replace(cfg, window_rows=native.window_rows())
         blocks = BlockSampler.for_dataset(ds, batch_size=cfg.batch_size).block_of_row
     rng = np.random.default_rng(cfg.seed)
     systems = cfg.systems()
