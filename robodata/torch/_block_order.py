@@ -329,32 +329,6 @@ class BlockSampler:
         )
 
 
-class SampleOrder:
-    """A ``BlockSampler``'s batches as a per-sample sampler, for a DataLoader built with
-    ``sampler=`` and ``batch_size=`` (what LeRobot's training script passes): the rank's batches
-    laid end to end. With the sampler's own batch size and workers, DataLoader cuts the same
-    batches and hands batch j to worker ``j % num_workers``, so each GOP's rows still reach one
-    worker; only the short last batches (padding included, not flagged here) may merge.
-
-    >>> order = SampleOrder(BlockSampler(np.repeat(np.arange(10), 4), batch_size=8, window_rows=8))
-    >>> len(order), sorted(order) == list(range(40))
-    (40, True)
-    """
-
-    def __init__(self, batches: BlockSampler) -> None:
-        self.batches = batches
-
-    def set_epoch(self, epoch: int) -> None:
-        self.batches.set_epoch(epoch)
-
-    def __iter__(self) -> Iterator[int]:
-        for rows, _ in self.batches.padded_batches():
-            yield from rows.tolist()
-
-    def __len__(self) -> int:
-        return sum(len(rows) for rows, _ in self.batches.padded_batches())
-
-
 def _depth(state: dict | None) -> int:
     return 0 if state is None else 1 + _depth(state.get("resumed_from"))
 
