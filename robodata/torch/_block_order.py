@@ -45,17 +45,16 @@ read one stream: the first batch after a resume goes to worker 0, whose stream i
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 
 import numpy as np
 
 from robodata.reader import gop_store
-from robodata.torch._sampler import PlannedBatch, WorkerShard, current_worker
+from robodata.torch._sampler import PlannedOrder, WorkerShard
 
 DEFAULT_WINDOW_ROWS = 512  # rows mixed at a time in each stream (see frame_buffer for its bytes)
 
 
-class BlockSampler:
+class BlockSampler(PlannedOrder):
     """Batches of row indices for one rank in the decode-once block order (module docstring).
 
     Same interface as ``RowSampler``: iterate it as DataLoader's ``batch_sampler``; ``set_epoch``,
@@ -249,28 +248,18 @@ class BlockSampler:
         shard = shard or WorkerShard()
         return self._stream_batches(range(self.start + shard.worker_id, self._total(), shard.num_workers))
 
-    def batches(self, shard: WorkerShard | None = None) -> list[np.ndarray]:
-        """This rank's remaining batches for one worker ``shard`` (default: all of them)."""
-        return [rows for rows, _ in self.padded_batches(shard)]
-
     def worker_batches(self, shard: WorkerShard, first: int, count: int) -> list[np.ndarray]:
         """Batches ``first`` .. ``first + count - 1`` of worker ``shard``'s remaining share."""
         total = self._total()
         positions = [self.start + shard.worker_id + i * shard.num_workers for i in range(first, first + count)]
         return [rows for rows, _ in self._stream_batches([j for j in positions if j < total])]
 
-    def __iter__(self) -> Iterator[PlannedBatch]:
-        """The rank's batches (as DataLoader's ``batch_sampler``); inside a DataLoader worker
-        only that worker's share."""
-        for rows, padding in self.padded_batches(current_worker()):
-            yield PlannedBatch(rows.tolist(), self.epoch, self.start, padding.tolist())
-
     def positioned(self, epoch: int, start: int) -> BlockSampler:
-        """This sampler at another epoch and start (the plan a PlannedBatch names)."""
-        other = copy.copy(self)
-        if int(epoch) != self.epoch:
+        """This sampler at another epoch and start (the plan a PlannedBatch names); a plan of
+        another epoch no longer continues a checkpoint's."""
+        other = super().positioned(epoch, start)
+        if other.epoch != self.epoch:
             other.resumed_from = None
-        other.epoch, other.start = int(epoch), int(start)
         return other
 
     # --- resume -----------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Self
 
 import numpy as np
 
@@ -70,7 +71,37 @@ def current_worker() -> WorkerShard:
     return WorkerShard() if info is None else WorkerShard(info.id, info.num_workers)
 
 
-class RowSampler:
+class PlannedOrder:
+    """What the training orders share: a rank's batches for DataLoader's ``batch_sampler``, each a
+    ``PlannedBatch`` naming the plan it comes from (so a DataLoader worker knows which batches
+    follow), and the same order placed at another epoch and start. Subclasses say which rows each
+    worker's batches hold (``padded_batches``)."""
+
+    epoch: int
+    start: int
+
+    def padded_batches(self, shard: WorkerShard | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        raise NotImplementedError
+
+    def batches(self, shard: WorkerShard | None = None) -> list[np.ndarray]:
+        """This rank's remaining batches for one worker ``shard`` (default: all of them); the
+        last may end with padding rows (``padded_batches`` says which)."""
+        return [rows for rows, _ in self.padded_batches(shard)]
+
+    def __iter__(self) -> Iterator[PlannedBatch]:
+        """The rank's batches (as DataLoader's ``batch_sampler``); inside a DataLoader worker
+        only that worker's share."""
+        for rows, padding in self.padded_batches(current_worker()):
+            yield PlannedBatch(rows.tolist(), self.epoch, self.start, padding.tolist())
+
+    def positioned(self, epoch: int, start: int) -> Self:
+        """This order at another epoch and start (the plan a PlannedBatch names)."""
+        other = copy.copy(self)
+        other.epoch, other.start = int(epoch), int(start)
+        return other
+
+
+class RowSampler(PlannedOrder):
     """Batches of row indices for one rank: exactly-once per epoch, deterministic, resumable.
 
     >>> sampler = RowSampler.for_dataset(ds, batch_size=32, rank=0, world_size=2, seed=7)
@@ -248,11 +279,6 @@ class RowSampler:
         full_steps, tail = divmod(remaining, self._step_rows)
         return full_steps + (1 if tail and not self.drop_last else 0)
 
-    def batches(self, shard: WorkerShard | None = None) -> list[np.ndarray]:
-        """This rank's remaining batches for one worker ``shard`` (default: all of them); the
-        last may end with padding rows (``padded_batches`` says which)."""
-        return [rows for rows, _ in self.padded_batches(shard)]
-
     def padded_batches(self, shard: WorkerShard | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
         """(rows, padding mask) of this rank's remaining batches for one worker ``shard``."""
         shard = shard or WorkerShard()
@@ -261,18 +287,6 @@ class RowSampler:
         order = self.order()
         mine = self._bounds()[shard.worker_id :: shard.num_workers]
         return [self._rows_at(order, first, stop) for first, stop in mine]
-
-    def __iter__(self) -> Iterator[PlannedBatch]:
-        """The rank's batches (as DataLoader's ``batch_sampler``); inside a DataLoader worker
-        only that worker's share."""
-        for rows, padding in self.padded_batches(current_worker()):
-            yield PlannedBatch(rows.tolist(), self.epoch, self.start, padding.tolist())
-
-    def positioned(self, epoch: int, start: int) -> RowSampler:
-        """This sampler at another epoch and start (e.g. the plan a PlannedBatch names)."""
-        other = copy.copy(self)
-        other.epoch, other.start = int(epoch), int(start)
-        return other
 
     # --- resume -----------------------------------------------------------------------------
     def position_after(self, batches: int) -> int:
