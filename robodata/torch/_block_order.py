@@ -284,14 +284,7 @@ class BlockSampler(PlannedOrder):
     def load_state_dict(self, state: dict) -> None:
         """Continue from a checkpoint: at the next batch with the same layout, else the rows not
         yet consumed planned again with this sampler's layout."""
-        for key in ("shuffle", "seed", "num_rows", "dataset_version"):
-            saved, mine = state.get(key), getattr(self, key)
-            if key == "dataset_version" and (saved is None or mine is None):
-                continue
-            if saved != mine:
-                raise ValueError(
-                    f"cannot resume: the checkpoint has {key}={saved!r} but this sampler has {key}={mine!r}"
-                )
+        self._check_resumable(state, ("shuffle", "seed", "num_rows", "dataset_version"))
         consumed = int(state["consumed_batches"])
         self.epoch = int(state["epoch"])
         layout = ("world_size", "num_workers", "batch_size", "window_rows", "drop_last")

@@ -94,6 +94,18 @@ class PlannedOrder:
         for rows, padding in self.padded_batches(current_worker()):
             yield PlannedBatch(rows.tolist(), self.epoch, self.start, padding.tolist())
 
+    def _check_resumable(self, state: dict, keys: tuple[str, ...]) -> None:
+        """ValueError unless checkpoint ``state`` was saved by this order over the same rows: each
+        of ``keys`` equal (a dataset version unknown on either side is not compared)."""
+        for key in keys:
+            saved, mine = state.get(key), getattr(self, key)
+            if key == "dataset_version" and (saved is None or mine is None):
+                continue
+            if saved != mine:
+                raise ValueError(
+                    f"cannot resume: the checkpoint has {key}={saved!r} but this sampler has {key}={mine!r}"
+                )
+
     def positioned(self, epoch: int, start: int) -> Self:
         """This order at another epoch and start (the plan a PlannedBatch names)."""
         other = copy.copy(self)
@@ -319,14 +331,7 @@ class RowSampler(PlannedOrder):
     def load_state_dict(self, state: dict) -> None:
         """Continue from a checkpoint: the next batch starts at the first unconsumed row. World
         size, rank, batch size and worker count may differ from the run that saved it."""
-        for key in ("seed", "num_rows", "shuffle", "pool_episodes", "dataset_version"):
-            saved, mine = state.get(key), getattr(self, key)
-            if key == "dataset_version" and (saved is None or mine is None):
-                continue
-            if saved != mine:
-                raise ValueError(
-                    f"cannot resume: the checkpoint has {key}={saved!r} but this sampler has {key}={mine!r}"
-                )
+        self._check_resumable(state, ("seed", "num_rows", "shuffle", "pool_episodes", "dataset_version"))
         consumed = int(state["consumed"])
         if not 0 <= consumed <= self.num_rows:
             raise ValueError(f"cannot resume: consumed={consumed} is outside 0..{self.num_rows}")
