@@ -146,8 +146,8 @@ def run_peer_benchmark(
     if cfg.order == "block":
         # D reads make_dataloader's default order; its window is the one make_dataloader sizes at native size
         if cfg.window_rows is None:
-            reader = BatchReader(dataset_uri, version=ds.version, storage_options=storage_options)
-            cfg = replace(cfg, window_rows=reader.window_rows())
+            batch_reader = BatchReader(dataset_uri, version=ds.version, storage_options=storage_options)
+            cfg = replace(cfg, window_rows=batch_reader.window_rows())
         blocks = BlockSampler.for_dataset(ds, batch_size=cfg.batch_size).block_of_row
     compat = compat_datasets(dataset_uri, ds.version, storage_options, cfg) if cfg.order == "block" else {}
     rng = np.random.default_rng(cfg.seed)
@@ -277,7 +277,7 @@ def compat_datasets(uri: str, version: int, storage_options: dict | None, cfg: P
             version=version,
             storage_options=storage_options,
             return_uint8=True,
-            **({"resolution": tuple(size)} if size is not None and by_resolution else {}),
+            resolution=(int(size[0]), int(size[1])) if size is not None and by_resolution else None,
         )
         for size in cfg.sizes
     }

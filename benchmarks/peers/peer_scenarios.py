@@ -19,7 +19,7 @@ import numpy as np
 
 from benchmarks.aims import _aim
 from robodata.torch.batch_randomness import dataset_randomness
-from robodata.torch.block_order import BlockSampler
+from robodata.torch.block_order import DEFAULT_WINDOW_ROWS, BlockSampler
 from robodata.torch.sampler import RowSampler
 
 
@@ -137,9 +137,9 @@ def d_sampler(rows: int, config: PeerConfig, seed: int, blocks: np.ndarray | Non
     if config.order == "block":
         if blocks is None or len(blocks) != rows:
             raise ValueError("the block order needs each row's GOP (blocks)")
-        window = {} if config.window_rows is None else {"window_rows": config.window_rows}
+        window = DEFAULT_WINDOW_ROWS if config.window_rows is None else config.window_rows
         return BlockSampler(
-            blocks, batch_size=config.batch_size, num_workers=config.loader_workers, seed=seed, **window
+            blocks, batch_size=config.batch_size, num_workers=config.loader_workers, seed=seed, window_rows=window
         )
     return RowSampler(rows, batch_size=config.batch_size, seed=seed, shuffle=config.order)
 
