@@ -36,6 +36,7 @@ from benchmarks.peers.peer_scenarios import (
     SYSTEMS,
     PeerConfig,
     System,
+    compat_batches,
     job_for,
     loader_rows_match,
     order_randomness,
@@ -43,6 +44,7 @@ from benchmarks.peers.peer_scenarios import (
     plan_round,
     ratio_rows,
     scenario_jobs,
+    scenario_key,
     split_key,
     summarize,
 )
@@ -147,13 +149,17 @@ def run_peer_benchmark(
             native = BatchReader(dataset_uri, version=ds.version, storage_options=storage_options)
             cfg = replace(cfg, window_rows=native.window_rows())
         blocks = BlockSampler.for_dataset(ds, batch_size=cfg.batch_size).block_of_row
+    compat = compat_datasets(dataset_uri, ds.version, storage_options, cfg) if cfg.order == "block" else {}
     rng = np.random.default_rng(cfg.seed)
     systems = cfg.systems()
     rounds, loader_checks, labels, versions = [], [], {}, {}
     for r in range(cfg.rounds):
         plan = plan_round(rng, len(ds), cfg, r, blocks)
+        compat_rows = None
+        if compat:
+            plan["D_compat"], compat_rows = compat_plan(compat, cfg, plan["seed"])
         if randomness is None:
-            randomness = order_randomness(ds, plan, cfg)
+            randomness = order_randomness(ds, plan, cfg, compat_rows)
         order = systems[r % len(systems) :] + systems[: r % len(systems)]  # who goes first rotates
         measured: dict[str, list[dict]] = {s.key: [] for s in systems}
         for phase in (0, 1):  # A, B, C (and the bound) for every system, then D for every system
@@ -176,7 +182,8 @@ def run_peer_benchmark(
                 )
                 labels[system.key], versions[system.key] = answer["label"], answer["versions"]
                 measured[system.key] += answer["measurements"]
-                if phase == 1 and system.runner != "robodata-compat":  # it shuffles, as a LeRobot user does
+                # the LeRobot user's uniform order (order "global") shuffles with torch's generator
+                if phase == 1 and (system.runner != "robodata-compat" or cfg.order == "block"):
                     for asked, loader in zip(measurements, answer["measurements"], strict=True):
                         if loader["kind"] != "loader":
                             continue
@@ -254,6 +261,41 @@ def run_peer_benchmark(
         dataset_uri,
         ds.version,
     )
+
+
+def compat_datasets(uri: str, version: int, storage_options: dict | None, cfg: PeerConfig) -> dict:
+    """The LeRobot user's dataset at each of ``cfg.sizes`` as its runner opens it
+    (``{scenario_key("D", size): LeRobotCompatDataset}``), to plan the batches its ``item_sampler``
+    gives D (the mixing window depends on the frame size)."""
+    from benchmarks.peers.peer_runner import robodata_takes_resolution
+    from robodata.lerobot import LeRobotCompatDataset
+
+    by_resolution = robodata_takes_resolution()
+    return {
+        scenario_key("D", size): LeRobotCompatDataset(
+            uri,
+            version=version,
+            storage_options=storage_options,
+            return_uint8=True,
+            resolution=(int(size[0]), int(size[1])) if size is not None and by_resolution else None,
+        )
+        for size in cfg.sizes
+    }
+
+
+def compat_plan(compat: dict, cfg: PeerConfig, seed: int) -> tuple[dict, dict]:
+    """D's batches of items for the LeRobot user's path at each size (what ``DataLoader(ds,
+    sampler=ds.item_sampler(batch_size=, num_workers=, seed=))`` reads in the timed epoch) and,
+    at native size, the same batches as robodata rows with the order's window (for the
+    randomness figures)."""
+    planned, native = {}, {}
+    for key, dataset in compat.items():
+        sampler = dataset.item_sampler(batch_size=cfg.batch_size, num_workers=cfg.loader_workers, seed=seed)
+        planned[key] = compat_batches(sampler, cfg)
+        if split_key(key)[1] is None:
+            rows = dataset._array("rows")  # items -> robodata rows
+            native = {"batches": [rows[b] for b in planned[key]], "window_rows": sampler.window_rows}
+    return planned, native
 
 
 def _sweep(

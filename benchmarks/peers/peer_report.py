@@ -37,6 +37,15 @@ def _verdict(ratio: float, target: float | None, at_least: bool = True) -> str:
     return f"**{ratio:.2f}x** (aim {'' if at_least else '<= '}{target:g}x{', met' if met else miss})"
 
 
+def d_order(results: dict, ours: str) -> str:
+    """The order a robodata path reads D in: make_dataloader's ``shuffle`` (the peers get its
+    batches); the LeRobot user's path its own ``item_sampler`` (``order`` "block") or
+    ``DataLoader(shuffle=True)`` (uniform)."""
+    if results["config"].get("order", "global") != "block":
+        return "uniform order"
+    return "decode-once order (item_sampler)" if ours.startswith("robodata-compat") else "decode-once order"
+
+
 def peer_columns(results: dict) -> list[str]:
     """The peers measured in this run, LeRobot's backends first."""
     present = set(results["systems"]) if "systems" in results else {k for r in results["ratios"] for k in r["per_s"]}
@@ -64,7 +73,7 @@ def side_by_side_table(results: dict) -> str:
             if ours not in row["per_s"]:
                 continue
             versus = row["versus"].get(ours, {})
-            path = f", {PATH_NAMES[ours].removeprefix('robodata ')}" if name == "D" else ""
+            path = f", {PATH_NAMES[ours].removeprefix('robodata ')}, {d_order(results, ours)}" if name == "D" else ""
             cells = [f"{base}{path} ({UNITS.get(name, 'per s')})"]
             cells += [_n(row["per_s"].get(k)) for k in peers]
             cells.append(_n(row["per_s"][ours]))
@@ -152,13 +161,15 @@ def loader_table(results: dict) -> str:
                 [
                     f"{size}x{size}" if size else "native",
                     LABELS.get(key, key),
+                    d_order(results, key) if key in OURS else "make_dataloader's batches",
                     _n(figures["per_s"]),
                     _n(figures.get("first_batch_s"), 2) if "first_batch_s" in figures else "",
                     f"{row['of_bound'][key]:.0%}" if row.get("bound") and key in row.get("of_bound", {}) else "",
                     ", ".join(_n(v) for v in figures["rounds"]),
                 ]
             )
-    return _table(["size", "system", "steady samples/s", "first batch s", "of bound", "samples/s per round"], rows)
+    header = ["size", "system", "order", "steady samples/s", "first batch s", "of bound", "samples/s per round"]
+    return _table(header, rows)
 
 
 def randomness_table(results: dict) -> str:
@@ -167,9 +178,17 @@ def randomness_table(results: dict) -> str:
     if not figures:
         return ""
     order = figures["order"]
-    label = f"{order} (D's order" + (f", window {figures['window_rows']} rows)" if order == "block" else ")")
+    label = f"{order} (make_dataloader's and the peers' D" + (
+        f", window {figures['window_rows']} rows)" if order == "block" else ")"
+    )
+    kinds = [(label, "planned")]
+    if "compat" in figures:
+        kinds.append(
+            (f"block (LeRobotCompatDataset.item_sampler, window {figures['compat_window_rows']} rows)", "compat")
+        )
+    kinds.append(("uniform (shuffle='global', LeRobot's)", "uniform"))
     rows = []
-    for name, key in ((label, "planned"), ("uniform (shuffle='global')", "uniform")):
+    for name, key in kinds:
         f = figures[key]
         rows.append(
             [
@@ -216,12 +235,27 @@ def render_peer_report(results: dict) -> str:
         f"in robodata's `make_dataloader` order (`shuffle={results['config'].get('order', 'global')!r}`): robodata's "
         "`make_dataloader` (spawned workers; its `__getitems__` reads a batch, each GOP decoded once by the worker "
         "its rows go to and its frames kept for their batches); robodata's "
-        "`LeRobotCompatDataset(return_uint8=True)` and `(return_uint8=False)` (float) in a plain "
-        "`DataLoader(ds, batch_size, shuffle=True, num_workers, multiprocessing_context=worker_context())` as "
-        "lerobot-train runs it (spawned workers, default collate); LeRobotDataset (one `__getitem__` per sample, default collate, spawned workers); "
-        "LanceDBDataset (`__getitems__`, `lance_mp_context()`). The same batches on every system but the shuffled "
-        f"LeRobot user's path (make_dataloader delivered the planned rows: {all(c['same_rows'] for c in same)}). "
-        "Steady = samples after the first batch / time after it. The decode bound: the same batches' frames "
+        "`LeRobotCompatDataset(return_uint8=True)` and `(return_uint8=False)` (float) in "
+        + (
+            "`DataLoader(ds, sampler=ds.item_sampler(batch_size=B, num_workers=W, seed=S), batch_size=B, "
+            "num_workers=W, multiprocessing_context=worker_context())` as `robodata-train` builds it for a LeRobot "
+            "user (its own decode-once order from the same seed, spawned workers, default collate); "
+            if results["config"].get("order") == "block"
+            else "`DataLoader(ds, batch_size, shuffle=True, num_workers, multiprocessing_context=worker_context())` "
+            "as lerobot-train runs it (spawned workers, default collate); "
+        )
+        + "LeRobotDataset (one `__getitem__` per sample, default collate, spawned workers); "
+        "LanceDBDataset (`__getitems__`, `lance_mp_context()`). LeRobot and LanceDB read make_dataloader's "
+        "batches as lists; every loader delivered the rows planned for it: "
+        f"{all(c['same_rows'] for c in same)}. "
+        + (
+            f"In the decode-once order both robodata paths read {results['config'].get('warm_epochs', 1)} whole "
+            "epoch(s) first and then time the next epoch in full, its first batch too (a batch early in an "
+            "epoch decodes GOPs for later ones); the peers time the batches after their first. "
+            if results["config"].get("order") == "block"
+            else "Steady = samples after the first batch / time after it. "
+        )
+        + "The decode bound: the same batches' frames "
         "decoded in one process from GOP bytes already in memory, one thread per core with its single-threaded "
         "decoder (RGB conversion included; at the policy's size the reader's own tasks: a stored rendition's GOPs "
         "where one fits, else the full decode scaled), taken as samples / (CPU seconds / cores): what the cores "

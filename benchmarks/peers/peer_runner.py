@@ -20,10 +20,12 @@ Kinds of measurement (each times every call; ``indices`` are the system's own sa
   ``row_offsets``).
 - ``loader``: a ``torch.utils.data.DataLoader`` with ``workers`` workers over ``batches``
   (robodata: its own ``make_dataloader`` with ``seed``, whose batches the caller computed the
-  same way; robodata-compat: ``LeRobotCompatDataset`` in a plain ``DataLoader(shuffle=True,
-  multiprocessing_context=worker_context())`` as lerobot-train runs it, ``len(batches)``
-  batches); seconds to the first batch, then
-  seconds per batch.
+  same way; robodata-compat: ``LeRobotCompatDataset`` in ``DataLoader(ds,
+  sampler=ds.item_sampler(batch_size=, num_workers=, seed=), batch_size=, num_workers=,
+  multiprocessing_context=worker_context())`` as ``robodata-train`` builds it for a LeRobot user,
+  or with ``order`` "global" LeRobot's uniform ``shuffle=True``); seconds to the first batch,
+  then seconds per batch. With ``warm_epochs`` whole epochs are read first and the next one is
+  timed in full, its first batch too.
 - ``bound`` (robodata only): the in-process decode bound of ``batches``: their GOPs read into
   memory first, then each decoded once as far as its last wanted frame (and every wanted frame
   converted to RGB, resized at ``size``) on every core, one single-threaded decoder per thread,
@@ -198,7 +200,9 @@ def robodata_takes_resolution() -> bool:
 
 
 class RobodataCompatSystem:
-    """robodata for a LeRobot user: ``LeRobotCompatDataset`` in a plain ``DataLoader(shuffle=True)``."""
+    """robodata for a LeRobot user: ``LeRobotCompatDataset`` in the ``DataLoader`` ``robodata-train``
+    builds (``sampler=ds.item_sampler(...)``, the decode-once order), or LeRobot's uniform
+    ``DataLoader(shuffle=True)`` (``order`` "global")."""
 
     def __init__(self, job: dict) -> None:
         self.job = job  # a profile of the first batch opens the system again from it
@@ -243,22 +247,29 @@ class RobodataCompatSystem:
         return default_collate(self._dataset().__getitems__(indices))
 
     def loader(self, measurement: dict):
+        """As ``robodata-train`` builds it for a LeRobot user: ``order`` "block" (the default) is
+        ``DataLoader(ds, sampler=ds.item_sampler(...), batch_size=B, num_workers=W)``, the
+        decode-once order; "global" is LeRobot's own ``DataLoader(ds, shuffle=True)`` (uniform)."""
         import torch
         from torch.utils.data import DataLoader
 
-        ds = self._dataset()
-        torch.manual_seed(measurement["seed"])
         from robodata.torch import worker_context
 
-        workers = measurement["workers"]
+        ds = self._dataset()
+        batch_size, workers, seed = measurement["batch_size"], measurement["workers"], measurement["seed"]
+        if measurement.get("order", "block") == "block":
+            order: dict[str, Any] = {"sampler": ds.item_sampler(batch_size=batch_size, num_workers=workers, seed=seed)}
+        else:
+            torch.manual_seed(seed)
+            order = {"shuffle": True}
         # Spawned, as lerobot-train's are: this process has read through Lance (the version above),
         # and a worker forked after that stops with ForkedWorkerError (docs/training.md).
         loader = DataLoader(
             ds,
-            batch_size=measurement["batch_size"],
-            shuffle=True,
+            batch_size=batch_size,
             num_workers=workers,
             multiprocessing_context=worker_context() if workers else None,
+            **order,
         )
         return loader, lambda batch: [int(i) for i in batch["index"]], lambda: None
 

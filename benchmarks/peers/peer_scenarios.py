@@ -87,7 +87,7 @@ class PeerConfig:
     pyav: bool = False  # also LeRobot's pyav backend (always slower than torchcodec here)
     order: str = "block"  # D's training order: make_dataloader's decode-once default, or "global" (uniform)
     window_rows: int | None = None  # the block order's mixing window (None: make_dataloader's default)
-    # Block order: robodata's loader reads this many whole epochs first and D times the next one in
+    # Block order: both robodata paths read this many whole epochs first and D times the next one in
     # full (its first batch too): the first batch of an epoch decodes GOPs for later batches, so
     # timing only the batches after it would leave that work out. The plan is that epoch's rows.
     warm_epochs: int = 1
@@ -137,27 +137,42 @@ def d_sampler(rows: int, config: PeerConfig, seed: int, blocks: np.ndarray | Non
     if config.order == "block":
         if blocks is None or len(blocks) != rows:
             raise ValueError("the block order needs each row's GOP (blocks)")
+        window = DEFAULT_WINDOW_ROWS if config.window_rows is None else config.window_rows
         return BlockSampler(
-            blocks,
-            batch_size=config.batch_size,
-            num_workers=config.loader_workers,
-            seed=seed,
-            window_rows=DEFAULT_WINDOW_ROWS if config.window_rows is None else config.window_rows,
+            blocks, batch_size=config.batch_size, num_workers=config.loader_workers, seed=seed, window_rows=window
         )
     return RowSampler(rows, batch_size=config.batch_size, seed=seed, shuffle=config.order)
 
 
-def order_randomness(ds, plan: dict, config: PeerConfig) -> dict:
+def compat_batches(sampler, config: PeerConfig) -> list[np.ndarray]:
+    """The batches of items ``DataLoader(ds, sampler=sampler, batch_size=...)`` makes in D's timed
+    epoch (the one after ``config.warm_epochs``) from ``LeRobotCompatDataset.item_sampler``'s
+    ``sampler``; small datasets: the next epochs follow."""
+    batches: list[np.ndarray] = []
+    epoch = config.warm_epochs
+    while len(batches) < config.loader_batches:
+        order = sampler.order(epoch)
+        batches += [order[i : i + config.batch_size] for i in range(0, len(order), config.batch_size)]
+        epoch += 1
+    return batches[: config.loader_batches]
+
+
+def order_randomness(ds, plan: dict, config: PeerConfig, compat_rows: dict | None = None) -> dict:
     """How random D's batches are (``robodata.torch._batch_randomness``): this round's D batches
     in ``config.order`` and, beside them, as many batches of the uniform order with the same seed."""
     uniform = RowSampler(len(ds), batch_size=config.batch_size, seed=plan["seed"], shuffle="global").batches()
-    return {
+    figures = {
         "order": config.order,
         "window_rows": config.window_rows,
         "workers": config.loader_workers,
         "planned": dataset_randomness(ds, plan["D"]),
         "uniform": dataset_randomness(ds, uniform[: len(plan["D"])]),
     }
+    if compat_rows:
+        # the LeRobot user's path at native size: its item_sampler's batches, as robodata rows
+        figures["compat"] = dataset_randomness(ds, compat_rows["batches"])
+        figures["compat_window_rows"] = compat_rows["window_rows"]
+    return figures
 
 
 def _ints(values) -> list[int]:
@@ -192,16 +207,21 @@ def scenario_jobs(
         reads.append(
             {"name": name("C"), "kind": "window", "indices": index(plan["C"]), "frames": config.window_frames, **window}
         )
+    batches = plan["D"]
+    if system.runner == "robodata-compat" and config.order == "block":
+        # its own sampler (ds.item_sampler, as robodata-train passes it): the batches it plans
+        batches = plan["D_compat"][name("D")]
     loader = {
         "name": name("D"),
         "kind": "loader",
-        "batches": [index(b) for b in plan["D"]],
+        "batches": [index(b) for b in batches],
         "batch_size": config.batch_size,
         "workers": config.loader_workers,
         "seed": plan["seed"],
         "order": config.order,
         "window_rows": config.window_rows,
-        "warm_epochs": config.warm_epochs if config.order == "block" and system.runner == "robodata" else 0,
+        # both robodata paths read whole epochs first in the block order (peer_runner's loader)
+        "warm_epochs": config.warm_epochs if config.order == "block" and own else 0,
     }
     return [reads, [loader] if "D" in system.scenarios else []]
 

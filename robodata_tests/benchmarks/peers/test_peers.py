@@ -139,9 +139,38 @@ def test_peers_read_the_paired_indices_of_robodatas_rows():
     compat = scenario_jobs(by_key["robodata-compat"], plan, paired, config, window, (224, 224))
     assert compat[0] == [] and compat[1][0]["name"] == "D@224"
     assert compat[1][0]["batches"] == [[int(i) for i in b] for b in plan["D"]]
+    assert "warm_epochs" in compat[1][0] and compat[1][0]["warm_epochs"] == 0  # the uniform order: no warm epoch
     bound = scenario_jobs(by_key["bound"], plan, paired, config, window)
     assert bound[0] == [] and bound[1][0]["kind"] == "bound" and bound[1][0]["name"] == "D"  # beside D
     assert scenario_key("C", (224, 224)) == "C@224" and scenario_key("C", (224, 160)) == "C@224x160"
+
+
+def test_in_the_block_order_the_lerobot_users_path_reads_its_item_samplers_batches():
+    from benchmarks.peers.peer_scenarios import compat_batches
+    from robodata.lerobot._block_order import BlockOrderSampler
+
+    rows, blocks = 40, np.repeat(np.arange(10), 4)
+    config = PeerConfig(batch_size=8, loader_batches=7, loader_workers=2, window_rows=16)
+    plan = plan_round(np.random.default_rng(0), rows, config, round_index=2, blocks=blocks)
+    sampler = BlockOrderSampler(blocks, batch_size=8, num_workers=2, seed=plan["seed"], window_rows=16)
+    planned = compat_batches(sampler, config)
+    # epoch 1 (after the warm one), cut as DataLoader(batch_size=8) cuts it, then epoch 2 for the 7th batch
+    epoch1, epoch2 = sampler.order(1), sampler.order(2)
+    assert [b.tolist() for b in planned] == [epoch1[i : i + 8].tolist() for i in range(0, 40, 8)] + [
+        epoch2[0:8].tolist(),
+        epoch2[8:16].tolist(),
+    ]
+    plan["D_compat"] = {"D": planned[:5], "D@224": planned[:3]}
+    paired = np.arange(rows) + 100
+    window = {"row_offsets": [0], "fps": 50.0}
+    by_key = {s.key: s for s in SYSTEMS}
+    compat = scenario_jobs(by_key["robodata-compat"], plan, paired, config, window, (224, 224))[1][0]
+    assert compat["batches"] == [b.tolist() for b in planned[:3]] and compat["order"] == "block"
+    ours = scenario_jobs(by_key["robodata"], plan, paired, config, window)[1][0]
+    theirs = scenario_jobs(by_key["lancedb"], plan, paired, config, window)[1][0]
+    # both robodata paths read a whole epoch first and time the next; the peers read make_dataloader's batches
+    assert (compat["warm_epochs"], ours["warm_epochs"], theirs["warm_epochs"]) == (1, 1, 0)
+    assert theirs["batches"] == [[int(paired[i]) for i in b] for b in plan["D"]]
 
 
 # --- medians, ratios, aims, report on a fake peer result -------------------------------------------
@@ -309,10 +338,12 @@ def test_side_by_side_table_on_a_fake_peer_result(tmp_path):
     assert c.endswith("| 4.0 | 2.0 | 4.0 | 8.0 | 2.00x | **2.00x** (aim 2.5x, missed by 20%) | n/a |  |")
     d = [line for line in lines if line.startswith("| D ")]
     assert d[0].startswith(
-        "| D DataLoader, 2 workers, batch 32, make_dataloader (samples/s) | 100.0 | 50.0 | 150.0 | 300.0 |"
+        "| D DataLoader, 2 workers, batch 32, make_dataloader, decode-once order (samples/s) | 100.0 | 50.0 | 150.0 |"
     )
     assert d[0].endswith("| **3.00x** (aim 3x, met) | **2.00x** (aim 2x, met) | 600.0 | 50% |")
-    assert d[1].startswith("| D DataLoader, 2 workers, batch 32, LeRobotCompatDataset (uint8) (samples/s) |")
+    assert d[1].startswith(
+        "| D DataLoader, 2 workers, batch 32, LeRobotCompatDataset (uint8), decode-once order (item_sampler) (samples/s) |"
+    )
     assert "**2.80x** (aim 3x, missed by 7%)" in d[1] and d[1].endswith("| 600.0 | 47% |")
     assert "LeRobotCompatDataset (float)" in d[2] and "| 0.67x |" in d[2]  # no aim on the float path
     first = next(line for line in lines if "time to first batch, make_dataloader" in line)
@@ -340,8 +371,15 @@ def test_report_has_every_system_the_aims_the_load_and_the_reasons(tmp_path):
     assert "**gym-aloha**" in text and "60% video decode" in text and "short by 20.0%" in text
     assert "LeRobot 0.6.1's own writer from the same source frames" in text and "vcodec libsvtav1, g 2, crf 30" in text
     assert "robodata reads by decoded frames resized like the peers'" in text
-    assert "| native | LanceDBDataset (lerobot-lancedb 0.3.1) | 150.0 | 5.00 | 25% | 150.0, 150.0 |" in text
-    assert "| 224x224 | robodata LeRobotCompatDataset uint8 | 500.0 | 2.50 | 56% | 500.0, 500.0 |" in text
+    peers = "| native | LanceDBDataset (lerobot-lancedb 0.3.1) | make_dataloader's batches | 150.0 | 5.00 | 25% |"
+    assert peers in text
+    compat = "| 224x224 | robodata LeRobotCompatDataset uint8 | decode-once order (item_sampler) | 500.0 | 2.50 | 56% |"
+    assert compat in text
+    assert "`DataLoader(ds, sampler=ds.item_sampler(batch_size=B, num_workers=W, seed=S)" in text
+    # with the uniform order both robodata paths say so
+    uniform = render_peer_report({**results, "config": {**results["config"], "order": "global"}})
+    assert "| native | robodata LeRobotCompatDataset uint8 | uniform order |" in uniform
+    assert "shuffle=True, num_workers" in uniform
     path = write_peer_plot(results, tmp_path / "peers.png")
     with Image.open(path) as image:
         assert image.format == "PNG" and image.size[0] > 500
@@ -556,17 +594,37 @@ def test_bound_decodes_what_the_reader_decodes(ingested):
     assert bound["renditions"] is False
 
 
-def test_runner_runs_the_lerobot_users_path(ingested):
+def test_runner_runs_the_lerobot_users_path_in_robodata_trains_order(ingested):
+    from benchmarks.peers.peer_harness import compat_datasets, compat_plan
+
     ds = robodata.open(ingested)
-    loader = {"name": "D", "kind": "loader", "batches": [[0]] * 3, "batch_size": 4, "workers": 0, "seed": 1}
+    config = PeerConfig(batch_size=4, loader_batches=3, loader_workers=0, sizes=(None,))
+    # the batches DataLoader(ds, sampler=ds.item_sampler(batch_size=4, num_workers=0, seed=1)) makes in
+    # epoch 1 (after the warm epoch), planned in this process as the harness does
+    planned, native = compat_plan(compat_datasets(ingested, ds.version, None, config), config, seed=1)
+    batches = [[int(i) for i in b] for b in planned["D"]]
+    assert len(batches) == 3 and all(len(b) == 4 for b in batches)
+    assert [list(b) for b in native["batches"]] == batches  # no episode filter here: items are robodata rows
+    assert native["window_rows"] > 0
+    loader = {"name": "D", "kind": "loader", "batches": batches, "batch_size": 4, "workers": 0, "seed": 1}
     for dtype, size in (("uint8", None), ("float32", [24, 32])):
-        job = {"system": "robodata-compat", "root": ingested, "dtype": dtype, "size": size, "measurements": [loader]}
+        block = {**loader, "order": "block", "warm_epochs": 1}
+        job = {"system": "robodata-compat", "root": ingested, "dtype": dtype, "size": size, "measurements": [block]}
         result = run_job(sys.executable, job)
         measured = result["measurements"][0]
         assert result["label"] == f"robodata LeRobotCompatDataset ({dtype})"
-        assert measured["samples"] == [4, 4] and len(measured["delivered"]) == 3
-        delivered = [i for batch in measured["delivered"] for i in batch]
-        assert len(set(delivered)) == 12 and all(0 <= i < len(ds) for i in delivered)  # shuffled, no repeats
+        # a whole epoch read first, then the next timed batch by batch, its first too
+        assert measured["first_batch_s"] > 0 and measured["samples"] == [4, 4, 4] and len(measured["seconds"]) == 3
+        if size is None:  # the item_sampler's own batches, in order (at 24x32 the window may differ)
+            assert measured["delivered"] == batches
+    # order "global": LeRobot's own DataLoader(shuffle=True), its first batch untimed
+    uniform = {**loader, "order": "global"}
+    job = {"system": "robodata-compat", "root": ingested, "measurements": [uniform]}
+    measured = run_job(sys.executable, job)["measurements"][0]
+    assert measured["samples"] == [4, 4] and len(measured["delivered"]) == 3
+    delivered = [i for batch in measured["delivered"] for i in batch]
+    assert len(set(delivered)) == 12 and all(0 <= i < len(ds) for i in delivered)  # shuffled, no repeats
+    assert not loader_rows_match(batches, measured["delivered"])
 
 
 def test_rendered_episodes_are_reused_across_footage_sizes(tmp_path):
