@@ -126,9 +126,6 @@ def collate_batch(samples):
     return torch.utils.data.default_collate(samples)
 
 
-pass_batch = collate_batch  # the earlier name
-
-
 def adopt_shared_rows(reader: BatchReader, shared: SharedArrays | None) -> None:
     """In a worker, make ``reader``'s dataset use the row index its training process shared,
     instead of scanning frames.lance and holding a private copy."""
