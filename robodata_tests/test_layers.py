@@ -28,11 +28,12 @@ LIBRARY = {
     "torch",
     "lerobot",
 }
-LIBRARY |= {"quiet_lance", "source_checkout"}
+LIBRARY |= {"quiet_lance", "source_checkout", "lazy_exports"}
 # layer -> the robodata layers it may import (itself always allowed)
 ALLOWED = {
     "errors": set(),
     "quiet_lance": set(),  # sets LANCE_LOG before lance loads: imports nothing of robodata
+    "lazy_exports": set(),  # a package's public names imported on first use (torch, lerobot)
     "source_checkout": {"errors"},  # finds benchmarks/ beside robodata/ in a source checkout
     "storage": {"errors"},
     "codec": set(),
@@ -50,10 +51,16 @@ ALLOWED = {
     "summary": {"format", "reader", "storage", "errors"},
     "sample_data": {"interop", "format", "storage", "errors"},
     "view": {"reader", "format", "storage", "errors"},  # it only reads
-    "torch": {"reader", "format", "storage", "errors"},  # the training loader: knows nothing of LeRobot's formats
+    "torch": {
+        "reader",
+        "format",
+        "storage",
+        "errors",
+        "lazy_exports",
+    },  # the training loader: knows nothing of LeRobot's formats
     # Everything LeRobot: its formats, export and import (through ingest's driver), its stats,
     # and LeRobotCompatDataset on the training loader.
-    "lerobot": {"torch", "reader", "ingest", "format", "codec", "storage", "errors"},
+    "lerobot": {"torch", "reader", "ingest", "format", "codec", "storage", "errors", "lazy_exports"},
     "__init__": LIBRARY,
     # Dagster's one room: the definitions (defs/, a folder per domain), the entry point that loads
     # them, the instance helpers, the cluster pieces (deploy/dagster.yaml's storage and run

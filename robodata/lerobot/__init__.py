@@ -15,8 +15,9 @@ does, so this package imports torch only when it is asked for.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from robodata._lazy_exports import lazy_exports
 
 # name -> the module that defines it (imported on first use: torch only when needed)
 _EXPORTS = {
@@ -54,14 +55,4 @@ if TYPE_CHECKING:
     from robodata.lerobot._version_stats import stored_stats
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'robodata.lerobot' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -20,8 +20,9 @@ Only ``RoboTorchDataset``, ``TorchLoader``, ``make_dataloader``, ``collate_batch
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from robodata._lazy_exports import lazy_exports
 
 # name -> the module that defines it (imported on first use: torch only when needed)
 _EXPORTS = {
@@ -76,14 +77,4 @@ if TYPE_CHECKING:
     from robodata.torch._yuv import yuv420_to_rgb
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'robodata.torch' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
