@@ -239,13 +239,15 @@ def render_peer_report(results: dict) -> str:
         + (
             "`DataLoader(ds, sampler=ds.item_sampler(batch_size=B, num_workers=W, seed=S), batch_size=B, "
             "num_workers=W, multiprocessing_context=worker_context())` as `robodata-train` builds it for a LeRobot "
-            "user (its own decode-once order from the same seed, spawned workers, default collate); "
+            "user (its own decode-once order from the same seed, spawned workers, PyTorch's default collate, "
+            "lerobot-train's persistent workers); "
             if results["config"].get("order") == "block"
             else "`DataLoader(ds, batch_size, shuffle=True, num_workers, multiprocessing_context=worker_context())` "
             "as lerobot-train runs it (spawned workers, default collate); "
         )
         + "LeRobotDataset (one `__getitem__` per sample, default collate, spawned workers); "
-        "LanceDBDataset (`__getitems__`, `lance_mp_context()`). LeRobot and LanceDB read make_dataloader's "
+        "LanceDBDataset (`__getitems__`, `lance_mp_context()`). Every LeRobot-facing DataLoader has "
+        "lerobot-train 0.6.1's defaults, `prefetch_factor=4, persistent_workers=True`. LeRobot and LanceDB read make_dataloader's "
         "batches as lists; every loader delivered the rows planned for it: "
         f"{all(c['same_rows'] for c in same)}. "
         + (

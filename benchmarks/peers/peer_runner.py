@@ -23,7 +23,8 @@ Kinds of measurement (each times every call; ``indices`` are the system's own sa
   same way; robodata-compat: ``LeRobotCompatDataset`` in ``DataLoader(ds,
   sampler=ds.item_sampler(batch_size=, num_workers=, seed=), batch_size=, num_workers=,
   multiprocessing_context=worker_context())`` as ``robodata-train`` builds it for a LeRobot user,
-  or with ``order`` "global" LeRobot's uniform ``shuffle=True``); seconds to the first batch,
+  or with ``order`` "global" LeRobot's uniform ``shuffle=True``; every LeRobot-facing loader with
+  lerobot-train's defaults, ``LEROBOT_TRAIN_LOADER``); seconds to the first batch,
   then seconds per batch. With ``warm_epochs`` whole epochs are read first and the next one is
   timed in full, its first batch too.
 - ``bound`` (robodata only): the in-process decode bound of ``batches``: their GOPs read into
@@ -53,6 +54,9 @@ PROTOCOL = 1
 RESULT_PREFIX = "PEER_RESULT "
 ROW_COLUMNS = ["episode_index", "frame_index", "observation_state", "action"]  # read with robodata's frames
 SYSTEMS = ("robodata", "robodata-compat", "lerobot", "lancedb")
+# The DataLoader options lerobot-train 0.6.1 passes by default (its TrainPipelineConfig:
+# prefetch_factor 4, persistent_workers True): every LeRobot-facing loader here gets them.
+LEROBOT_TRAIN_LOADER = {"prefetch_factor": 4, "persistent_workers": True}
 # robodata at a size: "auto" passes ``resolution=`` where robodata's readers take it (renditions),
 # else resizes decoded frames like the peers; "resize" always resizes decoded frames.
 ROBODATA_SIZE_PATH = os.environ.get("ROBODATA_BENCH_SIZE_PATH", "auto")
@@ -269,9 +273,10 @@ class RobodataCompatSystem:
             batch_size=batch_size,
             num_workers=workers,
             multiprocessing_context=worker_context() if workers else None,
+            **_lerobot_train_options(workers),
             **order,
         )
-        return loader, lambda batch: [int(i) for i in batch["index"]], lambda: None
+        return loader, lambda batch: [int(i) for i in batch["index"]], _closer(loader)
 
 
 class ResizeFrame:
@@ -372,8 +377,9 @@ class LeRobotSystem:
             batch_sampler=measurement["batches"],
             num_workers=measurement["workers"],
             multiprocessing_context="spawn" if measurement["workers"] else None,
+            **_lerobot_train_options(measurement["workers"]),
         )
-        return loader, lambda batch: [int(i) for i in batch["index"]], lambda: None
+        return loader, lambda batch: [int(i) for i in batch["index"]], _closer(loader)
 
 
 class LanceDBSystem(LeRobotSystem):
@@ -411,8 +417,20 @@ class LanceDBSystem(LeRobotSystem):
             batch_sampler=measurement["batches"],
             num_workers=workers,
             multiprocessing_context=lance_mp_context() if workers else None,
+            **_lerobot_train_options(workers),
         )
-        return loader, lambda batch: [int(i) for i in batch["index"]], lambda: None
+        return loader, lambda batch: [int(i) for i in batch["index"]], _closer(loader)
+
+
+def _lerobot_train_options(workers: int) -> dict:
+    """``LEROBOT_TRAIN_LOADER`` where DataLoader takes it (with workers), as lerobot-train passes it."""
+    return dict(LEROBOT_TRAIN_LOADER) if workers else {}
+
+
+def _closer(loader):
+    """Stops a loader's persistent workers: DataLoader keeps them on its iterator, which shuts them
+    down when it is dropped (DataLoader has no public close)."""
+    return lambda: setattr(loader, "_iterator", None)
 
 
 def _peer_resize(job: dict):

@@ -44,8 +44,9 @@ from robodata.torch._block_order import BlockSampler
 from robodata.torch._delta_timestamps import resolve_delta_timestamps
 from robodata.torch._fork_safety import ForkedAfterLanceError, forked_from_lance, mark_lance_used, run_without_lance
 from robodata.torch._frame_buffer import DEFAULT_FRAME_BUFFER_BYTES, FrameBuffer
+from robodata.torch._handover import SampleBatch, SharedOutputs
 from robodata.torch._sampler import PlannedBatch
-from robodata.torch._torch_dataset import SampleBatch, finish_sending_before_exit
+from robodata.torch._torch_dataset import finish_sending_before_exit
 
 # robodata's own per-row columns: not LeRobot features, so items carry them only when asked
 # (``extra_columns``). Item keys LeRobot derives itself, robodata's task/split (``task`` comes
@@ -115,6 +116,7 @@ class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
         self._order: BlockSampler | BlockOrderSampler | None = None
         self._frames: FrameBuffer | None = None
         self._frames_for: tuple | None = None
+        self._shared_outputs: SharedOutputs | None = None
         # Every Lance read of the construction happens in a short-lived helper process when this
         # one has not used Lance, so DataLoader workers can still be forked from it (fork_safety).
         read = run_without_lance(
@@ -350,9 +352,22 @@ class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
             mark_lance_used()  # reading here: children forked from now on are not safe
         rows = np.asarray(self._array("rows")[items])
         shown = lambda camera: self._array(f"shown.{camera}")  # noqa: E731
+        # In a DataLoader worker the frames are written straight into shared memory, and PyTorch's
+        # default collate hands the stacked batch over as it is (robodata.torch._handover).
+        shared = None
+        if torch.utils.data.get_worker_info() is not None:
+            shared = self._shared_outputs = self._shared_outputs or SharedOutputs()
         batch = read_items(
-            self._lance_dataset(), rows, self._layout, shown, self.image_transforms, self._planned_frames(indices)
+            self._lance_dataset(),
+            rows,
+            self._layout,
+            shown,
+            self.image_transforms,
+            self._planned_frames(indices, shared),
+            shared,
         )
+        if shared is not None:
+            shared.clear()
         if isinstance(indices, PlannedBatch):  # from a RowSampler: flag rows that only pad the last step
             batch["padding"] = torch.tensor(indices.padding, dtype=torch.bool)
         return SampleBatch(batch)
@@ -363,6 +378,7 @@ class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
         state["_rows_mapped"] = None
         state["meta"] = None  # stats and episode lists stay in the training process
         state["_frames"], state["_frames_for"] = None, None  # each process decodes its own
+        state["_shared_outputs"] = None
         return state
 
     def __setstate__(self, state: dict) -> None:

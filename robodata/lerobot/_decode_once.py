@@ -172,11 +172,14 @@ class DecodeOnceOrder:
         _, blocks = np.unique(self._row_index().ref_id[self.cameras[0]][rows], return_inverse=True)
         return blocks.astype(np.int64)
 
-    def _planned_frames(self, indices: Sequence[int]) -> Callable[[np.ndarray], dict] | None:
+    def _planned_frames(
+        self, indices: Sequence[int], allocate: Callable[[tuple[int, ...]], np.ndarray] | None = None
+    ) -> Callable[[np.ndarray], dict] | None:
         """For a batch of the decode-once order: the reader of its frames (cameras without
         ``delta_timestamps``) from this process's frame buffer, which knows every batch this
         process reads next in that order (the order is a pure function of its epoch and start,
-        which the batch names). None for any other batch: ``get_frames`` reads it."""
+        which the batch names), into arrays ``allocate(shape)`` makes. None for any other
+        batch: ``get_frames`` reads it."""
         order, shard = self._order, current_worker()
         if isinstance(indices, PlannedBatch) and isinstance(order, BlockSampler):
             key = (indices.epoch, indices.start, shard)
@@ -200,7 +203,7 @@ class DecodeOnceOrder:
             self._frames.expect([rows[batch] for batch in upcoming()])
             self._frames_for = key
         frames = self._frames
-        return lambda rows: frames.read(rows, pixel_format=PLANAR_RGB)
+        return lambda rows: frames.read(rows, pixel_format=PLANAR_RGB, allocate=allocate)
 
     @property
     def frame_buffer(self) -> FrameBuffer | None:

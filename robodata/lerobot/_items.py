@@ -18,6 +18,7 @@ from robodata.lerobot._features import RENAMED, robodata_column
 from robodata.lerobot._format import video_key
 from robodata.reader import PLANAR_RGB
 from robodata.reader import to_numpy as _to_numpy
+from robodata.torch._handover import SharedOutputs
 
 Offsets = Mapping[str, Sequence[tuple[str, int]]]  # resolve_delta_timestamps: key -> [(kind, steps)]
 
@@ -46,11 +47,14 @@ def read_items(
     shown: Callable[[str], np.ndarray],
     image_transforms: Callable | None,
     read_frames: Callable[[np.ndarray], Mapping[str, np.ndarray]] | None = None,
+    shared: SharedOutputs | None = None,
 ) -> dict[str, Any]:
     """The items of ``ds``'s ``rows`` (row numbers of the pinned version), batched; ``shown(cam)``
     is per row the camera frame it shows within its episode (camera-rate offsets need it).
     ``read_frames(rows)``, when given, reads the frames (planar RGB) of the cameras without
-    ``delta_timestamps`` at ``rows``, e.g. from a worker's frame buffer; else ``get_frames`` does."""
+    ``delta_timestamps`` at ``rows``, e.g. from a worker's frame buffer; else ``get_frames`` does.
+    Camera tensors are made in ``shared`` memory when given (the frames ``read_frames`` wrote
+    there are used as they are)."""
     index = ds.rows
     batch: dict[str, Any] = {}
     windows = {key: _window(index, rows, key, per_delta, layout, shown) for key, per_delta in layout.offsets.items()}
@@ -83,8 +87,11 @@ def read_items(
                 cam_rows.reshape(-1), cameras=cams, resolution=layout.resolution, pixel_format=PLANAR_RGB
             )
         for cam in cams:
-            frames = torch.from_numpy(decoded[cam].reshape(cam_rows.shape + decoded[cam].shape[1:]))
-            batch[video_key(cam)] = frames if layout.return_uint8 else frames.float().div_(255)
+            array = decoded[cam]
+            frames = (shared.as_tensor(array) if shared else torch.from_numpy(array)).reshape(
+                cam_rows.shape + array.shape[1:]
+            )
+            batch[video_key(cam)] = frames if layout.return_uint8 else _unit_float(frames, shared)
     frame_index = index.frame_index[rows]
     episode_index = index.episode_index[rows]
     batch["timestamp"] = torch.from_numpy((frame_index / layout.control_hz).astype(np.float32))
@@ -137,6 +144,14 @@ def _window(
                 out[n, t] = episode_rows[p]
                 pad[n, t] = target < episode_frames[0] or target > episode_frames[-1]
     return out, pad
+
+
+def _unit_float(frames: torch.Tensor, shared: SharedOutputs | None) -> torch.Tensor:
+    """uint8 frames as float32 in [0, 1] (LeRobot's), in ``shared`` memory when given."""
+    if shared is None:
+        return frames.float().div_(255)
+    out = shared.as_tensor(shared(tuple(frames.shape), np.float32))
+    return torch.div(frames, 255, out=out)
 
 
 def _as_torch(values: np.ndarray):

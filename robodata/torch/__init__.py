@@ -28,7 +28,7 @@ from robodata._lazy_exports import lazy_exports
 _EXPORTS = {
     "RoboTorchDataset": "robodata.torch._torch_dataset",
     "TorchLoader": "robodata.torch._torch_dataset",
-    "collate_batch": "robodata.torch._torch_dataset",
+    "collate_batch": "robodata.torch._handover",
     "make_dataloader": "robodata.torch._torch_dataset",
     "worker_context": "robodata.torch._torch_dataset",
     "resolve_delta_timestamps": "robodata.torch._delta_timestamps",
@@ -64,13 +64,13 @@ if TYPE_CHECKING:
     from robodata.torch._batch_reader import BatchReader
     from robodata.torch._block_order import BlockSampler
     from robodata.torch._delta_timestamps import resolve_delta_timestamps
+    from robodata.torch._handover import collate_batch
     from robodata.torch._loader import TrainingLoader, make_sampler
     from robodata.torch._nvdec import take_frames_on_device
     from robodata.torch._sampler import RowSampler
     from robodata.torch._torch_dataset import (
         RoboTorchDataset,
         TorchLoader,
-        collate_batch,
         make_dataloader,
         worker_context,
     )

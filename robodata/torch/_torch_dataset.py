@@ -3,8 +3,8 @@
 DataLoader calls ``__getitems__`` with a whole batch of indices (from the RowSampler used as
 ``batch_sampler``, or any sampler with ``batch_size=``), so a batch costs one coalesced GOP read
 and one decode per GOP. ``__getitems__`` returns a ``SampleBatch``: a sequence of per-sample
-dicts for PyTorch's default collate, which also holds the already-stacked batch that
-``collate_batch`` hands over without copying. The training process builds the row index once
+dicts, which PyTorch's default collate hands over as the batch already stacked, without
+copying (``robodata.torch._handover``). The training process builds the row index once
 and its workers memory-map it (``robodata.reader.share_rows`` / ``adopt_rows``). Workers
 are started by spawn (Lance is not fork-safe); each opens the pinned dataset version lazily
 from the pickled (uri, version, storage options). Inside a worker, ``get_worker_info`` tells
@@ -23,9 +23,6 @@ import multiprocessing.util
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from collections.abc import Sequence as SequenceABC
-
-import numpy as np
 
 try:
     import torch
@@ -37,93 +34,9 @@ from robodata.reader import SharedArrays, adopt_rows
 from robodata.reader import share_rows as share_dataset_rows
 from robodata.torch._batch_reader import BatchReader
 from robodata.torch._block_order import BlockSampler
+from robodata.torch._handover import SampleBatch, SharedOutputs, collate_batch, to_tensors
 from robodata.torch._loader import ResumableLoader, make_sampler
 from robodata.torch._sampler import PlannedBatch, RowSampler, current_worker
-
-
-def to_tensors(batch: dict, shared: SharedOutputs | None = None) -> dict:
-    """Numpy arrays as tensors (sharing memory unless read-only, e.g. straight from Arrow);
-    tensors, strings and other objects stay as they are. Arrays ``shared`` allocated become the
-    shared-memory tensors they view."""
-    tensors = {}
-    for name, value in batch.items():
-        tensor = shared.tensor(value) if shared is not None else None
-        tensors[name] = tensor if tensor is not None else _tensor(value)
-    return tensors
-
-
-class SharedOutputs:
-    """Frame arrays allocated in shared memory, in a DataLoader worker: the batch's tensors then
-    go to the training process without a copy. Torch moves any other tensor into shared memory
-    when the worker sends it: a copy of every frame, ~25 ms per [32, 480, 640, 3] camera tensor.
-
-    >>> shared = SharedOutputs()
-    >>> array = shared((2, 4, 4, 3))
-    >>> tensor = shared.tensor(array)
-    >>> tensor.is_shared(), tensor.shape, shared.tensor(np.zeros(3)) is None
-    (True, torch.Size([2, 4, 4, 3]), True)
-    """
-
-    def __init__(self) -> None:
-        self._tensors: dict[int, tuple[np.ndarray, torch.Tensor]] = {}
-
-    def __call__(self, shape: tuple[int, ...]) -> np.ndarray:
-        size = int(np.prod(shape))
-        storage = torch.UntypedStorage._new_shared(max(size, 1))  # in shared memory from the start
-        strides = [int(np.prod(shape[i + 1 :])) for i in range(len(shape))]  # C order
-        tensor = torch.empty(0, dtype=torch.uint8).set_(storage, 0, shape, strides)
-        array = tensor.numpy()
-        self._tensors[id(array)] = (array, tensor)
-        return array
-
-    def tensor(self, array) -> torch.Tensor | None:
-        """The shared tensor ``array`` views (forgotten once asked for), or None."""
-        entry = self._tensors.pop(id(array), None)
-        return entry[1] if entry is not None and entry[0] is array else None
-
-    def clear(self) -> None:
-        self._tensors.clear()
-
-
-def _tensor(value):
-    if not isinstance(value, np.ndarray) or value.dtype == object:
-        return value
-    return torch.from_numpy(value if value.flags.writeable else value.copy())
-
-
-class SampleBatch(SequenceABC):
-    """What ``__getitems__`` returns: per-sample dicts (``batch[i]``) for PyTorch's default
-    collate, and ``stacked``, the whole batch as one dict that ``collate_batch`` returns as is."""
-
-    def __init__(self, stacked: dict) -> None:
-        self.stacked = stacked
-        self._len = len(next(iter(stacked.values()))) if stacked else 0
-
-    def __len__(self) -> int:
-        return self._len
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(self._len))]
-        if not -self._len <= i < self._len:
-            raise IndexError(f"sample {i} of a batch of {self._len}")
-        return {name: value[i] for name, value in self.stacked.items()}
-
-
-def collate_batch(samples):
-    """DataLoader ``collate_fn``: the batch ``__getitems__`` already stacked (no copy); other
-    inputs go through PyTorch's default collate.
-
-    >>> from robodata.torch._batch_reader import BatchReader
-    >>> dataset = RoboTorchDataset(BatchReader("data/demo", cameras=[]))
-    >>> loader = DataLoader(dataset, batch_sampler=[[0, 1, 2], [3, 4]], collate_fn=collate_batch)
-    >>> [batch["action"].shape for batch in loader]
-    [torch.Size([3, 14]), torch.Size([2, 14])]
-
-    """
-    if isinstance(samples, SampleBatch):
-        return samples.stacked
-    return torch.utils.data.default_collate(samples)
 
 
 def adopt_shared_rows(reader: BatchReader, shared: SharedArrays | None) -> None:

@@ -197,3 +197,29 @@ def test_batches_cut_from_the_order_are_the_block_samplers_streams(world_size, w
                 blocks, batch_size=16, num_workers=workers, rank=rank, world_size=world_size, seed=4, window_rows=40
             )
             assert [b.tolist() for b in mine.worker_batches(3, 0, shard)] == [b.tolist() for b in received]
+
+
+@pytest.mark.parametrize("return_uint8", [True, False])
+def test_in_a_worker_default_collate_hands_over_the_frames_read_into_shared_memory(
+    short_dataset, monkeypatch, return_uint8
+):
+    """What LeRobot's DataLoader (no collate_fn) does per batch in a worker: the frames are decoded
+    into shared memory and ``default_collate`` returns the stacked batch itself, no copy."""
+    from torch.utils.data import default_collate
+    from torch.utils.data._utils import worker as worker_state
+
+    ds = LeRobotCompatDataset(short_dataset, return_uint8=return_uint8)
+    items = list(ds.item_sampler(batch_size=8, seed=3))[:8]
+    expected = LeRobotCompatDataset(short_dataset, return_uint8=return_uint8).__getitems__([int(i) for i in items])
+    monkeypatch.setattr(worker_state, "_worker_info", worker_state.WorkerInfo(id=0, num_workers=1, seed=0, dataset=ds))
+    read = ds.__getitems__(items)
+    collated = default_collate(read)
+    assert collated is read.stacked
+    for camera in CAMERAS:
+        frames = collated[f"observation.images.{camera}"]
+        assert frames.is_shared() and frames.dtype == (torch.uint8 if return_uint8 else torch.float32)
+        assert torch.equal(frames, expected.stacked[f"observation.images.{camera}"])
+    assert ds.frame_buffer is not None  # read through the decode-once order's frame buffer
+    # samples gathered from elsewhere are collated as PyTorch always does: stacked anew
+    regathered = default_collate([read[1], read[0]])
+    assert torch.equal(regathered["action"], read.stacked["action"][[1, 0]])

@@ -15,7 +15,8 @@ from robodata.torch._sampler import RowSampler
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
-from robodata.torch._torch_dataset import RoboTorchDataset, collate_batch, make_dataloader  # noqa: E402
+from robodata.torch._handover import collate_batch  # noqa: E402
+from robodata.torch._torch_dataset import RoboTorchDataset, make_dataloader  # noqa: E402
 
 WRIST = "observation_images_wrist_left"
 
