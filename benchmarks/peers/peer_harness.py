@@ -309,8 +309,8 @@ def _sweep(
     small: bool,
     quality_rows: np.ndarray,
 ) -> dict:
-    """The G x CRF sweep on the same footage; the default is chosen within LeRobot's bytes and PSNR."""
-    grid = {"gop_sizes": (4, 8), "crfs": (23,), "fast_decodes": (True,)} if small else {}
+    """The G x CRF x preset sweep on the same footage; the default is chosen within LeRobot's bytes and PSNR."""
+    grid = {"gop_sizes": (4, 8), "crfs": (23,), "presets": ("veryfast",), "random_rows": 20} if small else {}
     points = sweep_gop_crf(
         uploads,
         work / "sweep",
@@ -332,7 +332,12 @@ def _sweep(
         "limits": limits,
         "chosen": None
         if chosen is None
-        else {"gop_size": chosen["gop_size"], "crf": chosen["crf"], "fast_decode": chosen.get("fast_decode", True)},
+        else {
+            "gop_size": chosen["gop_size"],
+            "crf": chosen["crf"],
+            "preset": chosen.get("preset"),
+            "fast_decode": chosen.get("fast_decode", True),
+        },
         "table": sweep_table(points, chosen),
     }
 

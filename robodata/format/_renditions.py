@@ -128,7 +128,7 @@ def rendition_counts(metadata, gops, storage_options: dict | None = None) -> dic
     >>> from robodata.ingest._renditions import add_rendition
     >>> _ = add_rendition("data/demo", "224x224", cameras=["top"])
     >>> rendition_counts(robodata.open("data/demo").metadata, open_table(gops_uri("data/demo")))
-    {'top': {'full': 24, '224x224': 24}}
+    {'top': {'full': 45, '224x224': 45}}
     """
     if not metadata.renditions or gops is None:
         return {}

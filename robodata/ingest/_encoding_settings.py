@@ -19,7 +19,7 @@ def stored_settings(dataset_uri: str, storage_options: dict | None = None) -> En
     current defaults.
 
     >>> stored_settings("data/demo").gop_size
-    8
+    4
     """
     with storage_step("reading the dataset's schema", frames_uri(dataset_uri), storage_options):
         frames = open_table(frames_uri(dataset_uri), storage_options)
@@ -43,7 +43,7 @@ def requested_settings(
     ``crf`` means for a dataset written with other settings than today's defaults.
 
     >>> requested_settings("data/demo", crf=28).gop_size  # the dataset's GOP size kept
-    8
+    4
     """
     asked: dict[str, Any] = {"gop_size": gop_size, "crf": crf, "preset": preset, "codec": codec}
     return replace(stored_settings(dataset_uri, storage_options), **{k: v for k, v in asked.items() if v is not None})

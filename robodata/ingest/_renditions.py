@@ -4,7 +4,7 @@ stored, without touching those GOPs or any frames.lance row.
 
 >>> result = add_rendition("data/demo", "224x224")
 >>> result.cameras, result.episodes, result.gops_written
-(['top', 'wrist_left', 'wrist_right'], 3, 72)
+(['top', 'wrist_left', 'wrist_right'], 3, 135)
 >>> add_rendition("data/demo", "224x224").gops_written  # stored once: adding it again writes nothing
 0
 """

@@ -4,7 +4,7 @@ what the Dagster episode checks run for one episode.
 
 >>> report = verify_dataset("data/demo", decode=True)
 >>> report.ok, report.gops.checked
-(True, 72)
+(True, 135)
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def verify_dataset(
     >>> robodata.open("data/demo").tag("run-42")  # or any version, on an s3:// root alike
     3
     >>> print(verify_dataset("data/demo", version="run-42", episode_index=1).summary())
-    data/demo version 3: 1 episodes, 197 rows; 24 GOPs checksummed
+    data/demo version 3: 1 episodes, 197 rows; 45 GOPs checksummed
     OK: every GOP and every row reference holds
     """
     with storage_step("verifying the dataset", frames_uri(uri), storage_options):

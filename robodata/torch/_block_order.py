@@ -2,7 +2,7 @@
 per epoch, their rows mixed in a bounded window before they form batches.
 
 Why: a camera frame costs the decode of its GOP up to it. With rows in a uniform random order a
-batch touches ~batch_size GOPs and uses one frame of each; at G=8 a frame costs ~4.5 decoded
+batch touches ~batch_size GOPs and uses one frame of each; at G=4 a frame costs ~2.5 decoded
 frames. Here the rows of one GOP (a *block*: rows whose first camera's frames share a GOP) are
 read by one DataLoader worker, which decodes the GOP once and keeps the frames it will hand over
 later (``robodata.torch._frame_buffer``), so every decoded frame is used.

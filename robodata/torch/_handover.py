@@ -71,9 +71,14 @@ class SharedOutputs:
 
 
 def to_tensors(batch: dict, shared: SharedOutputs | None = None) -> dict:
-    """Numpy arrays as tensors (sharing memory unless read-only, e.g. straight from Arrow);
-    tensors, strings and other objects stay as they are. Arrays ``shared`` allocated become the
-    shared-memory tensors they view."""
+    """Numpy arrays as tensors (sharing memory unless read-only, e.g. straight from Arrow), arrays
+    of strings or other objects as lists (as ``default_collate`` gathers them); tensors and
+    anything else stay as they are. Arrays ``shared`` allocated become the shared-memory tensors
+    they view.
+
+    >>> to_tensors({"task": np.array(["pick", "place"], dtype=object), "step": np.arange(2)})
+    {'task': ['pick', 'place'], 'step': tensor([0, 1])}
+    """
     tensors = {}
     for name, value in batch.items():
         tensor = shared.tensor(value) if shared is not None else None
@@ -82,8 +87,10 @@ def to_tensors(batch: dict, shared: SharedOutputs | None = None) -> dict:
 
 
 def _tensor(value):
-    if not isinstance(value, np.ndarray) or value.dtype == object:
+    if not isinstance(value, np.ndarray):
         return value
+    if value.dtype == object:
+        return value.tolist()
     return torch.from_numpy(value if value.flags.writeable else value.copy())
 
 

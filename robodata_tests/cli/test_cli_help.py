@@ -39,7 +39,7 @@ def test_option_help_shows_defaults_and_skips_flags(capsys):
         "--gop-size GOP_SIZE frames per closed GOP, the most a random read decodes "
         f"(default: the dataset's; new: {new_gop})" in text
     )
-    assert "(default: the dataset's; new: veryfast)" in text
+    assert "(default: the dataset's; new: faster)" in text
     assert "(default: None)" not in text
     with pytest.raises(SystemExit):
         main(["view", "--help"])

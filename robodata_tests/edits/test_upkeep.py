@@ -57,7 +57,7 @@ def test_upkeep_compacts_indexes_and_collects_while_reads_stay_exact(tiny_datase
     assert_reads_exactly(before, [0, 1, 2, 3, 4, 5, 6])  # a reader opened before compaction
 
     report = upkeep_dataset(root, gc_min_age=timedelta(0), **NOW)
-    assert report.garbage.deleted == 2  # episode 7's two GOPs (10 frames, G=8)
+    assert report.garbage.deleted == 3  # episode 7's three GOPs (10 frames, G=4)
     assert report.frames.versions_removed > 0 and report.gops.versions_removed > 0
     assert report.frames.indexes == ["episode_index (updated)"]
     assert report.gops.indexes == ["ref_id (updated)", "episode_index (updated)"]

@@ -55,7 +55,7 @@ def test_an_odd_frame_size_is_recorded_with_the_episode(tmp_path):
     # The command line: `robodata ingest` prints what it changed, `robodata info` shows it per episode.
     cli_dataset = str(tmp_path / "cli-ds")
     ingested = _robodata("ingest", str(upload), cli_dataset)
-    assert f"ep0: {result.rows} rows, 1 GOPs, version 1\n  {note}\n" in ingested.stdout  # 6 frames, G=8
+    assert f"ep0: {result.rows} rows, 2 GOPs, version 1\n  {note}\n" in ingested.stdout  # 6 frames, G=4
     info = json.loads(_robodata("info", cli_dataset).stdout)
     assert info["camera_adjustments"] == {"0": [note]}
 

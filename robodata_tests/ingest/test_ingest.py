@@ -64,14 +64,14 @@ def test_video_is_stored_once_however_many_rows_point_at_it(ingested):
     for camera in robodata.open(ingested).cameras:
         refs = rows[ref_columns(camera)[0]].to_numpy()
         _, shares = np.unique(refs, return_counts=True)
-        assert shares.min() >= 2  # 100 Hz rows over 30 fps frames in GOPs of 8
+        assert shares.min() >= 2  # 100 Hz rows over 30 fps frames in GOPs of 4
         assert set(refs.tolist()) <= set(gops["ref_id"].to_pylist())
 
 
 def test_schema_metadata_describes_the_dataset(ingested):
     meta = robodata.open(ingested).metadata
     assert meta.control_hz == 100
-    assert meta.gop_size == EncoderSettings().gop_size == 8
+    assert meta.gop_size == EncoderSettings().gop_size == 4
     assert len(meta.joint_names) == 14 and meta.joint_names[0] == "left_waist"
     assert {c: (i.width, i.height, round(i.fps)) for c, i in meta.cameras.items()} == {
         "top": (640, 480, 30),
@@ -148,7 +148,7 @@ def test_a_real_camera_video_ingests(tmp_path):
     episode = read_upload(str(upload))
     assert (episode.cameras[0].width, episode.cameras[0].height) == (176, 144)
     result = robodata.ingest_episode(str(upload), str(tmp_path / "ds"))
-    assert result.rows == n and result.gops == 15  # 120 frames in GOPs of 8
+    assert result.rows == n and result.gops == 30  # 120 frames in GOPs of 4
     ds = robodata.open(str(tmp_path / "ds"))
     gops = open_table(gops_uri(str(tmp_path / "ds")))
     first_gop = plain_decode_gop(gops.read_blobs("gop", indices=[0])[0][1])

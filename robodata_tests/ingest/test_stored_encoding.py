@@ -22,20 +22,20 @@ def _gop_lengths(root: str, episode: int) -> list[int]:
 
 
 def test_appending_uses_the_datasets_stored_encoding_not_the_defaults(sample_uploads, tmp_path):
-    assert EncoderSettings().gop_size != 4
+    assert EncoderSettings().gop_size != 6
     root = str(tmp_path / "ds")
-    written = EncoderSettings(gop_size=4, crf=28, preset="ultrafast")
+    written = EncoderSettings(gop_size=6, crf=28, preset="ultrafast")
     robodata.ingest_episode(str(sample_uploads[0]), root, settings=written)
     assert stored_settings(root) == written
     robodata.ingest_episode(str(sample_uploads[1]), root)  # no settings: the dataset's
-    # 2 s of 30 fps camera = 60 frames: GOPs of 4, in both episodes.
-    assert _gop_lengths(root, 0) == _gop_lengths(root, 1) == [4] * 15
+    # 2 s of 30 fps camera = 60 frames: GOPs of 6, in both episodes.
+    assert _gop_lengths(root, 0) == _gop_lengths(root, 1) == [6] * 10
     ds = robodata.open(root)
-    assert ds.metadata.gop_size == 4 and ds.metadata.codec["crf"] == 28
+    assert ds.metadata.gop_size == 6 and ds.metadata.codec["crf"] == 28
 
     before = current_versions(root)
     gop_rows = open_table(gops_uri(root)).count_rows()
-    with pytest.raises(IncompatibleEpisodeError, match=r"episode_000002.*gop_size 8 != dataset's 4"):
+    with pytest.raises(IncompatibleEpisodeError, match=r"episode_000002.*gop_size 4 != dataset's 6"):
         robodata.ingest_episode(str(sample_uploads[2]), root, settings=EncoderSettings())
     assert current_versions(root) == before and open_table(gops_uri(root)).count_rows() == gop_rows
 

@@ -67,7 +67,7 @@ def test_episode_assets_write_the_episode_and_record_versions(pipeline):
     assert raw["episode_index"] == 0 and raw["state_samples"] == 97
     assert raw["frames_version"] is None and raw["gops_version"] is None  # nothing written yet
     gops = metadata_of(first, "gop_blobs")
-    assert gops["gops_version"] == 1 and gops["rows_written"] == gops["gops"] == 12  # 3 cameras x 4 GOPs of G=8
+    assert gops["gops_version"] == 1 and gops["rows_written"] == gops["gops"] == 24  # 3 cameras x 8 GOPs of G=4
     assert gops["bytes_written"] == gops["video_bytes"] > 0
     frames = metadata_of(first, "aligned_frames")
     assert (frames["frames_version"], frames["gops_version"], frames["rows_written"]) == (1, 1, 97)
@@ -100,8 +100,8 @@ def test_every_materialization_carries_lineage_and_data_version(pipeline):
             if asset == "annotations":  # the whole table's rows, labelled
                 rows = lance.dataset(metadata["dagster/uri"], version=version).count_rows()
                 assert metadata["dagster/row_count"] == rows == 2 * 97
-            else:  # one partition: that episode's rows (97) or GOPs (3 cameras x 4 of G=8), not the table's
-                assert metadata["dagster/row_count"] == (12 if asset == "gop_blobs" else 97)
+            else:  # one partition: that episode's rows (97) or GOPs (3 cameras x 8 of G=4), not the table's
+                assert metadata["dagster/row_count"] == (24 if asset == "gop_blobs" else 97)
     assert metadata_of(runs[1], "aligned_frames")["input_gops_version"] == "gops.lance@2"
 
     # Each asset names what it stands for: the snapshot its tag, the benchmark its report.

@@ -79,4 +79,4 @@ def test_backfill_runs_steps_in_the_run_process_and_lands_each_episode_once(tmp_
     assert robodata.open(store.root).episodes()["rows"].to_pylist() == [97, 97, 97]
     assert len(frames.versions()) == 3  # one frames commit per episode
     gops = lance.dataset(gops_uri(store.root)).to_table(columns=["ref_id", "episode_index"])
-    assert len(set(gops["ref_id"].to_pylist())) == gops.num_rows == 3 * 12  # 3 cameras x 4 GOPs of G=8 each
+    assert len(set(gops["ref_id"].to_pylist())) == gops.num_rows == 3 * 24  # 3 cameras x 8 GOPs of G=4 each

@@ -63,9 +63,9 @@ def test_a_gop_lost_before_commit_fails_the_audit_and_commits_nothing(store):
         "episode 1 was not committed (the dataset's version is unchanged); its checks failed: "
         "staged_gops_decode: 1 problem(s) with the staged GOPs: 1 staged GOPs are not in gops.lance"
     )
-    # At G=8, GOP 2 holds camera frames 16..23 (533..767 ms at 30 fps); the 100 Hz rows nearest
-    # them are 52..78.
-    assert "(per camera {'top': 27}; first at frame_index 52)" in reason.description
+    # At G=4, GOP 2 holds camera frames 8..11 (267..367 ms at 30 fps); the 100 Hz rows nearest
+    # them are 26..38.
+    assert "(per camera {'top': 13}; first at frame_index 26)" in reason.description
     shown = {k: v.value for k, v in reason.metadata.items()}
     assert shown["check row_count_matches_upload"] == "passed: episode 1 has all 97 rows"
     assert shown["check references_resolve"].startswith("FAILED: episode 1: rows point at GOPs that are missing")

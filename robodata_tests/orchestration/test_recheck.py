@@ -37,7 +37,7 @@ def test_a_retried_run_finds_its_episode_stored_and_writes_nothing(store):
             == f"{key} is already stored from this upload (fingerprint {fingerprint}): nothing written"
         )
     assert metadata_of(retried, "aligned_frames")["dagster/row_count"] == 97  # the episode's rows
-    assert metadata_of(retried, "gop_blobs")["dagster/row_count"] == 12  # its GOPs: 3 cameras x 4 of G=8 (30 frames)
+    assert metadata_of(retried, "gop_blobs")["dagster/row_count"] == 24  # its GOPs: 3 cameras x 8 of G=4 (30 frames)
 
     # Asked for another version of the upload than the one stored: ingested.
     other = dg.RunRequest(partition_key=key, tags={FINGERPRINT_TAG: "another-upload", ATTEMPT_TAG: "1"})

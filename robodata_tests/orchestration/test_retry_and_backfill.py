@@ -104,5 +104,5 @@ def test_aligned_frames_backfilled_alone_restages_without_new_gops(store):
 
     # An episode whose GOPs were never staged gets them now, and its rows.
     fresh = materialize_episode(instance, store, EPISODE_KEYS[1], assets=[episodes.aligned_frames])
-    assert fresh.success and metadata_of(fresh, "aligned_frames")["gops_written"] == 12
+    assert fresh.success and metadata_of(fresh, "aligned_frames")["gops_written"] == 24
     assert robodata.open(store.root).episodes()["episode_index"].to_pylist() == [0, 1]

@@ -13,7 +13,7 @@ def test_staged_gops_commit_in_a_later_step_like_write_episode(short_uploads, tm
     root = str(tmp_path / "dataset")
     upload = str(short_uploads[0])
     staged = stage_gops(read_upload(upload), root)
-    assert staged.gops == staged.gops_written == 12  # 3 cameras x 4 GOPs of G=8 (30 frames)
+    assert staged.gops == staged.gops_written == 24  # 3 cameras x 8 GOPs of G=4 (30 frames)
     assert load_staged_gops(root, 0) == staged  # survives a round trip through the dataset root
     with pytest.raises(FileNotFoundError, match="frames.lance does not exist"):
         robodata.open(root)  # nothing a reader sees until the rows commit
@@ -52,4 +52,4 @@ def test_garbage_collection_keeps_staged_gops_until_they_commit(short_uploads, t
         640,
         3,
     )
-    assert staged.gops_written == 12  # 3 cameras x 4 GOPs of G=8
+    assert staged.gops_written == 24  # 3 cameras x 8 GOPs of G=4

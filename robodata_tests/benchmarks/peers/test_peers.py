@@ -451,14 +451,42 @@ def test_frontier_and_default_within_lerobots_bytes_and_psnr():
     assert choose_default(points, max_bytes_per_frame=5000.0, min_psnr_db=35.5)["gop_size"] == 8
     assert choose_default(points, max_bytes_per_frame=1000.0) is None
     table = sweep_table(points, chosen).splitlines()
-    assert table[2] == "| 4 | 23 | yes | n/a | 300.0 | 1.00 | 6,000 | 36.00 | 36.00 | **chosen** |"
-    assert table[4].endswith("| 35.00 | 35.00 |  |")
+    assert table[2] == "| 4 | 23 | n/a | yes | n/a | n/a | 300.0 | 1.00 | 6,000 | 36.00 | 36.00 | n/a | **chosen** |"
+    assert table[4].endswith("| 35.00 | 35.00 | n/a |  |")
     # The decode bound, where measured, is the throughput the choice is made on (wall-clock D is noisy).
     for point, bound in zip(points, (100.0, 90.0, 80.0, 400.0), strict=True):
         point["bound_samples_per_s"] = bound
     mark_frontier(points)
     assert choose_default(points, max_bytes_per_frame=6200.0, min_psnr_db=35.5)["gop_size"] == 4
     assert choose_default(points, max_bytes_per_frame=7000.0)["gop_size"] == 2  # fastest bound within 7,000 bytes
+
+
+def test_the_default_is_the_cheapest_random_read_within_a_tenth_of_the_best_decode_bound():
+    def point(gop, preset, bound, random_read, size, db):
+        return {
+            **_point(gop, 20, 0.0, size, db),
+            "preset": preset,
+            "bound_samples_per_s": bound,
+            "random_row_cpu_ms": random_read,
+            "ingest_seconds": 15.0,
+        }
+
+    points = mark_frontier(
+        [
+            point(8, "veryfast", 1000.0, 5.0, 3741.0, 44.2),
+            point(4, "veryfast", 940.0, 4.0, 4291.0, 44.3),  # over LeRobot's bytes
+            point(4, "faster", 920.0, 4.1, 4180.0, 44.5),
+            point(2, "faster", 850.0, 3.2, 4200.0, 44.6),  # more than 10% below the best bound
+        ]
+    )
+    assert all(p["on_frontier"] for p in points)
+    chosen = choose_default(points, max_bytes_per_frame=4279.0, min_psnr_db=43.99)
+    assert (chosen["gop_size"], chosen["preset"]) == (4, "faster")
+    table = sweep_table(points, chosen).splitlines()
+    assert table[4] == "| 4 | 20 | faster | yes | 4.10 | 920.0 | 0.0 | 1.00 | 4,180 | 44.50 | 44.50 | 15 | **chosen** |"
+    # A point no better on any axis than another leaves the frontier.
+    points.append(point(4, "medium", 900.0, 4.2, 4190.0, 44.4))
+    assert mark_frontier(points)[-1]["on_frontier"] is False
 
 
 # --- the peers' dataset: LeRobot's own writer from the source frames -------------------------------
@@ -656,7 +684,9 @@ def test_sweep_ingests_each_point_with_its_settings_and_measures_psnr_on_the_giv
         tmp_path / "sweep",
         gop_sizes=(4,),
         crfs=(23,),
+        presets=("veryfast",),
         fast_decodes=(True, False),
+        random_rows=5,
         batch_size=8,
         workers=0,
         loader_batches=3,
@@ -665,7 +695,13 @@ def test_sweep_ingests_each_point_with_its_settings_and_measures_psnr_on_the_giv
     assert [(p["gop_size"], p["crf"], p["fast_decode"]) for p in points] == [(4, 23, True), (4, 23, False)]
     for point in points:
         settings = stored_settings(point["dataset_uri"])
-        assert (settings.gop_size, settings.crf, settings.fast_decode) == (4, 23, point["fast_decode"])
+        assert (settings.gop_size, settings.crf, settings.preset, settings.fast_decode) == (
+            4,
+            23,
+            "veryfast",
+            point["fast_decode"],
+        )
         assert point["loader_samples_per_s"] > 0 and point["bound_samples_per_s"] > 0 and 20 < point["psnr_top_db"] < 99
+        assert point["random_row_cpu_ms"] > 0
     # Deblocking and CABAC (fastdecode off) spend fewer bytes on the same pictures.
     assert points[1]["bytes_per_frame"] < points[0]["bytes_per_frame"]
