@@ -9,9 +9,10 @@ milliseconds per batch of:
 - **lerobot**: ``LeRobotCompatDataset(return_uint8=True).__getitems__`` + PyTorch's
   ``default_collate`` (what a plain ``DataLoader(shuffle=True, batch_size=32)`` runs per batch);
 - **make_dataloader**: its ``BatchReader.read`` of the same rows (every camera, no GOP cache);
-- the same two as a DataLoader worker runs them (``--as-worker``): ``default_collate`` stacks
-  into shared memory there, and make_dataloader's batch is moved into shared memory when it is
-  sent to the training process, so both pay their hand-over copy.
+- the same two as a DataLoader worker runs them (``--as-worker``), each with its hand-over to the
+  training process: what is not in shared memory yet (``default_collate`` returns a
+  ``LeRobotCompatDataset`` batch as it is; ``get_frames`` decodes into private memory) is moved
+  there, as the worker's queue does when it sends the batch.
 
 ``--loader N`` then runs the two DataLoaders themselves, 2 spawned workers, batch 32, N batches
 each, alternating, and prints their steady samples/s (after the first batch; wall time, so the
@@ -55,22 +56,29 @@ def main(args: argparse.Namespace) -> int:
     batches = [rng.choice(len(compat), args.batch_size, replace=False).tolist() for _ in range(args.batches)]
     rows = [np.asarray(compat._array("rows")[b]) for b in batches]  # item i -> its dataset row
 
-    def lerobot(i: int) -> None:
-        default_collate(compat.__getitems__(batches[i]))  # type: ignore[arg-type]  # a Sequence, as DataLoader passes it
+    def lerobot(i: int):
+        return default_collate(compat.__getitems__(batches[i]))  # type: ignore[arg-type]  # a Sequence, as DataLoader passes it
 
     def own(i: int) -> None:
         reader.read(rows[i])
 
     def as_worker(read):
         def run(i: int) -> None:
-            # get_worker_info() is not None: default_collate stacks into shared memory
+            # get_worker_info() is not None: frames are decoded into shared memory where the path
+            # can, and default_collate stacks into shared memory what it stacks
             worker_state._worker_info = worker_state.WorkerInfo(id=0, num_workers=1, seed=0, dataset=compat)
             try:
-                read(i)
+                sent(read(i))
             finally:
                 worker_state._worker_info = None
 
         return run
+
+    def sent(batch) -> None:
+        """What the worker's queue does when it sends the batch: tensors not yet in shared memory move there."""
+        for value in batch.values():
+            if isinstance(value, torch.Tensor) and not value.is_shared():
+                value.share_memory_()
 
     def own_sent(i: int) -> None:
         for value in reader.read(rows[i]).values():  # what pickling to the training process does

@@ -105,7 +105,7 @@ def _run_peers(args: argparse.Namespace, command: str) -> int:
     print(result.results["aims_table"])
     sweep = result.results.get("gop_crf_sweep")
     if sweep:
-        print(f"\nG x CRF sweep (limits: LeRobot's bytes and PSNR; chosen: {sweep['chosen']}):\n")
+        print(f"\nG x CRF x preset sweep (limits: LeRobot's bytes and PSNR; chosen: {sweep['chosen']}):\n")
         print(sweep["table"])
     print(f"\nREADME: {readme_line(result.results)}")
     print(f"\nwrote {result.report_path}, {result.results_path} and {len(result.plots)} plot")

@@ -1,8 +1,9 @@
 """G x CRF x preset (x codec, fastdecode) sweep on the benchmark footage: for each point the cost
 of a random read (CPU ms per sampled row, every camera: what a single sample, A, and a uniform
-shuffle pay per wanted frame), robodata's decode-once throughput (the decode bound, and scenario
-D's DataLoader), bytes per camera frame and PSNR against the source; then the frontier and the
-default it suggests.
+shuffle pay per wanted frame), the decode bound of random batches (every GOP they need decoded
+once, as far as their last wanted frame, on every core), scenario D's DataLoader (the decode-once
+order), bytes per camera frame and PSNR against the source; then the frontier and the default it
+suggests.
 
 >>> points = sweep_gop_crf(uploads, Path("out/work/sweep"), gop_sizes=(4, 8), crfs=(20,))  # doctest: +SKIP
 >>> choose_default(points, max_bytes_per_frame=4279.0, min_psnr_db=43.99)["gop_size"]  # doctest: +SKIP
@@ -25,7 +26,7 @@ from robodata.codec import EncoderSettings
 from robodata.ingest import ingest_episode
 from robodata.reader import open_dataset
 
-BOUND_WITHIN = 0.9  # the default may give up at most 10% of the best decode-once throughput
+BOUND_WITHIN = 0.9  # the default may give up at most 10% of the best decode bound
 
 
 def sweep_gop_crf(
@@ -148,7 +149,7 @@ def run_bound(
 
 
 def _speed(point: dict) -> float:
-    """A point's decode-once throughput: its decode bound where measured, else its DataLoader's samples/s."""
+    """A point's throughput: its decode bound where measured, else its DataLoader's samples/s."""
     return point.get("bound_samples_per_s") or point["loader_samples_per_s"]
 
 
@@ -164,8 +165,8 @@ def _axes(point: dict) -> tuple[float, ...]:
 
 
 def mark_frontier(points: list[dict]) -> list[dict]:
-    """Flag each point that no other point beats on all of decode-once throughput (higher), random
-    read cost (lower), bytes per frame (lower) and top-camera PSNR (higher) at once."""
+    """Flag each point that no other point beats on all of throughput (the decode bound, higher),
+    random read cost (lower), bytes per frame (lower) and top-camera PSNR (higher) at once."""
 
     def beats(a: dict, b: dict) -> bool:
         ours, theirs = _axes(a), _axes(b)
@@ -181,7 +182,7 @@ def choose_default(
 ) -> dict | None:
     """Among the frontier points within ``max_bytes_per_frame`` (LeRobot's) and at least
     ``min_psnr_db`` (LeRobot's top-camera PSNR), and within ``BOUND_WITHIN`` of the best
-    decode-once throughput of those: the cheapest random read (where measured; else the highest
+    decode bound of those: the cheapest random read (where measured; else the highest
     throughput). None if none qualifies."""
     fitting = [
         p

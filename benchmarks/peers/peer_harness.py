@@ -310,7 +310,7 @@ def _sweep(
     quality_rows: np.ndarray,
 ) -> dict:
     """The G x CRF x preset sweep on the same footage; the default is chosen within LeRobot's bytes and PSNR."""
-    grid = {"gop_sizes": (4, 8), "crfs": (23,), "presets": ("veryfast",), "random_rows": 20} if small else {}
+    grid: dict[str, Any] = {"gop_sizes": (4, 8), "crfs": (23,), "presets": ("veryfast",)} if small else {}
     points = sweep_gop_crf(
         uploads,
         work / "sweep",
@@ -322,6 +322,7 @@ def _sweep(
         nice=nice,
         log=log,
         say=say,
+        random_rows=20 if small else 200,
         **grid,
     )
     lerobot = storage.get("lerobot-torchcodec", {})

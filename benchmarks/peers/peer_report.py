@@ -333,9 +333,10 @@ def _sweep_section(results: dict) -> list[str]:
         "## G x CRF x preset sweep",
         "The same footage ingested at every (G, CRF, preset). The random read is the CPU time of one uniformly "
         "random row's frames (every camera, one decode thread: GOP bytes, decode up to the frame, RGB), what a "
-        "single sample (A) or a uniform shuffle pays per wanted frame; the decode bound and D are the decode-once "
-        "throughput as above (one process per point, not interleaved with the peers); PSNR against the source on "
-        "the same rows. A point is on the frontier when no other is at least as good on all of decode bound, "
+        "single sample (A) or a uniform shuffle pays per wanted frame; the decode bound is that of random batches "
+        "of the footage (every GOP they need decoded once, as far as their last wanted frame, on every core, "
+        "samples per CPU second per core); D is robodata's DataLoader in its decode-once order as above (one "
+        "process per point, not interleaved with the peers); PSNR against the source on the same rows. A point is on the frontier when no other is at least as good on all of decode bound, "
         f"random read, bytes and PSNR and better on one. The frontier point {bound} with the cheapest random read, "
         f"within {1 - BOUND_WITHIN:.0%} of the best decode bound among them: {verdict}.",
         sweep["table"],
