@@ -139,8 +139,9 @@ def run_bound(
     uri: str, *, rows: int, batch_size: int, batches: int, seed: int, nice: int = 0, log: Path | None = None
 ) -> float:
     """The decode bound of ``batches`` random batches of the dataset at ``uri`` (samples per CPU
-    second over every core, ``peer_runner``'s ``bound``): the throughput axis the default is
-    chosen on, since one wall-clock DataLoader run per point measures the machine's other load."""
+    second over every core, ``RobodataSystem.bound`` in ``runner_robodata.py``): the throughput
+    axis the default is chosen on, since one wall-clock DataLoader run per point measures the
+    machine's other load."""
     rng = np.random.default_rng(seed)
     planned = [rng.integers(0, rows, batch_size).tolist() for _ in range(batches)]
     job = {"system": "robodata", "root": uri, "measurements": [{"name": "D", "kind": "bound", "batches": planned}]}

@@ -220,7 +220,7 @@ def scenario_jobs(
         "seed": plan["seed"],
         "order": config.order,
         "window_rows": config.window_rows,
-        # both robodata paths read whole epochs first in the block order (peer_runner's loader)
+        # both robodata paths read whole epochs first in the block order (runner_measurements' loader)
         "warm_epochs": config.warm_epochs if config.order == "block" and own else 0,
     }
     return [reads, [loader] if "D" in system.scenarios else []]

@@ -17,7 +17,7 @@ from benchmarks.peers.footage import benchmark_uploads, gym_aloha_available
 from benchmarks.peers.gop_crf_sweep import choose_default, mark_frontier, sweep_table
 from benchmarks.peers.peer_protocol import PeerRunError, parse_runner_output, peer_python, run_job
 from benchmarks.peers.peer_report import render_peer_report, side_by_side_table, write_peer_plot
-from benchmarks.peers.peer_runner import RESULT_PREFIX, ResizeFrame, resize_hwc
+from benchmarks.peers.peer_runner import RESULT_PREFIX
 from benchmarks.peers.peer_scenarios import (
     SYSTEMS,
     PeerConfig,
@@ -30,6 +30,7 @@ from benchmarks.peers.peer_scenarios import (
     summarize,
 )
 from benchmarks.peers.peer_storage import psnr_figures, quality_camera
+from benchmarks.peers.runner_resize import ResizeFrame, resize_hwc
 from robodata.codec._quality import psnr
 from robodata.reader import gop_store
 from robodata.torch._block_order import BlockSampler
@@ -623,7 +624,7 @@ def test_bound_decodes_what_the_reader_decodes(ingested):
 
 
 def test_runner_runs_the_lerobot_users_path_in_robodata_trains_order(ingested):
-    from benchmarks.peers.peer_harness import compat_datasets, compat_plan
+    from benchmarks.peers.peer_compat import compat_datasets, compat_plan
 
     ds = robodata.open(ingested)
     config = PeerConfig(batch_size=4, loader_batches=3, loader_workers=0, sizes=(None,))
