@@ -14,7 +14,7 @@ import numpy as np
 
 import robodata
 from robodata.format._provenance import stored_uploads
-from robodata_tests.ingest.test_bad_input import marked_frame, write_camera_upload
+from robodata_tests.ingest.camera_uploads import marked_frame, write_camera_upload
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TIMES_MS = [0, 33, 67, 100, 133, 167]

@@ -33,7 +33,7 @@ from robodata.orchestration.defs.resources import DatasetStore
 from robodata.storage._upload_batches import batch_fingerprint
 from robodata.storage._uploads import scan_uploads
 from robodata_tests.orchestration.conftest import make_store, materialize_episode, metadata_of, new_instance
-from robodata_tests.orchestration.test_sensor import evaluate
+from robodata_tests.orchestration.sensor_ticks import evaluate
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from robodata.format._provenance import stored_uploads
 from robodata.orchestration.defs.resources import DatasetStore
-from robodata_tests.ingest.test_bad_input import marked_frame, write_camera_upload
+from robodata_tests.ingest.camera_uploads import marked_frame, write_camera_upload
 from robodata_tests.orchestration.conftest import materialize_episode, metadata_of, new_instance
 
 

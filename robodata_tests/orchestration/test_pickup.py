@@ -15,7 +15,7 @@ from robodata.orchestration.defs.ingest.episodes import FINGERPRINT_TAG
 from robodata.orchestration.defs.lineage import BAD_INPUT, FAILURE_KIND
 from robodata.orchestration.defs.resources import DatasetStore
 from robodata_tests.orchestration.conftest import EPISODE_KEYS
-from robodata_tests.orchestration.test_sensor import evaluate, keys_of, run_ingest
+from robodata_tests.orchestration.sensor_ticks import evaluate, keys_of, run_ingest
 
 
 def _tick_and_run(instance, store, cursor):

@@ -11,7 +11,7 @@ from robodata.orchestration.defs.ingest.episodes import FINGERPRINT_TAG
 from robodata.orchestration.defs.ingest.sensor import ATTEMPT_TAG
 from robodata.storage._uploads import UploadInfo, UploadListing, upload_fingerprint
 from robodata_tests.orchestration.conftest import EPISODE_KEYS, metadata_of, new_instance
-from robodata_tests.orchestration.test_sensor import run_ingest
+from robodata_tests.orchestration.sensor_ticks import run_ingest
 
 
 def _versions(store) -> tuple[int, int]:

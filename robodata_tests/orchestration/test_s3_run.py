@@ -9,7 +9,7 @@ import robodata
 from robodata.orchestration.defs.resources import DatasetStore
 from robodata.storage import fsspec_filesystem
 from robodata_tests.orchestration.conftest import materialize_episode
-from robodata_tests.orchestration.test_sensor import evaluate
+from robodata_tests.orchestration.sensor_ticks import evaluate
 
 
 def test_full_run_on_s3_leaks_no_credentials(s3, s3_root, short_uploads, monkeypatch):

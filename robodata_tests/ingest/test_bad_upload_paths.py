@@ -1,0 +1,159 @@
+"""Upload and dataset paths that are not what they must be are refused, and nothing stored
+changes: episode ids that are not plain names (``..``, quotes, spaces, SQL), an upload outside
+the uploads root, symbolic links out of the upload folder, an upload or a dataset root that is a
+file (the check each case gets: bad_input.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import robodata
+from robodata.errors import BadUploadError, DatasetLocationError
+from robodata_tests.ingest.bad_input import Case, Context, check_refused, ingest, ingest_after
+
+
+def ingest_path(make_path: Callable[[Context], Path | str], uploads_root: bool = True):
+    """A case body that ingests an untouched upload from a path the uploads root does not own."""
+
+    def run(ctx: Context):
+        return ingest(ctx, make_path(ctx), uploads_root)
+
+    return run
+
+
+def outside_root(ctx: Context) -> Path:
+    elsewhere = ctx.uploads_root.parent / "elsewhere" / ctx.upload.name
+    elsewhere.parent.mkdir()
+    return ctx.upload.rename(elsewhere)
+
+
+def dot_dot_path(ctx: Context) -> str:
+    outside_root(ctx)
+    return f"{ctx.uploads_root}/../elsewhere/{ctx.upload.name}"
+
+
+def moved_outside(upload: Path, name: str) -> Path:
+    """``name`` moved out of the upload (beside the uploads root), its place taken by a link."""
+    outside = upload.parent.parent / "elsewhere" / name
+    outside.parent.mkdir(exist_ok=True)
+    (upload / name).rename(outside)
+    (upload / name).symlink_to(outside)
+    return outside
+
+
+def link_outside(name: str):
+    return lambda upload: moved_outside(upload, name)
+
+
+def upload_folder_links_outside(ctx: Context) -> Path:
+    """The upload folder itself is a link to a folder elsewhere."""
+    outside = ctx.uploads_root.parent / "elsewhere" / ctx.upload.name
+    outside.parent.mkdir()
+    ctx.upload.rename(outside)
+    ctx.upload.symlink_to(outside, target_is_directory=True)
+    return ctx.upload
+
+
+def upload_is_a_file(ctx: Context) -> Path:
+    path = ctx.uploads_root / "episode_000009"
+    path.write_text("not a folder")
+    return path
+
+
+def into_dataset_that_is_a_file(ctx: Context):
+    target = ctx.uploads_root.parent / "dataset-file"
+    target.write_text("not a dataset")
+    if ctx.cli is not None:
+        return ctx.cli(["ingest", str(ctx.upload), str(target / "ds")])
+    return robodata.ingest_episode(str(ctx.upload), str(target / "ds"))
+
+
+CASES = [
+    # episode ids and paths
+    Case(
+        "id-with-dot-dot",
+        ingest_path(dot_dot_path),
+        BadUploadError,
+        ("../elsewhere/episode_000001", "not a folder directly inside"),
+        via_cli=False,  # the command line has no --uploads-root
+    ),
+    Case(
+        "id-is-dot-dot",
+        ingest_path(lambda ctx: f"{ctx.upload}/..", uploads_root=False),
+        BadUploadError,
+        ("invalid episode id '..'",),
+    ),
+    Case("id-with-quote", ingest_after(lambda u: None, folder="ep'1"), BadUploadError, ("ep'1", "invalid episode id")),
+    Case(
+        "id-with-double-quote",
+        ingest_after(lambda u: None, folder='ep"1'),
+        BadUploadError,
+        ('ep"1', "invalid episode id"),
+    ),
+    Case(
+        "id-with-spaces",
+        ingest_after(lambda u: None, folder="episode 1"),
+        BadUploadError,
+        ("episode 1", "invalid episode id"),
+    ),
+    Case(
+        "id-with-sql",
+        ingest_after(lambda u: None, folder="1) OR (1=1; DROP TABLE frames --"),
+        BadUploadError,
+        ("1) OR (1=1; DROP TABLE frames --", "invalid episode id"),
+    ),
+    Case(
+        "upload-outside-uploads-root",
+        ingest_path(outside_root),
+        BadUploadError,
+        ("elsewhere/episode_000001", "not a folder directly inside"),
+        via_cli=False,  # the command line has no --uploads-root
+    ),
+    # hostile uploads: links out of the upload folder
+    Case(
+        "camera-file-links-outside",
+        ingest_after(link_outside("top.mp4")),
+        BadUploadError,
+        ("top.mp4", "symbolic link", "outside the upload folder"),
+    ),
+    Case(
+        "states-links-outside",
+        ingest_after(link_outside("states.parquet")),
+        BadUploadError,
+        ("states.parquet", "symbolic link", "outside the upload folder"),
+    ),
+    Case(
+        "episode-json-links-outside",
+        ingest_after(link_outside("episode.json")),
+        BadUploadError,
+        ("episode.json", "symbolic link", "outside the upload folder"),
+    ),
+    Case(
+        "upload-folder-links-outside",
+        ingest_path(upload_folder_links_outside),
+        BadUploadError,
+        ("episode_000001", "upload folder is a symbolic link", "elsewhere"),
+    ),
+    # paths
+    Case(
+        "upload-path-is-a-file",
+        ingest_path(upload_is_a_file),
+        BadUploadError,
+        ("episode_000009", "is a file, not an upload folder"),
+    ),
+    Case(
+        "dataset-path-is-a-file",
+        into_dataset_that_is_a_file,
+        DatasetLocationError,
+        ("dataset-file", "is a file; a dataset root must be a folder"),
+    ),
+]
+
+
+@pytest.mark.parametrize("via", ["api", "cli"])
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_bad_input(case: Case, via: str, sample_uploads, dataset_copy, stored_frames, tmp_path, capsys):
+    check_refused(case, via, sample_uploads, dataset_copy, stored_frames, tmp_path, capsys)
