@@ -5,11 +5,19 @@ system, and the CLI's peers options."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pytest
 
-from benchmarks.peers.peer_protocol import PeerRunError, parse_runner_output, peer_python, run_job
+from benchmarks.peers.peer_protocol import (
+    REPO_ROOT,
+    PeerRunError,
+    parse_runner_output,
+    peer_python,
+    run_job,
+    runner_env,
+)
 from benchmarks.peers.peer_runner import RESULT_PREFIX
 
 
@@ -34,6 +42,14 @@ def test_parse_takes_the_last_result_line_among_the_peers_output():
 def test_parse_names_what_is_wrong(stdout, message):
     with pytest.raises(PeerRunError, match=message):
         parse_runner_output(stdout, "lancedb runner")
+
+
+def test_runners_write_bytecode_whatever_the_machine_sets(monkeypatch):
+    # Else every DataLoader worker a runner spawns compiles torch again, inside the first batch.
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    env = runner_env(sys.executable)
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    assert env["HF_HUB_OFFLINE"] == "1" and env["PYTHONPATH"].split(os.pathsep)[0] == str(REPO_ROOT)
 
 
 def test_peer_python_names_the_missing_venv_and_how_to_build_it(tmp_path):
