@@ -357,6 +357,7 @@ class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
         shared = None
         if torch.utils.data.get_worker_info() is not None:
             shared = self._shared_outputs = self._shared_outputs or SharedOutputs()
+            shared.clear()  # what a batch whose read failed took
         batch = read_items(
             self._lance_dataset(),
             rows,
@@ -366,11 +367,9 @@ class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
             self._planned_frames(indices, shared),
             shared,
         )
-        if shared is not None:
-            shared.clear()
         if isinstance(indices, PlannedBatch):  # from a RowSampler: flag rows that only pad the last step
             batch["padding"] = torch.tensor(indices.padding, dtype=torch.bool)
-        return SampleBatch(batch)
+        return SampleBatch(batch if shared is None else shared.hand_over(batch))
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

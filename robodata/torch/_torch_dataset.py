@@ -130,13 +130,12 @@ class RoboTorchDataset(Dataset):
         shared = None
         if torch.utils.data.get_worker_info() is not None:
             shared = self._shared_outputs = self._shared_outputs or SharedOutputs()
+            shared.clear()  # what a batch whose read failed took
             self.reader.allocate = shared
         batch = to_tensors(self.reader.read(indices), shared)
-        if shared is not None:
-            shared.clear()
         if isinstance(indices, PlannedBatch):
             batch["padding"] = torch.tensor(indices.padding, dtype=torch.bool)
-        return SampleBatch(batch)
+        return SampleBatch(batch if shared is None else shared.hand_over(batch))
 
     def __getitem__(self, index: int) -> dict:
         return self.__getitems__([index])[0]
