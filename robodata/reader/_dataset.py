@@ -17,6 +17,7 @@ from robodata.integrity._frames_checksums import adopt_frames_check, verify_fram
 from robodata.reader._batches import FrameBatch, WindowBatch, to_numpy
 from robodata.reader._decode_pool import run_tasks
 from robodata.reader._gop_store import GopStore
+from robodata.reader._output_pool import OutputPool
 from robodata.reader._renditions import decode_requests, output_shape
 from robodata.reader._row_index import RowIndex, SharedArrays
 from robodata.reader._selection import RowIndices, checked_cameras, checked_columns, checked_rows
@@ -102,6 +103,7 @@ class RoboDataset(VersionHistory):
             verify_frames_on_read(uri, frames, storage_options)
         self.cameras = self.metadata.camera_names  # recorded order (LeRobot policies stack them so)
         self._buffers: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
+        self._outputs = OutputPool()  # frame arrays used again once the caller drops them
         self._row_files: SharedArrays | None = None
 
     # --- rows -------------------------------------------------------------------------------
@@ -335,7 +337,7 @@ class RoboDataset(VersionHistory):
     def _output(self, camera: str, n: int, zero_copy: bool, resolution=None, pixel_format="rgb24") -> np.ndarray:
         shape = (n, *output_shape(self.metadata, camera, resolution, pixel_format))
         if not zero_copy:
-            return np.empty(shape, dtype=np.uint8)
+            return self._outputs(shape)
         buffer = self._buffers.get((camera, shape))
         if buffer is None:
             buffer = self._buffers[(camera, shape)] = np.empty(shape, dtype=np.uint8)
