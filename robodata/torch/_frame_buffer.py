@@ -34,6 +34,7 @@ import numpy as np
 
 from robodata.reader import gop_store
 from robodata.reader._decode_pool import decode_gop_pictures, frame_array, run_jobs
+from robodata.reader._output_pool import OutputPool
 from robodata.reader._renditions import output_shape
 
 DEFAULT_FRAME_BUFFER_BYTES = 1 << 30  # per DataLoader worker: ~760 rows of 3 cameras at 640 x 480
@@ -72,6 +73,7 @@ class FrameBuffer:
         self.budget_bytes = int(budget_bytes)
         self.concurrency = concurrency
         self._pictures: dict[tuple[int, int], object] = {}
+        self._outputs = OutputPool()  # batch arrays used again once the training loop drops them
         self._sizes: dict[tuple[int, int], int] = {}
         self.held_bytes = 0
         self.peak_bytes = 0
@@ -139,7 +141,7 @@ class FrameBuffer:
     ) -> dict[str, np.ndarray]:
         """The frames of rows ``indices`` per camera, as ``get_frames(...).data`` returns them;
         ``allocate(shape)`` makes each camera's uint8 output array (e.g. in shared memory)."""
-        allocate = allocate or (lambda shape: np.empty(shape, dtype=np.uint8))
+        allocate = allocate or self._outputs
         indices = np.asarray(indices, dtype=np.int64)
         ds = self._ds
         out: dict[str, np.ndarray] = {}
