@@ -6,7 +6,9 @@ every other tensor there when it sends it: either way a copy of every frame, abo
 ``[32, 480, 640, 3]`` camera tensor. robodata's datasets read a whole batch at once, so they can
 skip both copies:
 
-- ``SharedOutputs`` allocates the frame arrays in shared memory before the decoder writes them;
+- ``SharedOutputs`` allocates the frame arrays in shared memory before the decoder writes them,
+  in slabs it writes again once the training process has dropped the batch that used them
+  (``hand_over`` and ``HandedOverBatch``: the batch itself carries that signal back);
 - ``__getitems__`` returns a ``SampleBatch``, which holds the batch already stacked. Its samples
   are ``BatchItem`` dicts, a type this module registers in PyTorch's ``default_collate_fn_map``
   (PyTorch's documented way to extend ``default_collate``). So a plain ``DataLoader`` (LeRobot's
