@@ -59,34 +59,20 @@ def _measure_loader(system, measurement: dict) -> dict:
     loader, indices_of, close = system.loader(measurement)
     wanted = len(measurement["batches"])
     seconds, samples, delivered = [], [], []
-    start = last = time.perf_counter()
-    first_batch_s = None
     warm = int(measurement.get("warm_epochs") or 0)
+    start = time.perf_counter()
+    first_batch_s = None
     try:
-        if warm:
-            # Whole epochs first (its first batch is the cold one), then the next epoch timed in
-            # full: every batch, the first too, so work done early for later batches is counted.
-            for _epoch in range(warm):
-                for _batch in loader:
-                    if first_batch_s is None:
-                        first_batch_s = time.perf_counter() - start
-            last = time.perf_counter()
-            for batch in loader:
-                now = time.perf_counter()
-                seconds.append(now - last)
-                last = now
-                rows = indices_of(batch)
-                samples.append(len(rows))
-                delivered.append(rows)
-                if len(delivered) >= wanted:
-                    break
-            return {"first_batch_s": first_batch_s, "seconds": seconds, "samples": samples, "delivered": delivered}
+        # Whole epochs first (its first batch is the cold one), then the next epoch timed in
+        # full: every batch, the first too, so work done early for later batches is counted.
+        for _epoch in range(warm):
+            for _batch in loader:
+                if first_batch_s is None:
+                    first_batch_s = time.perf_counter() - start
+        last = time.perf_counter()
         for batch in loader:
             now = time.perf_counter()
-            if first_batch_s is None:
-                first_batch_s = now - start
-            else:
-                seconds.append(now - last)
+            seconds.append(now - last)
             last = now
             rows = indices_of(batch)
             samples.append(len(rows))
@@ -95,7 +81,9 @@ def _measure_loader(system, measurement: dict) -> dict:
                 break
     finally:
         close()
-    return {"first_batch_s": first_batch_s, "seconds": seconds, "samples": samples[1:], "delivered": delivered}
+    if not warm and seconds:  # no warm epoch: the first batch is the cold one, not a step
+        first_batch_s, seconds, samples = seconds[0], seconds[1:], samples[1:]
+    return {"first_batch_s": first_batch_s, "seconds": seconds, "samples": samples, "delivered": delivered}
 
 
 def _profile(system, measurement: dict) -> dict:
