@@ -11,6 +11,8 @@ from __future__ import annotations
 import av
 import numpy as np
 
+from robodata.codec._swscale import convert_into
+
 INTERPOLATION = "AREA"
 # What a decoded frame can be handed over as: RGB (H x W x 3) or the decoder's own planar YUV
 # 4:2:0 (I420: H*3/2 x W, Y then U then V), half the bytes and no colour conversion on the CPU
@@ -65,15 +67,18 @@ def frame_array(
     >>> bool((frame_array(frame, pixel_format="rgbp") == frame_array(frame).transpose(2, 0, 1)).all())
     True
     """
+    height, width = size or (frame.height, frame.width)
+    shape = frame_shape(height, width, pixel_format)
+    target = np.empty(shape, np.uint8) if out is None else out
+    if target.shape == shape and convert_into(frame, target, pixel_format):
+        return target
     if pixel_format == PLANAR_RGB:
         return _planar_rgb(frame, size, out)
     if pixel_format == "rgb24":
-        array = resized_rgb(frame, *(size or (frame.height, frame.width)))
+        array = resized_rgb(frame, height, width)
     else:
-        if size is not None and (frame.height, frame.width) != tuple(size):
-            frame = frame.reformat(
-                width=size[1], height=size[0], format=pixel_format, interpolation=INTERPOLATION, **_SWS
-            )
+        if (frame.height, frame.width) != (height, width):
+            frame = frame.reformat(width=width, height=height, format=pixel_format, interpolation=INTERPOLATION, **_SWS)
         array = frame.to_ndarray(format=pixel_format)
     if out is None:
         return array
@@ -102,6 +107,9 @@ def resized_rgb(frame: av.VideoFrame, height: int, width: int) -> np.ndarray:
     >>> resized_rgb(frame, 224, 224).shape
     (224, 224, 3)
     """
+    out = np.empty((height, width, 3), np.uint8)
+    if convert_into(frame, out):
+        return out
     if (frame.height, frame.width) == (height, width):
         return frame.to_ndarray(format="rgb24", **_SWS)
     return frame.to_ndarray(format="rgb24", width=width, height=height, interpolation=INTERPOLATION, **_SWS)
