@@ -10,8 +10,7 @@ import av
 import numpy as np
 import pytest
 
-from robodata.codec import EncoderSettings, GopEncoder
-from robodata.codec import _resize, _swscale
+from robodata.codec import EncoderSettings, GopEncoder, _resize, _swscale
 from robodata.codec._gop_decoder import decode_gop_pictures
 from robodata_tests.conftest import REAL_VIDEO
 
