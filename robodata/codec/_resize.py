@@ -75,7 +75,7 @@ def frame_array(
     if pixel_format == PLANAR_RGB:
         return _planar_rgb(frame, size, out)
     if pixel_format == "rgb24":
-        array = resized_rgb(frame, height, width)
+        array = _pyav_rgb(frame, height, width)
     else:
         if (frame.height, frame.width) != (height, width):
             frame = frame.reformat(width=width, height=height, format=pixel_format, interpolation=INTERPOLATION, **_SWS)
@@ -108,8 +108,10 @@ def resized_rgb(frame: av.VideoFrame, height: int, width: int) -> np.ndarray:
     (224, 224, 3)
     """
     out = np.empty((height, width, 3), np.uint8)
-    if convert_into(frame, out):
-        return out
+    return out if convert_into(frame, out) else _pyav_rgb(frame, height, width)
+
+
+def _pyav_rgb(frame: av.VideoFrame, height: int, width: int) -> np.ndarray:
     if (frame.height, frame.width) == (height, width):
         return frame.to_ndarray(format="rgb24", **_SWS)
     return frame.to_ndarray(format="rgb24", width=width, height=height, interpolation=INTERPOLATION, **_SWS)

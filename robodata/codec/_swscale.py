@@ -5,7 +5,7 @@ PyAV's ``VideoFrame.to_ndarray`` converts into a frame PyAV allocates, which the
 copied into its output (a window array, a DataLoader slab): a second pass over every output
 byte. Calling the same library's ``sws_scale`` through ctypes, with the output array as the
 destination, does the same arithmetic in one pass (an 8-frame window x 3 cameras at 640x480:
-9.5 -> 8.1 ms wall on 2 cores; docs/benchmark_levers.md).
+9.5 -> 8.1 ms wall on 2 cores; docs/benchmark_levers.md, "Converting straight into the output").
 
 The same arithmetic, because the conversion is configured as PyAV configures it for these
 frames: planar YUV 4:2:0 with no colourspace or range tagged (what robodata's encoder writes),
@@ -63,7 +63,7 @@ def _loaded_path(stem: str) -> str | None:
         with open("/proc/self/maps") as maps:
             for line in maps:
                 path = line.rstrip("\n").split(maxsplit=5)[-1]
-                if os.path.basename(path).startswith(stem + "-") or os.path.basename(path).startswith(stem + "."):
+                if os.path.basename(path).startswith((stem + "-", stem + ".")):
                     return path
     except OSError:
         pass
