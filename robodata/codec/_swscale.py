@@ -83,7 +83,7 @@ def _library() -> _Library | None:
     if None in paths:
         return None
     try:
-        library = _Library(*(ctypes.CDLL(path) for path in paths))  # type: ignore[arg-type]
+        library = _Library(*(ctypes.CDLL(path) for path in paths))
     except (OSError, AttributeError):
         return None
     return library if min(library.formats.values()) >= 0 else None
