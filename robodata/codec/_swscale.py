@@ -11,8 +11,8 @@ The same arithmetic, because the conversion is configured as PyAV configures it 
 frames: planar YUV 4:2:0 with no colourspace or range tagged (what robodata's encoder writes),
 swscale's BT.601 limited-range default, at the frame's own size. The tests compare every layout
 with PyAV's pixel for pixel. Anything else returns ``False`` and the caller converts through
-PyAV: a tagged colourspace or range, another source format, an array of another layout, no
-loadable library, or a scale (PyAV's ``sws_scale_frame`` scales differently from this legacy
+PyAV: a tagged colourspace or range, another source format, an array of another layout, a
+width that is not a multiple of 64 pixels (``_WIDTH_MULTIPLE``), no loadable library, or a scale (PyAV's ``sws_scale_frame`` scales differently from this legacy
 entry point, by a level here and there).
 """
 
@@ -29,6 +29,11 @@ import numpy as np
 
 # swscale's flags, as PyAV passes them (av.video.reformatter.Interpolation)
 _BILINEAR = 2  # PyAV's default; unscaled, it only picks swscale's converter
+# swscale's SIMD converters write whole blocks of pixels, past the end of a row whose width is
+# not a multiple of the block (16 pixels here, measured): harmless inside PyAV's padded frames,
+# a write past the caller's array on its last row. Widths of whole 64-pixel blocks (640, 1280,
+# 1920) leave room for wider SIMD; other widths go through PyAV.
+_WIDTH_MULTIPLE = 64
 _UNTAGGED_COLORSPACE = 2  # AVCOL_SPC_UNSPECIFIED
 _UNTAGGED_RANGE = 0  # AVCOL_RANGE_UNSPECIFIED
 # robodata's pixel formats -> FFmpeg's; "rgbp" is swscale's "gbrp" with the planes pointed at
@@ -131,7 +136,8 @@ def convert_into(frame: av.VideoFrame, out: np.ndarray, pixel_format: str = "rgb
     path does not apply and PyAV must convert.
 
     ``out`` is ``[H, W, 3]`` for ``"rgb24"``, ``[3, H, W]`` for ``"rgbp"`` and ``[H*3/2, W]``
-    (I420) for ``"yuv420p"``, uint8, C-contiguous, of the frame's height and width.
+    (I420) for ``"yuv420p"``, uint8, C-contiguous, of the frame's height and width, the width a
+    multiple of 64.
 
     >>> import numpy as np
     >>> frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), 90, np.uint8)).reformat(format="yuv420p")
@@ -147,7 +153,7 @@ def convert_into(frame: av.VideoFrame, out: np.ndarray, pixel_format: str = "rgb
     if out.dtype != np.uint8 or not out.flags.c_contiguous or not out.flags.writeable:
         return False
     height, width = _output_size(out, pixel_format)
-    if width < 1 or height < 1 or (pixel_format == "yuv420p" and (height % 2 or width % 2)):
+    if width < 1 or height < 1 or width % _WIDTH_MULTIPLE or (pixel_format == "yuv420p" and height % 2):
         return False
     if (height, width) != (frame.height, frame.width):
         return False

@@ -29,9 +29,13 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def pictures() -> list[av.VideoFrame]:
-    """The decoder's own pictures of a real clip, as robodata's reader gets them."""
+    """The decoder's own pictures of a real clip (widened to 256 pixels, a width the direct path
+    takes), as robodata's reader gets them."""
     with av.open(str(REAL_VIDEO)) as container:
-        frames = [f.to_ndarray(format="rgb24") for f, _ in zip(container.decode(video=0), range(16), strict=False)]
+        frames = [
+            f.reformat(width=256, height=144).to_ndarray(format="rgb24")
+            for f, _ in zip(container.decode(video=0), range(16), strict=False)
+        ]
     height, width = frames[0].shape[:2]
     encoder = GopEncoder(width, height, 30, EncoderSettings(gop_size=8))
     gops = [g for f in frames for g in encoder.add(f)] + encoder.finish()
@@ -166,3 +170,21 @@ def test_the_environment_switch_turns_it_off(monkeypatch, pictures):
         monkeypatch.undo()
         _swscale._library.cache_clear()
     assert _swscale.available()
+
+
+@pytest.mark.parametrize("pixel_format", ["rgb24", "rgbp", "yuv420p"])
+def test_nothing_is_written_past_the_callers_array(pixel_format):
+    """swscale writes whole SIMD blocks: at widths it takes, not a byte lands past ``out``; at
+    widths whose last block would overrun (88: 8 pixels into a 16-pixel block), PyAV converts."""
+    taken = []
+    for width in [*range(8, 400, 8), 640, 1280]:
+        frame = av.VideoFrame.from_ndarray(
+            np.random.default_rng(width).integers(0, 255, (18, width, 3), dtype=np.uint8)
+        ).reformat(format="yuv420p")
+        shape = _resize.frame_shape(18, width, pixel_format)
+        size = int(np.prod(shape))
+        memory = np.full(size + 512, 0xAB, np.uint8)
+        if _swscale.convert_into(frame, memory[:size].reshape(shape), pixel_format):
+            taken.append(width)
+        assert (memory[size:] == 0xAB).all(), f"{pixel_format} at width {width} wrote past the array"
+    assert taken == [w for w in [*range(8, 400, 8), 640, 1280] if w % 64 == 0]
