@@ -20,6 +20,7 @@ from robodata.format._tables import gops_uri, open_table
 from robodata.integrity._gop_checksums import verify_gop_bytes
 from robodata.reader._decode_pool import GopTask
 from robodata.reader._gop_index import GopIndex
+from robodata.reader._local_gop_files import LocalGopFiles
 from robodata.reader._renditions import Request, decode_requests
 from robodata.reader._selection import RowIndices, checked_cameras, checked_rows
 from robodata.storage._deadlines import call_with_deadline
@@ -192,10 +193,17 @@ class GopStore:
             cursor += len(refs)
         return tasks
 
+    @cached_property
+    def _local_files(self) -> LocalGopFiles | None:
+        """Where a local dataset's GOP bytes sit in its data files (None: Lance reads them)."""
+        return LocalGopFiles.of(self.lance_dataset, self.index.row_ids(np.arange(len(self.index))))
+
     def _read_positions(self, positions: np.ndarray) -> list[bytes]:
         ds = self._ds
-        ids = self.index.row_ids(positions).tolist()
-        with storage_step(f"reading {len(ids)} GOPs", gops_uri(ds.uri), ds.storage_options):
+        with storage_step(f"reading {len(positions)} GOPs", gops_uri(ds.uri), ds.storage_options):
+            if self._local_files is not None:
+                return self._local_files.read(positions)
+            ids = self.index.row_ids(positions).tolist()
             blobs = call_with_deadline(
                 ds.uri, ds.storage_options, self.lance_dataset.read_blobs, "gop", ids=ids, preserve_order=True
             )
