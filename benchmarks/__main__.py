@@ -27,6 +27,10 @@ SCENARIOS: dict[str, Scenario] = {
     "readpath": Scenario(
         "benchmarks.readpath", "read-path figures (random frame reads, batched takes) against the decode bound"
     ),
+    "gop-reads": Scenario(
+        "benchmarks.gop_reads",
+        "GOP bytes read in place from a local dataset's data files against Lance's read_blobs (read, ds[i], window, batch)",
+    ),
     "loader": Scenario(
         "benchmarks.loader", "training DataLoader samples/s (0/1/2 workers, batch 32/128) and memory over a long run"
     ),

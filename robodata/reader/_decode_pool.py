@@ -4,6 +4,7 @@ core runs one single-threaded decoder."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -50,24 +51,41 @@ class GopTask:
 
 def run_tasks(tasks: list[GopTask], concurrency: int | None = None) -> None:
     """Run every task, in parallel when there is more than one; re-raises the first error."""
-    workers = concurrency or default_concurrency()
-    if workers <= 1 or len(tasks) <= 1:
-        for task in tasks:
-            task.run()
-        return
     # Longest GOP prefixes first so no thread is left with a big task at the end.
-    tasks = sorted(tasks, key=lambda t: -max(t.wanted))
-    for future in [_pool(workers).submit(task.run) for task in tasks]:
-        future.result()
+    run_jobs([task.run for task in sorted(tasks, key=lambda t: -max(t.wanted))], concurrency)
 
 
 def run_jobs(jobs: list[Callable[[], None]], concurrency: int | None = None) -> None:
-    """Run every job on the decode pool (PyAV releases the GIL while it decodes and converts);
-    re-raises the first error."""
-    workers = concurrency or default_concurrency()
-    if workers <= 1 or len(jobs) <= 1:
+    """Run every job, in order, on the calling thread and ``concurrency - 1`` threads of the
+    decode pool (PyAV releases the GIL while it decodes and converts); re-raises the first error.
+
+    The caller works too rather than waiting: the first job starts without a thread hand-off,
+    and a short read (an 8-frame window, tens of jobs) does not wait for a pool thread to wake.
+    """
+    workers = min(concurrency or default_concurrency(), len(jobs))
+    if workers <= 1:
         for job in jobs:
             job()
         return
-    for future in [_pool(workers).submit(job) for job in jobs]:
-        future.result()
+    pending = iter(jobs)
+    lock = threading.Lock()
+    errors: list[Exception] = []
+
+    def drain() -> None:
+        while True:
+            with lock:
+                job = next(pending, None)
+            if job is None:
+                return
+            try:
+                job()
+            except Exception as error:  # the other jobs still run; the first error is raised after
+                errors.append(error)
+
+    helpers = [_pool(workers - 1).submit(drain) for _ in range(workers - 1)]
+    drain()
+    for helper in helpers:
+        if not helper.cancel():  # cancelled: it never started, the jobs ran out first
+            helper.result()
+    if errors:
+        raise errors[0]

@@ -59,6 +59,8 @@ def checked_columns(dataset: RoboDataset, columns: str | Sequence[str] | None) -
     ['action']
     """
     names = [] if columns is None else [columns] if isinstance(columns, str) else list(columns)
+    if not names:
+        return names  # no schema walk for a frames-only read
     known = dataset.columns
     for name in names:
         if name in dataset.image_columns or name in dataset.cameras:
