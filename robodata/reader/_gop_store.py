@@ -196,7 +196,11 @@ class GopStore:
     @cached_property
     def _local_files(self) -> LocalGopFiles | None:
         """Where a local dataset's GOP bytes sit in its data files (None: Lance reads them)."""
-        return LocalGopFiles.of(self.lance_dataset, self.index.row_ids(np.arange(len(self.index))))
+        ds, row_ids = self._ds, self.index.row_ids(np.arange(len(self.index)))
+        uri = gops_uri(ds.uri)
+        return storage_call(
+            "locating GOP bytes", uri, ds.storage_options, LocalGopFiles.of, self.lance_dataset, row_ids
+        )
 
     def _read_positions(self, positions: np.ndarray) -> list[bytes]:
         ds = self._ds

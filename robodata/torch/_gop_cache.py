@@ -35,7 +35,7 @@ class GopCache:
     >>> batches = [np.array([0, 1, 2]), np.array([300, 301])]
     >>> cache.schedule(batches)  # read ahead in a thread
     >>> gop_bytes = cache.acquire(batches[0])  # ref_id -> bytes, pinned until released
-    >>> len(gop_bytes), cache.held_bytes == sum(len(b) for b in gop_bytes.values())
+    >>> len(gop_bytes), cache.held_bytes >= sum(len(b) for b in gop_bytes.values())  # + what was read ahead
     (1, True)
     >>> cache.release(batches[0]); cache.close()
     """
