@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from robodata.storage._uris import is_remote
+from robodata.storage._uris import is_remote, join_uri
 
 if TYPE_CHECKING:
     import lance
@@ -58,18 +58,15 @@ class LocalGopFiles:
         files = _blob_data_files(gops)
         if files is None:
             return None
-        paths = sorted(set(files.values()))
-        file_no = {path: n for n, path in enumerate(paths)}
-        fragment_ids = table["_rowaddr"].to_numpy() >> 32
-        by_fragment = {fragment: file_no[path] for fragment, path in files.items()}
+        fragments = np.array(sorted(files), dtype=np.int64)  # file k is fragment k's data file
         scanned_ids = table["_rowid"].to_numpy()
         order = np.argsort(scanned_ids, kind="stable")
         at = order[np.minimum(np.searchsorted(scanned_ids[order], row_ids), len(order) - 1)]
         if (scanned_ids[at] != row_ids).any():
             return None  # rows the index names that this scan does not see: leave it to Lance
         found = cls(
-            paths,
-            np.array([by_fragment[int(f)] for f in fragment_ids[at]], dtype=np.int64),
+            [files[int(f)] for f in fragments],
+            np.searchsorted(fragments, table["_rowaddr"].to_numpy()[at] >> 32),
             described.field("position").to_numpy()[at].astype(np.int64),
             described.field("size").to_numpy()[at].astype(np.int64),
         )
@@ -98,11 +95,10 @@ def _blob_data_files(gops: lance.LanceDataset) -> dict[int, str] | None:
     if field is None:
         return None
     field_id = field.id()
-    folder = os.path.join(gops.uri.removeprefix("file://"), "data")
     files = {}
     for fragment in gops.get_fragments():
         holding = [f for f in fragment.metadata.files if field_id in f.fields]
         if len(holding) != 1 or holding[0].base_id is not None:
             return None
-        files[fragment.fragment_id] = os.path.join(folder, holding[0].path)
+        files[fragment.fragment_id] = join_uri(gops.uri, "data", holding[0].path)
     return files
