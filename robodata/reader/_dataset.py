@@ -48,10 +48,9 @@ def open_dataset(uri: str, *, version: int | str | None = None, storage_options:
 
     Raises
     ------
-    FileNotFoundError
-        No dataset at ``uri``.
-    ValueError
-        ``version`` names no version or tag of the dataset.
+    robodata.NotFoundError
+        No dataset at ``uri``, or ``version`` names no version or tag of it (a
+        ``FileNotFoundError``).
     robodata.StorageError
         The store refused or failed the request (the message names the store and the step).
 
