@@ -4,7 +4,7 @@
 <uploads>/<episode_id>/
     states.parquet   timestamp_ns (int64, ns since episode start), observation_state and
                      action (lists of float, one value per joint); optional source
-                     (human | policy | intervention) and is_intervention (bool)
+                     (human | policy | intervention) and is_intervention (bool); no other column
     <camera>.<ext>   one video per camera, any container and codec FFmpeg decodes
     episode.json     written last: its presence marks the upload complete
 ```
@@ -14,6 +14,9 @@ episode.json holds ``episode_index`` (int), ``task``, ``language_instruction``, 
 to ``{"file": "<camera>.mp4"}`` (optionally ``"start_offset_ns"``). The order of ``cameras`` is
 the order the dataset lists its cameras in (``RoboDataset.cameras``, LeRobot's ``camera_keys``),
 as the first episode ingested into the dataset lists them.
+
+Only regular files inside the folder are read, each under a size and a time limit
+(``_upload_limits``); docs/bad_input.md states every rule an upload must follow.
 """
 
 from __future__ import annotations

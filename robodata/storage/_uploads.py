@@ -252,8 +252,10 @@ def local_file_problem(path: str, folder: str) -> str | None:
             return f"is a symbolic link to {real}, outside the upload folder"
         try:
             mode = os.stat(path).st_mode
-        except OSError:  # a dangling link or a loop: nothing there to read
+        except FileNotFoundError:  # a dangling link: the caller says the file is missing
             return None
+        except OSError as exc:  # a loop of links
+            return f"is a symbolic link that cannot be followed ({exc.strerror})"
     for is_kind, kind in _NOT_REGULAR:
         if is_kind(mode):
             return f"is {kind}, not a regular file"

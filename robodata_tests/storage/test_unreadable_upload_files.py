@@ -42,11 +42,13 @@ def test_what_an_upload_file_may_be(tmp_path):
     (folder / "zero").symlink_to("/dev/zero")
     (tmp_path / "elsewhere.mp4").write_bytes(b"another episode's video")
     (folder / "outside").symlink_to(tmp_path / "elsewhere.mp4")
+    (folder / "loop").symlink_to(folder / "loop")
 
     problems = {name: local_file_problem(str(folder / name), str(folder)) for name in sorted(os.listdir(folder))}
 
     assert problems == {
         "inside": None,  # a link inside the upload folder is fine
+        "loop": "is a symbolic link that cannot be followed (Too many levels of symbolic links)",
         "outside": f"is a symbolic link to {tmp_path / 'elsewhere.mp4'}, outside the upload folder",
         "pipe": "is a named pipe (FIFO), not a regular file",
         "pipe-link": "is a named pipe (FIFO), not a regular file",
