@@ -201,7 +201,8 @@ def _decode(
         except av.error.FFmpegError as exc:
             clock.check()
             raise BadUploadError(
-                path, f"video data is damaged or truncated: decoding fails after {count} frames ({_one_line(exc)})"
+                path,
+                f"video data is damaged or truncated: {count} frame{'' if count == 1 else 's'} decoded, then the decoder failed ({_one_line(exc)})",
             ) from None
         clock.check()
         if count == 0:
