@@ -141,8 +141,8 @@ def _loader_run(uri: str, options: dict, workers: int, batches: int, seed: int) 
 
 def _prepare(args, work: Path) -> tuple[str, str]:
     import robodata
-    from robodata._sample_data import write_sample_uploads
     from robodata.ingest._renditions import add_rendition
+    from robodata.sample_data import write_sample_uploads
 
     plain = str(work / "plain")
     if args.dataset:

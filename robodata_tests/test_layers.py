@@ -27,6 +27,7 @@ LIBRARY = {
     "view",
     "torch",
     "lerobot",
+    "measure",
 }
 LIBRARY |= {"quiet_lance", "source_checkout", "lazy_exports"}
 # layer -> the robodata layers it may import (itself always allowed)
@@ -61,6 +62,9 @@ ALLOWED = {
     # Everything LeRobot: its formats, export and import (through ingest's driver), its stats,
     # and LeRobotCompatDataset on the training loader.
     "lerobot": {"torch", "reader", "ingest", "format", "codec", "storage", "errors", "lazy_exports"},
+    # How fast a dataset reads here (the benchmark_report asset's figures): it times the reader and
+    # the training loader, and reads GOPs and checksums them as the reader does.
+    "measure": {"reader", "torch", "codec", "format", "storage", "integrity", "errors"},
     "__init__": LIBRARY,
     # Dagster's one room: the definitions (defs/, a folder per domain), the entry point that loads
     # them, the instance helpers, the cluster pieces (deploy/dagster.yaml's storage and run
