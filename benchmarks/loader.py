@@ -91,7 +91,7 @@ def robodata_throughput(
     uri: str, *, num_workers: int, batch_size: int, samples: int, cameras=None, version: int | None = None
 ) -> dict:
     """DataLoader samples/s reading ``uri`` (at ``version``) through robodata's adapter (its default order)."""
-    from robodata.torch._torch_dataset import make_dataloader
+    from robodata.torch import make_dataloader
 
     loader = make_dataloader(
         uri, version=version, batch_size=batch_size, num_workers=num_workers, cameras=cameras, seed=1
@@ -202,7 +202,7 @@ def baseline_available() -> bool:
 # --- memory over a long run ---------------------------------------------------------------------
 def long_run_memory(uri: str, *, samples: int, batch_size: int, num_workers: int, cameras=None) -> dict:
     """Resident memory of the training process and its workers over ``samples`` random samples."""
-    from robodata.torch._torch_dataset import make_dataloader
+    from robodata.torch import make_dataloader
 
     loader = make_dataloader(uri, batch_size=batch_size, num_workers=num_workers, cameras=cameras, seed=2)
     marks: list[tuple[int, int]] = []  # (samples so far, tree RSS)

@@ -10,9 +10,7 @@ import numpy as np
 
 from benchmarks.ingest_speed import summarize, timed_ingest
 from benchmarks.storage import quality_sample, storage_figures
-from robodata.format._ids import camera_filter
-from robodata.format._schema import camera_of
-from robodata.format._tables import gops_uri, open_table
+from robodata.format import camera_filter, camera_of, gops_uri, open_table
 from robodata.measure import read_path_figures
 from robodata.reader import open_dataset
 

@@ -52,34 +52,17 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _write_new_episodes(root: str, episodes: int) -> None:
-    """One ingest per episode, each committing its own fragment and version to both tables. Every
-    episode is new, so its rows are appended (the replace path's merge would scan the whole table
-    per episode and only slow the setup down)."""
-    from unittest import mock
-
-    import lance
-
+    """One ingest per episode (``robodata.write_episode``, as a lab's ingests do), each committing
+    its own fragment and version to both tables."""
+    import robodata
     from benchmarks.tiny_episodes import tiny_episode
-    from robodata.format._tables import frames_uri, open_table
-    from robodata.ingest import _writer as writer
-    from robodata.ingest._label_counts import LabelCounts
 
-    replace_rows = writer.replace_episode_rows
-
-    def append_rows(dataset_root, rows, *args):
-        frames = open_table(frames_uri(dataset_root))
-        if frames is None:
-            return replace_rows(dataset_root, rows, *args)
-        appended = lance.write_dataset(rows.select(frames.schema.names).cast(frames.schema), frames.uri, mode="append")
-        return appended.version, LabelCounts(0, 0)
-
-    with mock.patch.object(writer, "replace_episode_rows", append_rows):
-        for index in range(episodes):
-            writer.write_episode(tiny_episode(index), root)
+    for index in range(episodes):
+        robodata.write_episode(tiny_episode(index), root)
 
 
 def _compare(where: str, uri: str, episodes: int, options) -> None:
-    from robodata.edits._upkeep import upkeep_dataset
+    from robodata.edits import upkeep_dataset
 
     _report(where, "before", uri, episodes, options, None)
     start = time.perf_counter()
@@ -89,7 +72,7 @@ def _compare(where: str, uri: str, episodes: int, options) -> None:
 
 def _report(where: str, state: str, uri: str, episodes: int, options, upkeep_s: float | None) -> None:
     import robodata
-    from robodata.format._ids import episode_filter
+    from robodata.format import episode_filter
 
     rng = np.random.default_rng(0)
     start = time.perf_counter()

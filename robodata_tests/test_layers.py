@@ -9,7 +9,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "robodata"
-# Code outside the wheel that uses robodata as a user would: public names only.
+# Code outside the wheel that uses robodata as a user would: public names only
+# (test_code_outside_the_wheel_imports_only_public_names).
 OUTSIDE = [PACKAGE.parent / folder for folder in ("benchmarks", "examples", "scripts")]
 
 LIBRARY = {
@@ -211,6 +212,48 @@ def _private_lerobot_imports(package: Path = PACKAGE, outside: list[Path] = OUTS
                 if parts[:2] == ["robodata", "lerobot"] and len(parts) > 2 and _private(parts[2]):
                     found.append(f"{where}:{node.lineno} imports {name}")
     return found
+
+
+def _private_outside_imports(outside: list[Path] = OUTSIDE, root: Path = PACKAGE.parent) -> list[str]:
+    """Imports of a private robodata module or name (a ``_name`` anywhere in the dotted path or
+    among the imported names) from the code outside the wheel (benchmarks, examples, scripts):
+    it uses robodata as a user would, so a refactor of robodata's insides cannot break it."""
+    found = []
+    for path in [p for folder in outside for p in sorted(folder.rglob("*.py"))]:
+        where = path.relative_to(root)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "robodata" and any(_private(part) for part in parts[1:]):
+                    found.append(f"{where}:{node.lineno} imports {name}")
+                    break
+    return found
+
+
+def test_code_outside_the_wheel_imports_only_public_names():
+    assert _private_outside_imports() == []
+
+
+def test_the_public_names_rule_names_each_private_import(tmp_path):
+    bench = tmp_path / "benchmarks"
+    (bench / "peers").mkdir(parents=True)
+    (bench / "probe.py").write_text(
+        "import robodata.storage._uris as uris\n"
+        "from robodata.reader import open_dataset, _decode_pool\n"
+        "from robodata.torch import BatchReader\n"
+        "from benchmarks._private import helper\n"  # the benchmarks' own modules are theirs
+    )
+    (bench / "peers" / "probe.py").write_text("def f():\n    from robodata.format._ids import camera_filter\n")
+    assert _private_outside_imports([bench], tmp_path) == [
+        "benchmarks/peers/probe.py:2 imports robodata.format._ids",
+        "benchmarks/probe.py:1 imports robodata.storage._uris",
+        "benchmarks/probe.py:2 imports robodata.reader._decode_pool",
+    ]
 
 
 def test_only_the_lerobot_package_imports_its_private_modules():

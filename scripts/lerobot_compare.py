@@ -218,7 +218,7 @@ from robodata.lerobot import LeRobotCompatDataset
 from robodata.torch import worker_context
 
 def count_reads(folder, worker_id):
-    from robodata.reader import GopStore
+    from robodata.reader._gop_store import GopStore
     original = GopStore._read_positions
     def counting(self, positions):
         with open(os.path.join(folder, f"{os.getpid()}.txt"), "a") as out:

@@ -25,7 +25,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     import dagster as dg
 
-    from robodata.format._versions import current_versions
+    from robodata.format import current_versions
     from robodata.orchestration.defs.batches.batches import BATCH_ASSETS, register_upload_batches
     from robodata.orchestration.defs.batches.checks import batch_checks
     from robodata.orchestration.defs.ingest import checks, episodes
