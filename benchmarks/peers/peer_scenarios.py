@@ -135,9 +135,14 @@ def d_sampler(rows: int, config: PeerConfig, seed: int, blocks: np.ndarray | Non
     if config.order == "block":
         if blocks is None or len(blocks) != rows:
             raise ValueError("the block order needs each row's GOP (blocks)")
-        window = {} if config.window_rows is None else {"window_rows": config.window_rows}  # else the default
+        if config.window_rows is None:  # the sampler's own default window
+            return BlockSampler(blocks, batch_size=config.batch_size, num_workers=config.loader_workers, seed=seed)
         return BlockSampler(
-            blocks, batch_size=config.batch_size, num_workers=config.loader_workers, seed=seed, **window
+            blocks,
+            batch_size=config.batch_size,
+            num_workers=config.loader_workers,
+            seed=seed,
+            window_rows=config.window_rows,
         )
     return RowSampler(rows, batch_size=config.batch_size, seed=seed, shuffle=config.order)
 

@@ -6,6 +6,7 @@ source checkout's ``benchmarks/``).
 - ``read_path_figures``: random single-frame and batched reads of one camera and whole rows,
   each against the decode bound (sequential decode frames/s x 2/(G+1)), and what GOP checksums add.
 - ``window_figures``: ``get_windows`` of consecutive frames x every camera.
+- ``batches_decode_bound``: the least decoding any reader of given batches of rows must do, timed.
 - ``loader_figures``: the numpy training loader's samples/s (``robodata.torch.TrainingLoader``).
 - ``figures_markdown`` / ``write_report``: the figures as Markdown, written to ``<root>/reports/``.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from robodata.measure._decode_bound import batches_decode_bound
 from robodata.measure._read_path import largest_camera_column, read_path_figures, sequential_decode_fps
 from robodata.measure._report import figures_markdown, format_table, write_report
 from robodata.measure._training_reads import (
@@ -58,6 +60,7 @@ def measure_reads(
 
 
 __all__ = [
+    "batches_decode_bound",
     "camera_frame_offsets",
     "every_epoch",
     "figures_markdown",
