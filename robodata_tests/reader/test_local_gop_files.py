@@ -11,7 +11,7 @@ import pyarrow as pa
 import robodata
 from robodata.edits import delete_episodes
 from robodata.ingest._renditions import add_rendition
-from robodata.reader import gop_store
+from robodata.reader._dataset import gop_store
 from robodata.reader._local_gop_files import LocalGopFiles
 
 
