@@ -31,7 +31,7 @@ def make_sampler(
     ``window_rows`` is given), else a ``RowSampler`` (``global``, ``episode`` or ``none``).
 
     >>> make_sampler(BatchReader("data/demo", cameras=["top"]), batch_size=32, num_workers=2).window_rows
-    2322
+    2317
     >>> make_sampler(BatchReader("data/demo"), batch_size=32, shuffle="global").shuffle
     'global'
     """
