@@ -14,7 +14,8 @@ The training order: for a robodata dataset, the sampler LeRobot's script builds
 (``EpisodeAwareSampler(..., shuffle=True, seed=cfg.seed)``, resumed with ``load_state_dict``) is
 the decode-once block order instead (``LeRobotCompatDataset.item_sampler``, laid out for
 ``--batch_size``, ``--num_workers`` and accelerate's ranks), so each GOP is decoded once per epoch
-per DataLoader worker. ``ROBODATA_TRAIN_ORDER=uniform`` keeps LeRobot's own uniform sampler.
+per DataLoader worker. ``ROBODATA_TRAIN_ORDER=global`` (``make_dataloader``'s name for the uniform
+order; ``uniform`` still works) keeps LeRobot's own uniform sampler.
 
     robodata-train --dataset.repo_id=s3://bucket/demo --dataset.revision=run-42 \\
         --policy.type=act --policy.push_to_hub=false --steps=1000 --batch_size=8
@@ -93,12 +94,17 @@ def dataset_factory(original: Callable) -> Callable:
 
 
 ORDER_VARIABLE = "ROBODATA_TRAIN_ORDER"
-ORDERS = ("block", "uniform")
+ORDERS = ("block", "global")  # make_dataloader's names (its shuffle=) for the two orders
+# an earlier name of "global", kept because documented commands use it (docs/decode_once.md's
+# recorded run, scripts/lerobot_compare.py)
+ORDER_ALIASES = {"uniform": "global"}
 
 
 def training_order() -> str:
-    """The order robodata-train reads robodata datasets in: ``block`` (default) or ``uniform``."""
+    """The order robodata-train reads robodata datasets in: ``block`` (default) or ``global``
+    (LeRobot's own uniform sampler)."""
     order = os.environ.get(ORDER_VARIABLE, "block") or "block"
+    order = ORDER_ALIASES.get(order, order)
     if order not in ORDERS:
         raise SystemExit(f"{ORDER_VARIABLE} must be one of {ORDERS}, got {order!r}")
     return order
@@ -126,7 +132,7 @@ def sampler_factory(original: Callable, training: dict) -> Callable:
         from robodata.lerobot._compat_dataset import LeRobotCompatDataset
 
         dataset, cfg = training.get("dataset"), training.get("cfg")
-        if not isinstance(dataset, LeRobotCompatDataset) or not shuffle or training_order() == "uniform":
+        if not isinstance(dataset, LeRobotCompatDataset) or not shuffle or training_order() == "global":
             return original(
                 dataset_from_indices,
                 dataset_to_indices,
@@ -139,7 +145,7 @@ def sampler_factory(original: Callable, training: dict) -> Callable:
             )
         rank, world_size = process_place()
         logging.info(
-            f"robodata-train: {dataset.uri} in the decode-once block order ({ORDER_VARIABLE}=uniform: LeRobot's)"
+            f"robodata-train: {dataset.uri} in the decode-once block order ({ORDER_VARIABLE}=global: LeRobot's)"
         )
         return dataset.item_sampler(
             batch_size=cfg.batch_size,
