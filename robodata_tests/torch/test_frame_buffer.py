@@ -112,7 +112,9 @@ def test_frame_buffer_holds_at_most_the_window_plus_a_block(ingested, window):
         decoded |= set(refs[rows].tolist())
         later = np.concatenate(batches[t + 1 :]) if t + 1 < len(batches) else np.zeros(0, np.int64)
         waiting = later[np.isin(refs[later], list(decoded))]
-        assert reader.frame_buffer.held_frames == len(set(zip(refs[waiting].tolist(), frames[waiting].tolist())))
+        assert reader.frame_buffer.held_frames == len(
+            set(zip(refs[waiting].tolist(), frames[waiting].tolist(), strict=True))
+        )
         most = max(most, len(waiting))
     assert 0 < most <= window + largest - 1
     assert reader.frame_buffer.held_frames == 0
