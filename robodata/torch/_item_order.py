@@ -109,6 +109,7 @@ class BlockItemSampler:
         self._start_index = 0
         self.resumed_from: dict | None = None  # a checkpoint of another layout the epoch continues
         self._restored: dict | None = None  # a full checkpoint that outranks a bare position
+        self._anchor = (0, 0, 0)  # (training step, epoch, start_index): where the order stood
         self._order_cache: tuple[tuple, np.ndarray] | None = None
         self._plan(self.items)  # checks the arguments now
 
@@ -198,9 +199,19 @@ class BlockItemSampler:
         self._order_cache = None
 
     def restore(self, state: dict) -> None:
-        """Load a ``resume_state`` that a later bare ``load_state_dict`` must not override."""
+        """Load a ``resume_state`` that a later bare ``load_state_dict`` must not override; its
+        ``step`` (the training steps taken when it was saved) anchors ``position_at_step``."""
         self.load_state_dict(state)
         self._restored = dict(state)
+        self._anchor = (int(state.get("step", 0)), self._epoch, self._start_index)
+
+    def position_at_step(self, step: int) -> tuple[int, int]:
+        """(epoch, start_index) of the order after training step ``step``: from where the run
+        started (step 0, or the ``restore``d checkpoint), one batch per rank a step."""
+        anchor_step, epoch, start = self._anchor
+        if step < anchor_step:
+            raise ValueError(f"step {step} is before step {anchor_step}, where this run's order started")
+        return self.position_after(step - anchor_step, epoch, start)
 
     def _check(self, state: dict) -> None:
         mine = {"seed": self.seed, "num_items": len(self), "items_digest": _digest(self.items)}
