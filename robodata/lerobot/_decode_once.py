@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -76,7 +77,9 @@ class DecodeOnceOrder:
 
         """
         source = self._item_source()
-        place = dict(batch_size=batch_size, rank=rank, world_size=world_size, seed=seed, dataset_version=source.version)
+        place: dict[str, Any] = dict(
+            batch_size=batch_size, rank=rank, world_size=world_size, seed=seed, dataset_version=source.version
+        )
         if shuffle != "block":
             if shuffle == "episode":
                 options["episode_index"] = source.index.episode_index[source.rows]

@@ -83,6 +83,10 @@ class PlannedOrder:
     def padded_batches(self, shard: WorkerShard | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
         raise NotImplementedError
 
+    def worker_batches(self, shard: WorkerShard, first: int, count: int) -> list[np.ndarray]:
+        """Batches ``first`` .. ``first + count - 1`` of worker ``shard``'s remaining share."""
+        raise NotImplementedError
+
     def batches(self, shard: WorkerShard | None = None) -> list[np.ndarray]:
         """This rank's remaining batches for one worker ``shard`` (default: all of them); the
         last may end with padding rows (``padded_batches`` says which)."""

@@ -162,3 +162,31 @@ def test_the_same_layout_resumes_at_lerobots_position_and_a_bad_checkpoint_is_re
     (tmp_path / "c" / "robodata_order.json").write_text("{")
     with pytest.raises(SystemExit, match=r"cannot resume from .*robodata_order.json"):
         Run(dataset, monkeypatch, batch_size=8, num_workers=2, world_size=1, checkpoint=tmp_path / "c", saved=saved)
+
+
+def test_a_dataloader_reads_the_rest_of_the_resumed_epoch_through_the_frame_buffer(
+    short_dataset, monkeypatch, tmp_path
+):
+    """The resumed order reaches the reading process: its items name the plan, the frame buffer is
+    planned with the re-planned rest, and every GOP it still needs is decoded once."""
+    from torch.utils.data import DataLoader
+
+    monkeypatch.delenv("ROBODATA_TRAIN_ORDER", raising=False)
+    dataset = LeRobotCompatDataset(short_dataset, return_uint8=True)
+    first = Run(dataset, monkeypatch, batch_size=8, num_workers=2, world_size=2)
+    read = first.train(2)
+    saved = first.save(tmp_path / "d")
+    second = Run(
+        dataset, monkeypatch, batch_size=8, num_workers=0, world_size=1, checkpoint=tmp_path / "d", saved=saved
+    )
+    _, sampler = second.samplers[0]
+    assert dataset._order is sampler and sampler.resumed_from is not None
+    batches = list(DataLoader(dataset, sampler=sampler, batch_size=8))
+    rest = torch.cat([batch["index"] for batch in batches]).tolist()
+    assert sorted(read + rest) == list(range(len(dataset)))
+    buffer = dataset.frame_buffer
+    assert buffer is not None and buffer.held_frames == 0  # read through it, every frame handed over
+    assert (
+        buffer.decoded_gops
+        == len({int(r) for r in dataset._row_index().ref_id["top"][dataset._array("rows")[rest]]}) * 3
+    )
