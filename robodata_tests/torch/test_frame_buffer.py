@@ -155,3 +155,26 @@ def test_buffered_reads_verify_supplied_gop_bytes(ingested):
     buffer.expect([np.array([0])])
     with pytest.raises(CorruptGopError):
         buffer.read(np.array([0]), gop_bytes={ref: b"\x00" * 64})
+
+
+def test_robo_torch_dataset_reads_the_item_form_of_the_order_through_its_frame_buffer(ingested, decoded):
+    """The same planner serves the order as a ``sampler=`` of items: every row once, each GOP
+    decoded once, frames equal to get_frames."""
+    torch = pytest.importorskip("torch")
+    from robodata.torch._block_order import block_of_rows
+    from robodata.torch._handover import collate_batch
+    from robodata.torch._item_order import BlockItemSampler
+    from robodata.torch._torch_dataset import RoboTorchDataset
+
+    ds = robodata.open(ingested)
+    sampler = BlockItemSampler(block_of_rows(ds.rows), batch_size=16, seed=4, window_rows=32)
+    dataset = RoboTorchDataset(BatchReader(ingested, cameras=["top"]), plan=sampler)
+    loader = torch.utils.data.DataLoader(dataset, sampler=sampler, batch_size=16, collate_fn=collate_batch)
+    batches = list(loader)
+    rows = torch.cat([batch["index"] for batch in batches]).tolist()
+    assert sorted(rows) == list(range(len(ds))) and rows == sampler.order(0).tolist()
+    assert set(decoded.values()) == {1} and len(decoded) == len(gop_store(ds).refs(np.arange(len(ds)), "top"))
+    assert dataset.reader.frame_buffer.held_frames == 0
+    last = batches[-1]
+    expected = ds.get_frames(last["index"].numpy(), cameras="top").data["top"]
+    assert np.array_equal(last["observation_images_top"].numpy(), expected)
