@@ -22,8 +22,8 @@ workers per rank, batch size, ``window_rows``):
    (``B``: the most rows one block has; ``G`` when the first camera has a frame per row). So at
    most ``window_rows + B - 1`` rows of started blocks are decoded and not yet handed over, in
    every stream at every batch: what the frame buffer holds (``window_rows_for`` sizes the
-   window to its budget). The test ``test_frame_buffer_holds_at_most_the_window_plus_a_block``
-   reaches the bound;
+   window to its budget). ``robodata_tests/torch/test_block_order.py`` checks the bound (reached
+   without mixing), ``test_frame_buffer.py`` that the buffer holds exactly those rows' frames;
 4. each stream is cut into ``K`` batches (the same ``K`` for every stream); rank ``r``'s batch
    ``j`` is batch ``j // num_workers`` of its stream ``j % num_workers``, which is the batch
    DataLoader hands to worker ``j % num_workers``.
