@@ -64,7 +64,7 @@ class DecodeOnceOrder:
         rank, ``state_dict`` the same on every rank): ``make_dataloader``'s orders (``shuffle``:
         ``"block"``, the default, the decode-once order laid out for ``num_workers`` workers with
         ``window_rows`` items mixed at a time (default: what ``frame_buffer_bytes`` holds);
-        ``"global"`` uniform; ``"episode"``; ``"none"``).
+        ``"uniform"``; ``"episode"``; ``"none"``).
 
         >>> from torch.utils.data import DataLoader
         >>> from robodata.lerobot import LeRobotCompatDataset

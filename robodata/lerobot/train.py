@@ -14,8 +14,7 @@ The training order: for a robodata dataset, the sampler LeRobot's script builds
 (``EpisodeAwareSampler(..., shuffle=True, seed=cfg.seed)``, resumed with ``load_state_dict``) is
 the decode-once block order instead (``LeRobotCompatDataset.item_sampler``, laid out for
 ``--batch_size``, ``--num_workers`` and accelerate's ranks), so each GOP is decoded once per epoch
-per DataLoader worker. ``ROBODATA_TRAIN_ORDER=global`` (``make_dataloader``'s name for the uniform
-order; ``uniform`` still works) keeps LeRobot's own uniform sampler.
+per DataLoader worker. ``ROBODATA_TRAIN_ORDER=uniform`` keeps LeRobot's own uniform sampler.
 
     robodata-train --dataset.repo_id=s3://bucket/demo --dataset.revision=run-42 \\
         --policy.type=act --policy.push_to_hub=false --steps=1000 --batch_size=8
@@ -98,17 +97,12 @@ def dataset_factory(original: Callable) -> Callable:
 
 
 ORDER_VARIABLE = "ROBODATA_TRAIN_ORDER"
-ORDERS = ("block", "global")  # make_dataloader's names (its shuffle=) for the two orders
-# an earlier name of "global", kept because documented commands use it (docs/decode_once.md's
-# recorded run, scripts/lerobot_compare.py)
-ORDER_ALIASES = {"uniform": "global"}
+ORDERS = ("block", "uniform")
 
 
 def training_order() -> str:
-    """The order robodata-train reads robodata datasets in: ``block`` (default) or ``global``
-    (LeRobot's own uniform sampler)."""
+    """The order robodata-train reads robodata datasets in: ``block`` (default) or ``uniform``."""
     order = os.environ.get(ORDER_VARIABLE, "block") or "block"
-    order = ORDER_ALIASES.get(order, order)
     if order not in ORDERS:
         raise SystemExit(f"{ORDER_VARIABLE} must be one of {ORDERS}, got {order!r}")
     return order
@@ -136,7 +130,7 @@ def sampler_factory(original: Callable, training: dict) -> Callable:
         from robodata.lerobot._compat_dataset import LeRobotCompatDataset
 
         dataset, cfg = training.get("dataset"), training.get("cfg")
-        if not isinstance(dataset, LeRobotCompatDataset) or not shuffle or training_order() == "global":
+        if not isinstance(dataset, LeRobotCompatDataset) or not shuffle or training_order() == "uniform":
             return original(
                 dataset_from_indices,
                 dataset_to_indices,
@@ -149,9 +143,9 @@ def sampler_factory(original: Callable, training: dict) -> Callable:
             )
         rank, world_size = process_place()
         logging.info(
-            f"robodata-train: {dataset.uri} in the decode-once block order ({ORDER_VARIABLE}=global: LeRobot's)"
+            f"robodata-train: {dataset.uri} in the decode-once block order ({ORDER_VARIABLE}=uniform: LeRobot's)"
         )
-        sampler = dataset.item_sampler(
+        return dataset.item_sampler(
             batch_size=cfg.batch_size,
             num_workers=cfg.num_workers,
             rank=rank,
@@ -160,10 +154,6 @@ def sampler_factory(original: Callable, training: dict) -> Callable:
             drop_n_first_frames=drop_n_first_frames,
             drop_n_last_frames=drop_n_last_frames,
         )
-        training["sampler"] = sampler
-        if getattr(cfg, "resume", False) and getattr(cfg, "checkpoint_path", None) is not None:
-            load_order_state(sampler, cfg.checkpoint_path)
-        return sampler
 
     return make
 
@@ -184,8 +174,7 @@ def install_training_order(script) -> None:
 
     script.make_train_eval_datasets = make_train_eval_datasets
     script.EpisodeAwareSampler = sampler_factory(script.EpisodeAwareSampler, training)
-    if hasattr(script, "save_checkpoint"):
-        script.save_checkpoint = order_saving_checkpoint(script.save_checkpoint, training)
+    install_order_resume(script, training)
     script._robodata_order_installed = True
 
 
@@ -221,6 +210,27 @@ def load_order_state(sampler: BlockItemSampler, checkpoint_dir: str | os.PathLik
         raise SystemExit(f"robodata-train: cannot resume from {path}: {exc}") from exc
     logging.info(f"robodata-train: the order resumes at epoch {state['epoch']}, item {state['start_index']} ({path})")
     return state
+
+
+def install_order_resume(script, training: dict) -> None:
+    """Make LeRobot's training script keep the decode-once order's state in its checkpoints
+    (``save_checkpoint`` also writes ``save_order_state``) and resume from it (the sampler its
+    ``EpisodeAwareSampler`` makes on ``--resume=true`` loads ``load_order_state``, before LeRobot's
+    own ``load_state_dict``, which it then outranks)."""
+    make_sampler = script.EpisodeAwareSampler
+
+    def make(*args, **kwargs):
+        sampler = make_sampler(*args, **kwargs)
+        if isinstance(sampler, BlockItemSampler):
+            training["sampler"] = sampler
+            cfg = training.get("cfg")
+            if getattr(cfg, "resume", False) and getattr(cfg, "checkpoint_path", None) is not None:
+                load_order_state(sampler, cfg.checkpoint_path)
+        return sampler
+
+    script.EpisodeAwareSampler = make
+    if hasattr(script, "save_checkpoint"):
+        script.save_checkpoint = order_saving_checkpoint(script.save_checkpoint, training)
 
 
 def order_saving_checkpoint(original: Callable, training: dict) -> Callable:

@@ -2,7 +2,7 @@
 and their worker start-up, in one place.
 
 - ``make_dataloader`` (a ``TorchLoader``) over a ``RoboTorchDataset``: batches in the decode-once
-  ``BlockSampler`` order by default (``shuffle="global"``: the uniform ``RowSampler`` order),
+  ``BlockSampler`` order by default (``shuffle="uniform"``: the uniform ``RowSampler`` order),
   resumable (``state_dict``), DDP-safe; ``worker_context`` starts its workers safely after Lance.
   ``BlockItemSampler``: the same order as a ``sampler=`` of items (LeRobot's DataLoader takes one).
 - ``TrainingLoader`` and ``BatchReader``: the same reads as numpy, without PyTorch.

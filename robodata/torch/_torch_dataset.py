@@ -295,7 +295,7 @@ def make_dataloader(
         This process's place in distributed training.
     seed, epoch : int, default 0
         The shuffle's seed and the epoch to start with.
-    shuffle : {"block", "global", "episode", "none"}, default "block"
+    shuffle : {"block", "uniform", "episode", "none"}, default "block"
         ``block``: the decode-once order (``robodata.torch._block_order``): each GOP's rows read
         by one worker, which decodes the GOP once per epoch and keeps its frames for their
         batches; rows mixed in a window of ``window_rows`` rows. ``global``: all rows in a

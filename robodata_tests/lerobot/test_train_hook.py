@@ -121,10 +121,9 @@ def test_robodata_train_reads_robodata_datasets_in_the_block_order(short_dataset
     sampler.load_state_dict({"epoch": 0, "start_index": 3 * 4 * 2})
     assert list(iter(sampler)) == sampler.order(0)[24:].tolist()
     # the uniform order one option away: LeRobot's own sampler
-    for name in ("global", "uniform"):  # make_dataloader's name; "uniform", the earlier one, still works
-        monkeypatch.setenv("ROBODATA_TRAIN_ORDER", name)
-        uniform = build_sampler(script, cfg)
-        assert isinstance(uniform, FakeEpisodeAwareSampler) and uniform.kwargs["seed"] == 9
+    monkeypatch.setenv("ROBODATA_TRAIN_ORDER", "uniform")
+    uniform = build_sampler(script, cfg)
+    assert isinstance(uniform, FakeEpisodeAwareSampler) and uniform.kwargs["seed"] == 9
     monkeypatch.setenv("ROBODATA_TRAIN_ORDER", "random")
     with pytest.raises(SystemExit, match="ROBODATA_TRAIN_ORDER must be one of"):
         build_sampler(script, cfg)
