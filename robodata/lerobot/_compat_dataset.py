@@ -26,13 +26,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 from torch.utils.data import Dataset
 
 from robodata.format._provenance import UPLOAD_COLUMNS
 from robodata.format._schema import image_column, ref_columns
 from robodata.lerobot._block_order import BlockOrderSampler
-from robodata.lerobot._decode_once import DecodeOnceOrder
+from robodata.lerobot._decode_once import DecodeOnceOrder, ItemSource
 from robodata.lerobot._features import features, lerobot_key, robodata_column
 from robodata.lerobot._format import CODEBASE_VERSION, video_key
 from robodata.lerobot._items import ItemLayout, read_items
@@ -46,8 +45,8 @@ from robodata.torch._block_order import BlockSampler
 from robodata.torch._delta_timestamps import resolve_delta_timestamps
 from robodata.torch._fork_safety import ForkedAfterLanceError, forked_from_lance, mark_lance_used, run_without_lance
 from robodata.torch._frame_buffer import DEFAULT_FRAME_BUFFER_BYTES, FrameBuffer
-from robodata.torch._handover import SampleBatch, SharedOutputs
-from robodata.torch._sampler import PlannedBatch
+from robodata.torch._handover import HandOff, SampleBatch
+from robodata.torch._planned_reads import FramePlan
 from robodata.torch._torch_dataset import finish_sending_before_exit
 
 # robodata's own per-row columns: not LeRobot features, so items carry them only when asked
@@ -113,12 +112,11 @@ class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
         self._rows_mapped: RowIndex | None = None
         # The decode-once order a sampler of this dataset was made in (``sampler``, ``item_sampler``):
         # a reading process works out from it the batches it reads next, and keeps decoded frames
-        # for them in a frame buffer of ``frame_buffer_bytes`` (robodata.torch._frame_buffer).
+        # for them in a frame buffer of ``frame_buffer_bytes`` (robodata.torch._planned_reads).
         self.frame_buffer_bytes = int(frame_buffer_bytes)
         self._order: BlockSampler | BlockOrderSampler | None = None
-        self._frames: FrameBuffer | None = None
-        self._frames_for: tuple | None = None
-        self._shared_outputs: SharedOutputs | None = None
+        self._frames: FramePlan | None = None
+        self._hand_off = HandOff()
         # Every Lance read of the construction happens in a short-lived helper process when this
         # one has not used Lance, so DataLoader workers can still be forked from it (fork_safety).
         read = run_without_lance(
@@ -321,6 +319,28 @@ class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
         adopt_rows(ds, self._shared_rows)
         return ds
 
+    def _item_source(self) -> ItemSource:
+        """What the training orders (``DecodeOnceOrder``) need of this dataset."""
+        return ItemSource(
+            self._array("rows"), self._row_index(), self._frame_sizes, self.version, self.frame_buffer_bytes
+        )
+
+    def _frame_sizes(self) -> list[tuple[int, int]]:
+        """(height, width) of each camera frame an item holds (cameras without delta_timestamps)."""
+        sizes = []
+        for camera in self.cameras:
+            if video_key(camera) not in self.offsets:
+                height, width, _ = self.meta.features[video_key(camera)]["shape"]
+                sizes.append((int(height), int(width)))
+        return sizes
+
+    def _new_frame_buffer(self) -> FrameBuffer | None:
+        cameras = [c for c in self.cameras if video_key(c) not in self.offsets]
+        if not cameras or self.frame_buffer_bytes <= 0:
+            return None
+        ds = self._lance_dataset()
+        return FrameBuffer(ds, cameras, resolution=self._layout.resolution, budget_bytes=self.frame_buffer_bytes)
+
     def _row_index(self) -> RowIndex:
         """The row index, memory-mapped from the shared files (no Lance)."""
         if self._rows_mapped is None:
@@ -356,10 +376,7 @@ class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
         shown = lambda camera: self._array(f"shown.{camera}")  # noqa: E731
         # In a DataLoader worker the frames are written straight into shared memory, and PyTorch's
         # default collate hands the stacked batch over as it is (robodata.torch._handover).
-        shared = None
-        if torch.utils.data.get_worker_info() is not None:
-            shared = self._shared_outputs = self._shared_outputs or SharedOutputs()
-            shared.clear()  # what a batch whose read failed took
+        shared = self._hand_off.outputs()
         batch = read_items(
             self._lance_dataset(),
             rows,
@@ -369,17 +386,14 @@ class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
             self._planned_frames(indices, shared),
             shared,
         )
-        if isinstance(indices, PlannedBatch):  # from a RowSampler: flag rows that only pad the last step
-            batch["padding"] = torch.tensor(indices.padding, dtype=torch.bool)
-        return SampleBatch(batch if shared is None else shared.hand_over(batch))
+        return self._hand_off.batch(batch, indices, shared)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_arrays"] = {}  # workers map the shared files instead
         state["_rows_mapped"] = None
         state["meta"] = None  # stats and episode lists stay in the training process
-        state["_frames"], state["_frames_for"] = None, None  # each process decodes its own
-        state["_shared_outputs"] = None
+        state["_frames"] = None  # each process decodes its own
         return state
 
     def __setstate__(self, state: dict) -> None:

@@ -22,12 +22,16 @@ per DataLoader worker. ``ROBODATA_TRAIN_ORDER=uniform`` keeps LeRobot's own unif
 
 from __future__ import annotations
 
+import inspect
+import json
 import logging
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from robodata.storage import is_remote
+from robodata.torch._item_order import BlockItemSampler
 
 
 def robodata_uri(repo_id: object, root: object = None) -> str | None:
@@ -170,7 +174,78 @@ def install_training_order(script) -> None:
 
     script.make_train_eval_datasets = make_train_eval_datasets
     script.EpisodeAwareSampler = sampler_factory(script.EpisodeAwareSampler, training)
+    install_order_resume(script, training)
     script._robodata_order_installed = True
+
+
+# --- resume: where the decode-once order stands, kept beside LeRobot's checkpoint ---------------
+ORDER_STATE_FILE = "robodata_order.json"
+
+
+def save_order_state(sampler: BlockItemSampler, checkpoint_dir: str | os.PathLike, step: int) -> Path:
+    """Write ``robodata_order.json`` in ``checkpoint_dir``: the epoch and items the order had
+    handed out after ``step`` steps, with the layout (batch size, workers, ranks, window) they
+    count in, so a resume on another layout re-plans exactly the unread items. (LeRobot keeps only
+    the step, and its ``{"epoch", "start_index"}`` counts items in the layout of the resumed run.)"""
+    epoch, start = sampler.position_at_step(step)
+    state = {"step": int(step), **sampler.resume_state(epoch, start)}
+    path = Path(checkpoint_dir) / ORDER_STATE_FILE
+    partial = path.with_name(f".{ORDER_STATE_FILE}.partial")
+    partial.write_text(json.dumps(state, indent=1))
+    os.replace(partial, path)  # whole or absent, never half-written
+    return path
+
+
+def load_order_state(sampler: BlockItemSampler, checkpoint_dir: str | os.PathLike) -> dict | None:
+    """Continue the order where ``checkpoint_dir``'s ``robodata_order.json`` says it stood (None:
+    the checkpoint has none, LeRobot's own position is used)."""
+    path = Path(checkpoint_dir) / ORDER_STATE_FILE
+    if not path.is_file():
+        logging.warning(f"robodata-train: {path} is missing: resuming at LeRobot's position (exact in the same layout)")
+        return None
+    try:
+        state = json.loads(path.read_text())
+        sampler.restore(state)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"robodata-train: cannot resume from {path}: {exc}") from exc
+    logging.info(f"robodata-train: the order resumes at epoch {state['epoch']}, item {state['start_index']} ({path})")
+    return state
+
+
+def install_order_resume(script, training: dict) -> None:
+    """Make LeRobot's training script keep the decode-once order's state in its checkpoints
+    (``save_checkpoint`` also writes ``save_order_state``) and resume from it (the sampler its
+    ``EpisodeAwareSampler`` makes on ``--resume=true`` loads ``load_order_state``, before LeRobot's
+    own ``load_state_dict``, which it then outranks)."""
+    make_sampler = script.EpisodeAwareSampler
+
+    def make(*args, **kwargs):
+        sampler = make_sampler(*args, **kwargs)
+        if isinstance(sampler, BlockItemSampler):
+            training["sampler"] = sampler
+            cfg = training.get("cfg")
+            if getattr(cfg, "resume", False) and getattr(cfg, "checkpoint_path", None) is not None:
+                load_order_state(sampler, cfg.checkpoint_path)
+        return sampler
+
+    script.EpisodeAwareSampler = make
+    if hasattr(script, "save_checkpoint"):
+        script.save_checkpoint = order_saving_checkpoint(script.save_checkpoint, training)
+
+
+def order_saving_checkpoint(original: Callable, training: dict) -> Callable:
+    """LeRobot's ``save_checkpoint`` that also writes the order's state (``save_order_state``)."""
+    signature = inspect.signature(original)
+
+    def save(*args, **kwargs):
+        result = original(*args, **kwargs)
+        sampler = training.get("sampler")
+        if isinstance(sampler, BlockItemSampler):
+            called = signature.bind_partial(*args, **kwargs).arguments
+            save_order_state(sampler, called["checkpoint_dir"], int(called["step"]))
+        return result
+
+    return save
 
 
 def install() -> None:

@@ -2,8 +2,9 @@
 and their worker start-up, in one place.
 
 - ``make_dataloader`` (a ``TorchLoader``) over a ``RoboTorchDataset``: batches in the decode-once
-  ``BlockSampler`` order by default (``shuffle="global"``: the uniform ``RowSampler`` order),
+  ``BlockSampler`` order by default (``shuffle="uniform"``: the uniform ``RowSampler`` order),
   resumable (``state_dict``), DDP-safe; ``worker_context`` starts its workers safely after Lance.
+  ``BlockItemSampler``: the same order as a ``sampler=`` of items (LeRobot's DataLoader takes one).
 - ``TrainingLoader`` and ``BatchReader``: the same reads as numpy, without PyTorch.
 - ``resolve_delta_timestamps``: LeRobot's ``delta_timestamps`` as row offsets; ``yuv420_to_rgb``:
   frames handed over as YUV 4:2:0, converted on the training device; ``dataset_randomness``: how
@@ -34,6 +35,7 @@ _EXPORTS = {
     "resolve_delta_timestamps": "robodata.torch._delta_timestamps",
     "BatchReader": "robodata.torch._batch_reader",
     "BlockSampler": "robodata.torch._block_order",
+    "BlockItemSampler": "robodata.torch._item_order",
     "RowSampler": "robodata.torch._sampler",
     "TrainingLoader": "robodata.torch._loader",
     "make_sampler": "robodata.torch._loader",
@@ -44,6 +46,7 @@ _EXPORTS = {
 
 __all__ = [
     "BatchReader",
+    "BlockItemSampler",
     "BlockSampler",
     "RoboTorchDataset",
     "RowSampler",
@@ -65,6 +68,7 @@ if TYPE_CHECKING:
     from robodata.torch._block_order import BlockSampler
     from robodata.torch._delta_timestamps import resolve_delta_timestamps
     from robodata.torch._handover import collate_batch
+    from robodata.torch._item_order import BlockItemSampler
     from robodata.torch._loader import TrainingLoader, make_sampler
     from robodata.torch._nvdec import take_frames_on_device
     from robodata.torch._sampler import RowSampler

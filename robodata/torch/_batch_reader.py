@@ -15,9 +15,11 @@ from robodata.format._renditions import Rendition
 from robodata.format._schema import camera_of, image_column
 from robodata.reader import PIXEL_FORMATS, PLANAR_RGB, RoboDataset, open_dataset, to_numpy
 from robodata.reader._dataset import gop_store
+from robodata.torch._block_order import WINDOW_LIMIT, block_of_rows, window_rows_for
 from robodata.torch._delta_timestamps import resolve_delta_timestamps
 from robodata.torch._frame_buffer import DEFAULT_FRAME_BUFFER_BYTES, FrameBuffer, yuv_frame_bytes
 from robodata.torch._gop_cache import GopCache
+from robodata.torch._planned_reads import FramePlan
 
 # The one image-layout option: rgb24 [..., H, W, 3]; rgbp [..., 3, H, W] (channels first, as
 # PyTorch models take them); yuv420p [..., H*3/2, W] (converted on the training device)
@@ -91,7 +93,7 @@ class BatchReader:
         self._cache: GopCache | None = None
         # decoded frames kept for later batches of the plan announced with ``expect`` (0: none)
         self.frame_buffer_bytes = int(frame_buffer_bytes)
-        self._frames: FrameBuffer | None = None
+        self._frames: FramePlan | None = None  # made in the process that reads (never pickled)
         # makes the frame buffer's output arrays: a DataLoader worker puts them in shared memory
         self.allocate: Callable[[tuple[int, ...]], np.ndarray] | None = None
 
@@ -141,41 +143,46 @@ class BatchReader:
     @property
     def frame_buffer(self) -> FrameBuffer | None:
         """The decoded frames this process keeps for its announced batches (None until ``expect``)."""
+        return None if self._frames is None else self._frames.buffer
+
+    @property
+    def frame_plan(self) -> FramePlan:
+        """This process's frame buffer and the plan it was planned with."""
+        if self._frames is None:
+            self._frames = FramePlan(self._new_frame_buffer)
         return self._frames
+
+    def frame_sizes(self) -> list[tuple[int, int]]:
+        """(height, width) of each camera the frame buffer keeps (every camera read, windows aside)."""
+        sizes = []
+        for name in self.image_columns:
+            if name not in self.offsets:
+                info = self.dataset.metadata.cameras[camera_of(name, self.dataset.cameras)]
+                sizes.append(self.resolution or (info.height, info.width))
+        return sizes
 
     def frame_bytes_per_row(self) -> int:
         """Bytes the frame buffer holds per row: each camera read (windows aside) as YUV 4:2:0."""
-        total = 0
-        for name in self.image_columns:
-            if name in self.offsets:
-                continue
-            info = self.dataset.metadata.cameras[camera_of(name, self.dataset.cameras)]
-            height, width = self.resolution or (info.height, info.width)
-            total += yuv_frame_bytes(height, width)
-        return total
+        return sum(yuv_frame_bytes(height, width) for height, width in self.frame_sizes())
 
-    def window_rows(self, gop_size: int | None = None, limit: int = 4096) -> int:
-        """The block order's mixing window that the frame buffer's budget holds: the budget over
-        a row's frames, less two GOPs of rows (see ``robodata.torch._block_order``), at most ``limit``."""
-        per_row = self.frame_bytes_per_row()
-        if per_row == 0:
-            return limit
-        gop = gop_size or self.dataset.metadata.gop_size
-        return int(min(max(self.frame_buffer_bytes // per_row - 2 * gop, 0), limit))
+    def window_rows(self, limit: int = WINDOW_LIMIT) -> int:
+        """The block order's mixing window that the frame buffer's budget holds, at most ``limit``
+        (``robodata.torch._block_order.window_rows_for``)."""
+        blocks = block_of_rows(self.dataset.rows)
+        return window_rows_for(self.frame_buffer_bytes, self.frame_sizes(), blocks, limit)
 
     # --- reading ----------------------------------------------------------------------------
     def expect(self, batches: Sequence[np.ndarray]) -> None:
         """The batches this process reads next, in order (the rest of its epoch): each GOP they
         need is decoded once and its frames kept until their last use, within
         ``frame_buffer_bytes`` (``robodata.torch._frame_buffer``). Does nothing when the budget is 0."""
+        self.frame_plan.expect(batches)
+
+    def _new_frame_buffer(self) -> FrameBuffer | None:
         plain = [camera_of(c, self.dataset.cameras) for c in self.image_columns if c not in self.offsets]
         if self.frame_buffer_bytes <= 0 or not plain:
-            return
-        if self._frames is None:
-            self._frames = FrameBuffer(
-                self.dataset, plain, resolution=self.resolution, budget_bytes=self.frame_buffer_bytes
-            )
-        self._frames.expect(batches)
+            return None
+        return FrameBuffer(self.dataset, plain, resolution=self.resolution, budget_bytes=self.frame_buffer_bytes)
 
     def schedule(self, batches: Sequence[np.ndarray]) -> None:
         """Tell the prefetcher which batches come next, in order."""
@@ -211,8 +218,8 @@ class BatchReader:
         batch: dict[str, np.ndarray] = {"index": indices}
         plain_images = [c for c in self.image_columns if c not in self.offsets]
         plain_columns = [c for c in self.columns if c not in self.offsets]
-        if plain_images and self._frames is not None:
-            data = self._frames.read(
+        if plain_images and self.frame_buffer is not None:
+            data = self.frame_buffer.read(
                 indices, pixel_format=self.pixel_format, gop_bytes=gop_bytes, allocate=self.allocate
             )
             batch.update({name: data[camera_of(name, ds.cameras)] for name in plain_images})

@@ -15,10 +15,15 @@ workers per rank, batch size, ``window_rows``):
    (within one row); stream ``s`` belongs to rank ``s // num_workers``, worker ``s % num_workers``.
    A block cut by a stream boundary (at most one per boundary) is decoded by both streams;
 3. inside a stream, rows are mixed: row ``p`` of the stream gets the key ``p + window_rows * u``
-   (``u`` uniform in [0, 1)) and rows are taken in key order. A row is therefore handed over
-   within ``window_rows`` rows of where its block entered: at most ``window_rows + G`` rows are
-   decoded and not yet handed over at any time, which is what bounds the frame buffer. This is
-   the shuffle buffer of LeRobot's streaming dataset and WebDataset, but exact: every row once;
+   (``u`` uniform in [0, 1)) and rows are taken in key order. This is the shuffle buffer of
+   LeRobot's streaming dataset and WebDataset, but exact: every row once. **The bound**: once
+   the rows up to key ``k`` are handed over, a row not yet handed over has ``p > k - window_rows``,
+   and a block already started began at a position ``<= k``, so its rows lie at ``p < k + B``
+   (``B``: the most rows one block has; ``G`` when the first camera has a frame per row). So at
+   most ``window_rows + B - 1`` rows of started blocks are decoded and not yet handed over, in
+   every stream at every batch: what the frame buffer holds (``window_rows_for`` sizes the
+   window to its budget). ``robodata_tests/torch/test_block_order.py`` checks the bound (reached
+   without mixing), ``test_frame_buffer.py`` that the buffer holds exactly those rows' frames;
 4. each stream is cut into ``K`` batches (the same ``K`` for every stream); rank ``r``'s batch
    ``j`` is batch ``j // num_workers`` of its stream ``j % num_workers``, which is the batch
    DataLoader hands to worker ``j % num_workers``.
@@ -45,13 +50,47 @@ read one stream: the first batch after a resume goes to worker 0, whose stream i
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 
 import numpy as np
 
-from robodata.reader._dataset import gop_store
+from robodata.reader import RowIndex
+from robodata.reader._selection import checked_cameras
+from robodata.torch._frame_buffer import yuv_frame_bytes
 from robodata.torch._sampler import PlannedOrder, WorkerShard
 
 DEFAULT_WINDOW_ROWS = 512  # rows mixed at a time in each stream (see frame_buffer for its bytes)
+WINDOW_LIMIT = 4096  # the most rows a window sized to a frame buffer mixes
+
+
+def block_of_rows(index: RowIndex, rows: np.ndarray | None = None, camera: str | None = None) -> np.ndarray:
+    """Per row of ``rows`` (default: every row of ``index``), its block: the GOP its frame of
+    ``camera`` (default: the first camera) is in, numbered from 0. Other cameras at the same rate
+    and GOP size cut their GOPs at the same rows; a camera cut elsewhere decodes a GOP at most
+    twice per epoch. Without cameras every row is its own block."""
+    count = len(index.episode_index) if rows is None else len(rows)
+    if not index.cameras:
+        return np.arange(count, dtype=np.int64)
+    refs = index.ref_id[camera or index.cameras[0]]
+    _, blocks = np.unique(refs if rows is None else refs[rows], return_inverse=True)
+    return blocks.astype(np.int64).reshape(-1)
+
+
+def window_rows_for(
+    budget_bytes: int, frame_sizes: Sequence[tuple[int, int]], block_of_row: np.ndarray, limit: int = WINDOW_LIMIT
+) -> int:
+    """The mixing window whose rows a frame buffer of ``budget_bytes`` holds at the bound (module
+    docstring): ``window_rows + B - 1`` rows of frames of ``frame_sizes`` ((height, width) of each
+    camera the buffer keeps, as YUV 4:2:0), ``B`` the largest block; at most ``limit``.
+
+    >>> window_rows_for(100 * yuv_frame_bytes(48, 64), [(48, 64)], np.repeat(np.arange(10), 4))
+    97
+    """
+    per_row = sum(yuv_frame_bytes(height, width) for height, width in frame_sizes)
+    if per_row == 0:
+        return limit
+    largest = int(np.bincount(block_of_row).max()) if len(block_of_row) else 1
+    return int(min(max(budget_bytes // per_row - (largest - 1), 0), limit))
 
 
 class BlockSampler(PlannedOrder):
@@ -116,6 +155,7 @@ class BlockSampler(PlannedOrder):
         self.dataset_version = dataset_version
         self.start = 0  # batches of this rank already taken in this epoch
         self.resumed_from: dict | None = None  # a checkpoint of another layout this epoch continues
+        self.salt = 0  # tells apart the plans of one epoch's rows planned again (item form's resume)
         self._plan_cache: tuple[tuple, tuple[list[np.ndarray], list[int]]] | None = None
 
     @classmethod
@@ -124,12 +164,9 @@ class BlockSampler(PlannedOrder):
         frame of ``camera`` (default: the first camera) is in. Other cameras at the same rate and
         GOP size cut their GOPs at the same rows; a camera cut elsewhere decodes a GOP at most
         twice per epoch."""
-        cameras = dataset.cameras
-        if not cameras:
-            blocks = np.arange(len(dataset), dtype=np.int64)  # no video: every row its own block
-        else:
-            refs, _ = gop_store(dataset).frame_refs(np.arange(len(dataset)), camera or cameras[0])
-            _, blocks = np.unique(refs, return_inverse=True)
+        if camera is not None:
+            [camera] = checked_cameras(dataset.uri, dataset.cameras, camera)
+        blocks = block_of_rows(dataset.rows, camera=camera)
         return cls(blocks, batch_size=batch_size, dataset_version=dataset.version, **options)
 
     # --- the epoch's plan -------------------------------------------------------------------
@@ -169,11 +206,11 @@ class BlockSampler(PlannedOrder):
 
     def _plan(self) -> tuple[list[np.ndarray], list[int]]:
         """Every stream's rows in order, and the number of real rows per batch slot bounds: K."""
-        key = (self.epoch, repr(self.resumed_from))
+        key = (self.epoch, self.salt, repr(self.resumed_from))
         if self._plan_cache is not None and self._plan_cache[0] == key:
             return self._plan_cache[1]
         rows = self._rows_of_epoch()
-        salt = 0 if self.resumed_from is None else 1 + _depth(self.resumed_from)
+        salt = self.salt + (0 if self.resumed_from is None else 1 + _depth(self.resumed_from))
         rng = np.random.default_rng([self.seed, self.epoch, salt])
         blocks = self._blocks[rows]
         ids, dense = np.unique(blocks, return_inverse=True)

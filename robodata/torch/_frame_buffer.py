@@ -8,8 +8,9 @@ until their last use, when they are dropped. Colour conversion (or the copy of t
 happens only when a frame is handed over, through the same ``frame_array`` as ``get_frames``, so
 the pixels are identical to ``RoboDataset.get_frames``.
 
-With the decode-once block order (``robodata.torch._block_order``) a worker's held frames are
-bounded by its mixing window: at most ``window_rows + 2 * G`` rows' frames. With a uniform order
+With the decode-once block order a worker's held frames are bounded by its mixing window (the
+bound is stated in ``robodata.torch._block_order``, and the window sized to the budget by its
+``window_rows_for``). With a uniform order
 frames wanted much later are kept too while they fit. Either way the held bytes never exceed
 ``budget_bytes``: a frame that does not fit is not kept, and its GOP is decoded again when a
 later batch wants it.
@@ -37,7 +38,7 @@ from robodata.reader._decode_pool import decode_gop_pictures, frame_array, run_j
 from robodata.reader._output_pool import OutputPool
 from robodata.reader._renditions import output_shape
 
-DEFAULT_FRAME_BUFFER_BYTES = 1 << 30  # per DataLoader worker: ~760 rows of 3 cameras at 640 x 480
+DEFAULT_FRAME_BUFFER_BYTES = 1 << 30  # per DataLoader worker: ~770 rows of 3 cameras at 640 x 480
 
 
 def picture_bytes(picture) -> int:

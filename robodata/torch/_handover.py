@@ -230,3 +230,30 @@ def collate_batch(samples):
 
     """
     return torch.utils.data.default_collate(samples)
+
+
+class HandOff:
+    """How a dataset's ``__getitems__`` hands a batch over: in a DataLoader worker its frames are
+    allocated in shared memory (``SharedOutputs``) and ``SampleBatch`` carries them to the
+    training process without a copy; rows that only pad the last step are flagged (``padding``)."""
+
+    def __init__(self) -> None:
+        self._shared: SharedOutputs | None = None
+
+    def outputs(self) -> SharedOutputs | None:
+        """The allocator of this batch's frames: shared memory in a DataLoader worker, else None."""
+        if torch.utils.data.get_worker_info() is None:
+            return None
+        self._shared = self._shared or SharedOutputs()
+        self._shared.clear()  # what a batch whose read failed took
+        return self._shared
+
+    def batch(self, batch: dict, indices: Sequence[int], shared: SharedOutputs | None) -> SampleBatch:
+        """``batch`` (tensors) as ``__getitems__`` returns it."""
+        padding = getattr(indices, "padding", None)  # a PlannedBatch's: rows that only pad the last step
+        if padding is not None:
+            batch["padding"] = torch.tensor(padding, dtype=torch.bool)
+        return SampleBatch(batch if shared is None else shared.hand_over(batch))
+
+    def __getstate__(self) -> dict:
+        return {"_shared": None}  # each worker allocates its own

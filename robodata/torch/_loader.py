@@ -28,12 +28,12 @@ def make_sampler(
 ) -> RowSampler | BlockSampler:
     """The sampler of a training order over every row ``reader`` reads: the decode-once
     ``BlockSampler`` for ``shuffle="block"`` (its window sized to the reader's frame buffer unless
-    ``window_rows`` is given), else a ``RowSampler`` (``global``, ``episode`` or ``none``).
+    ``window_rows`` is given), else a ``RowSampler`` (``uniform``, ``episode`` or ``none``).
 
     >>> make_sampler(BatchReader("data/demo", cameras=["top"]), batch_size=32, num_workers=2).window_rows
-    2322
-    >>> make_sampler(BatchReader("data/demo"), batch_size=32, shuffle="global").shuffle
-    'global'
+    2317
+    >>> make_sampler(BatchReader("data/demo"), batch_size=32, shuffle="uniform").shuffle
+    'uniform'
     """
     if shuffle == "block":
         window = reader.window_rows() if window_rows is None else window_rows

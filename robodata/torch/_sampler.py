@@ -20,7 +20,8 @@ Memory: the epoch's order is computed once per process that iterates the sampler
 process) and shared with its DataLoader workers as a memory-mapped file, so a worker does not
 hold its own copy of a permutation of every row.
 
-Shuffle modes: ``global`` permutes all rows; ``episode`` shuffles episodes, groups them into
+Shuffle modes: ``uniform`` permutes all rows (``global`` is its earlier name, still accepted:
+the benchmarks' ``PeerConfig(order="global")`` and checkpoints use it); ``episode`` shuffles episodes, groups them into
 pools of ``pool_episodes`` and permutes rows within each pool, so consecutive batches share
 GOPs (LeRobot-style locality, still one permutation over rows).
 """
@@ -36,7 +37,15 @@ import numpy as np
 
 from robodata.reader._row_index import SharedArrays
 
-SHUFFLE_MODES = ("global", "episode", "none")
+SHUFFLE_MODES = ("uniform", "episode", "none")
+# the earlier name of the uniform order, kept: documented configs (docs/benchmark.md) and saved
+# checkpoints name it; robodata-train's ROBODATA_TRAIN_ORDER calls the same order ``uniform``
+SHUFFLE_ALIASES = {"global": "uniform"}
+
+
+def shuffle_mode(name: str) -> str:
+    """A shuffle mode by its name or its earlier name (``global``: ``uniform``)."""
+    return SHUFFLE_ALIASES.get(name, name)
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,10 @@ class PlannedOrder:
     start: int
 
     def padded_batches(self, shard: WorkerShard | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        raise NotImplementedError
+
+    def worker_batches(self, shard: WorkerShard, first: int, count: int) -> list[np.ndarray]:
+        """Batches ``first`` .. ``first + count - 1`` of worker ``shard``'s remaining share."""
         raise NotImplementedError
 
     def batches(self, shard: WorkerShard | None = None) -> list[np.ndarray]:
@@ -132,7 +145,7 @@ class RowSampler(PlannedOrder):
         world_size: int = 1,
         seed: int = 0,
         epoch: int = 0,
-        shuffle: str = "global",
+        shuffle: str = "uniform",
         drop_last: bool = False,
         episode_index: np.ndarray | None = None,
         pool_episodes: int = 8,
@@ -142,6 +155,7 @@ class RowSampler(PlannedOrder):
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         if world_size < 1 or not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} is not in range for world_size {world_size}")
+        shuffle = shuffle_mode(shuffle)
         if shuffle not in SHUFFLE_MODES:
             raise ValueError(f"shuffle must be one of {SHUFFLE_MODES}, got {shuffle!r}")
         if shuffle == "episode":
@@ -211,7 +225,7 @@ class RowSampler(PlannedOrder):
         rng = np.random.default_rng([self.seed, self.epoch])
         if self.shuffle == "none":
             return np.arange(self.num_rows, dtype=np.int64)
-        if self.shuffle == "global":
+        if self.shuffle == "uniform":
             return rng.permutation(self.num_rows).astype(np.int64)
         assert self._episode_index is not None  # kept when shuffle is "episode"
         episodes, inverse = np.unique(self._episode_index, return_inverse=True)
@@ -315,7 +329,7 @@ class RowSampler(PlannedOrder):
 
         >>> sampler = RowSampler.for_dataset(ds, batch_size=32, seed=7)
         >>> sampler.state_dict(batches_consumed=12)
-        {'seed': 7, 'epoch': 0, 'consumed': 384, 'num_rows': 591, 'shuffle': 'global', 'pool_episodes': 8, 'dataset_version': 3}
+        {'seed': 7, 'epoch': 0, 'consumed': 384, 'num_rows': 591, 'shuffle': 'uniform', 'pool_episodes': 8, 'dataset_version': 3}
 
         """
         return {
@@ -331,6 +345,7 @@ class RowSampler(PlannedOrder):
     def load_state_dict(self, state: dict) -> None:
         """Continue from a checkpoint: the next batch starts at the first unconsumed row. World
         size, rank, batch size and worker count may differ from the run that saved it."""
+        state = {**state, "shuffle": shuffle_mode(state.get("shuffle", ""))}
         self._check_resumable(state, ("seed", "num_rows", "shuffle", "pool_episodes", "dataset_version"))
         consumed = int(state["consumed"])
         if not 0 <= consumed <= self.num_rows:

@@ -35,9 +35,11 @@ from robodata.reader._dataset import share_rows as share_dataset_rows
 from robodata.reader._row_index import SharedArrays
 from robodata.torch._batch_reader import BatchReader
 from robodata.torch._block_order import BlockSampler
-from robodata.torch._handover import SampleBatch, SharedOutputs, collate_batch, to_tensors
+from robodata.torch._handover import HandOff, SampleBatch, collate_batch, to_tensors
+from robodata.torch._item_order import BlockItemSampler
 from robodata.torch._loader import ResumableLoader, make_sampler
-from robodata.torch._sampler import PlannedBatch, RowSampler, current_worker
+from robodata.torch._planned_reads import BatchPlan, batch_plan
+from robodata.torch._sampler import RowSampler
 
 
 def adopt_shared_rows(reader: BatchReader, shared: SharedArrays | None) -> None:
@@ -99,9 +101,10 @@ class RoboTorchDataset(Dataset):
     reader : BatchReader
         What to read: version, cameras, columns, offsets or delta_timestamps, image dtype and
         layout, transform, GOP cache budget.
-    plan : RowSampler or BlockSampler, optional
-        The ``batch_sampler`` DataLoader iterates: each worker then prefetches the batches it
-        will be asked for. Any other sampler works too, without prefetch.
+    plan : RowSampler, BlockSampler or BlockItemSampler, optional
+        The ``batch_sampler`` (or, for a ``BlockItemSampler``, the ``sampler``) DataLoader
+        iterates: each worker then prefetches the batches it will be asked for and keeps decoded
+        frames for them. Any other sampler works too, without prefetch.
 
     Examples
     --------
@@ -114,12 +117,12 @@ class RoboTorchDataset(Dataset):
     torch.Size([4, 14])
     """
 
-    def __init__(self, reader: BatchReader, plan: RowSampler | BlockSampler | None = None) -> None:
+    def __init__(self, reader: BatchReader, plan: RowSampler | BlockSampler | BlockItemSampler | None = None) -> None:
         self.reader = reader
         self.plan = plan
-        self._scheduled_for: tuple | None = None
+        self._prefetched: tuple | None = None  # (plan key, batches received, end of the window)
         self._shared_rows: SharedArrays | None = None
-        self._shared_outputs: SharedOutputs | None = None
+        self._hand_off = HandOff()
 
     def __len__(self) -> int:
         return self.reader.num_rows
@@ -127,44 +130,34 @@ class RoboTorchDataset(Dataset):
     def __getitems__(self, indices: Sequence[int]) -> SampleBatch:
         finish_sending_before_exit()
         adopt_shared_rows(self.reader, self._shared_rows)
-        self._schedule_prefetch(indices)
-        shared = None
-        if torch.utils.data.get_worker_info() is not None:
-            shared = self._shared_outputs = self._shared_outputs or SharedOutputs()
-            shared.clear()  # what a batch whose read failed took
-            self.reader.allocate = shared
-        batch = to_tensors(self.reader.read(indices), shared)
-        if isinstance(indices, PlannedBatch):
-            batch["padding"] = torch.tensor(indices.padding, dtype=torch.bool)
-        return SampleBatch(batch if shared is None else shared.hand_over(batch))
+        plan = batch_plan(indices, self.plan)
+        self.reader.frame_plan.for_batch(plan)  # a batch of a new plan plans the frame buffer
+        self._schedule_prefetch(plan)
+        shared = self._hand_off.outputs()
+        self.reader.allocate = shared
+        return self._hand_off.batch(to_tensors(self.reader.read(indices), shared), indices, shared)
 
     def __getitem__(self, index: int) -> dict:
         return self.__getitems__([index])[0]
 
-    def _schedule_prefetch(self, indices: Sequence[int]) -> None:
+    def _schedule_prefetch(self, plan: BatchPlan | None) -> None:
         """Tell the reader the batches DataLoader will send this worker next: a window of
         ``PREFETCH_WINDOW`` batches of its share of the plan, renewed as the worker moves on (a
         list of the whole epoch would grow with the dataset). A batch from a new plan (new
         epoch, resumed position) starts a new window."""
-        if self.plan is None or not isinstance(indices, PlannedBatch):
+        if plan is None:
             return
-        shard = current_worker()
-        key = (indices.epoch, indices.start, shard)
-        if self._scheduled_for is None or key != self._scheduled_for[0]:
-            self._scheduled_for = (key, 0, 0)  # (plan, batches received, end of the window)
-            # the frame buffer keeps what the rest of this worker's share will want
-            self.reader.expect(self.plan.positioned(indices.epoch, indices.start).batches(shard))
-        plan, received, window_end = self._scheduled_for
+        if self._prefetched is None or plan.key != self._prefetched[0]:
+            self._prefetched = (plan.key, 0, 0)
+        key, received, window_end = self._prefetched
         if received >= window_end:
             window_end = received + PREFETCH_WINDOW
-            planned = self.plan.positioned(indices.epoch, indices.start)
-            self.reader.schedule(planned.worker_batches(shard, received, PREFETCH_WINDOW))
-        self._scheduled_for = (plan, received + 1, window_end)
+            self.reader.schedule(plan.batches(received, PREFETCH_WINDOW))
+        self._prefetched = (key, received + 1, window_end)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_scheduled_for"] = None
-        state["_shared_outputs"] = None
+        state["_prefetched"] = None
         state["_shared_rows"] = share_rows(self.reader)
         return state
 
@@ -303,7 +296,7 @@ def make_dataloader(
         This process's place in distributed training.
     seed, epoch : int, default 0
         The shuffle's seed and the epoch to start with.
-    shuffle : {"block", "global", "episode", "none"}, default "block"
+    shuffle : {"block", "uniform", "episode", "none"}, default "block"
         ``block``: the decode-once order (``robodata.torch._block_order``): each GOP's rows read
         by one worker, which decodes the GOP once per epoch and keeps its frames for their
         batches; rows mixed in a window of ``window_rows`` rows. ``global``: all rows in a

@@ -121,8 +121,11 @@ def test_the_order_keeps_gops_together_and_differs_from_uniform(short_dataset):
         changes = int((np.diff(stream_refs) != 0).sum())
         assert changes == len(np.unique(stream_refs)) - 1
     assert len(np.unique(refs)) == len(every_gop(short_dataset)) // len(CAMERAS)
-    uniform = ds.sampler(batch_size=8, shuffle="global", seed=1)
-    assert isinstance(uniform, RowSampler) and uniform.shuffle == "global"
+    uniform = ds.sampler(batch_size=8, shuffle="uniform", seed=1)
+    assert isinstance(uniform, RowSampler) and uniform.shuffle == "uniform"
+    # "global", the earlier name, is the same order
+    earlier = ds.sampler(batch_size=8, shuffle="global", seed=1)
+    assert earlier.shuffle == "uniform" and earlier.batches()[0].tolist() == uniform.batches()[0].tolist()
     assert isinstance(ds.sampler(batch_size=8), BlockSampler)
 
 

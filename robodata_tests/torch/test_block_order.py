@@ -62,18 +62,47 @@ def test_each_block_is_read_by_one_worker_except_at_stream_cuts():
     assert len(shared) <= 3  # at most one block per boundary between the 4 streams
 
 
-def test_rows_leave_the_window_in_order_bounded_pending_rows():
-    # at any point of a stream, rows of started blocks not yet handed over stay within window + 2 G
-    [sampler] = samplers(1, 1, window_rows=40, batch_size=1)
-    order = consumed_rows(sampler.padded_batches())
-    started, done = set(), set()
-    most = 0
-    for row in order.tolist():
-        started.add(int(BLOCKS[row]))
-        done.add(row)
-        pending = sum(int((BLOCKS == b).sum()) for b in started) - len(done)
-        most = max(most, pending)
-    assert most <= 40 + 2 * 8
+def pending_rows(order: np.ndarray, blocks: np.ndarray) -> list[int]:
+    """After each row of a stream handed over: rows of the stream's blocks already started (decoded)
+    not yet handed over."""
+    size = np.bincount(blocks[order], minlength=len(np.bincount(blocks)))
+    started = np.zeros(len(size), dtype=bool)
+    pending, counts = 0, []
+    for block in blocks[order].tolist():
+        if not started[block]:
+            started[block] = True
+            pending += int(size[block])
+        pending -= 1
+        counts.append(pending)
+    return counts
+
+
+@pytest.mark.parametrize("window", [0, 5, 40])
+def test_rows_decoded_and_not_handed_over_stay_within_the_window_plus_a_block(window):
+    """The bound of robodata.torch._block_order: at most window_rows + B - 1 rows (B: the largest
+    block), in every stream; reached without mixing."""
+    largest = int(np.bincount(BLOCKS).max())
+    most = []
+    for seed in range(8):
+        for s in samplers(1, 2, window_rows=window, batch_size=1, seed=seed):
+            for w in range(2):
+                most.append(max(pending_rows(consumed_rows(worker_rows(s, w)), BLOCKS)))
+    assert max(most) <= window + largest - 1
+    if window == 0:
+        assert set(most) == {largest - 1}  # the bound is tight
+
+
+def test_window_rows_for_leaves_room_for_the_window_plus_a_block():
+    from robodata.torch._block_order import window_rows_for
+    from robodata.torch._frame_buffer import yuv_frame_bytes
+
+    per_row = yuv_frame_bytes(48, 64) + yuv_frame_bytes(24, 32)
+    largest = int(np.bincount(BLOCKS).max())
+    window = window_rows_for(300 * per_row + 5, [(48, 64), (24, 32)], BLOCKS)
+    assert (window + largest - 1) * per_row <= 300 * per_row + 5 < (window + largest) * per_row
+    assert window_rows_for(10**12, [(48, 64)], BLOCKS) == 4096  # at most the limit
+    assert window_rows_for(per_row, [(48, 64)], BLOCKS) == 0
+    assert window_rows_for(per_row, [], BLOCKS) == 4096  # no frames kept: nothing bounds it
 
 
 def test_deterministic_for_a_seed_and_different_across_seeds_and_epochs():

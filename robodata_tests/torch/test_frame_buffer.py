@@ -94,6 +94,33 @@ def test_buffered_frames_match_the_plain_read_in_every_output_format(ingested, o
     assert buffered.frame_buffer.decoded_gops == len(np.unique(gop_store(ds).refs(np.concatenate(batches), "top")))
 
 
+@pytest.mark.parametrize("window", [0, 24])
+def test_frame_buffer_holds_at_most_the_window_plus_a_block(ingested, window):
+    """After every batch of a worker's stream, the buffer holds exactly the frames that later rows
+    of GOPs it has decoded want; those rows are at most window_rows + B - 1 (the bound of
+    robodata.torch._block_order)."""
+    ds = robodata.open(ingested)
+    sampler = BlockSampler.for_dataset(ds, batch_size=4, num_workers=2, seed=7, window_rows=window)
+    largest = int(np.bincount(sampler.block_of_row).max())
+    reader = BatchReader(ingested, cameras=["top"])
+    batches = sampler.batches(WorkerShard(1, 2))
+    reader.expect(batches)
+    refs, frames = gop_store(ds).frame_refs(np.arange(len(ds)), "top")
+    decoded: set[int] = set()
+    most = 0
+    for t, rows in enumerate(batches):
+        reader.read(rows)
+        decoded |= set(refs[rows].tolist())
+        later = np.concatenate(batches[t + 1 :]) if t + 1 < len(batches) else np.zeros(0, np.int64)
+        waiting = later[np.isin(refs[later], list(decoded))]
+        assert reader.frame_buffer.held_frames == len(
+            set(zip(refs[waiting].tolist(), frames[waiting].tolist(), strict=True))
+        )
+        most = max(most, len(waiting))
+    assert 0 < most <= window + largest - 1
+    assert reader.frame_buffer.held_frames == 0
+
+
 def test_uniform_order_reuses_decoded_frames_within_the_budget(ingested, decoded):
     ds = robodata.open(ingested)
     sampler = RowSampler.for_dataset(ds, batch_size=16, seed=0, shuffle="global")
@@ -129,3 +156,26 @@ def test_buffered_reads_verify_supplied_gop_bytes(ingested):
     buffer.expect([np.array([0])])
     with pytest.raises(CorruptGopError):
         buffer.read(np.array([0]), gop_bytes={ref: b"\x00" * 64})
+
+
+def test_robo_torch_dataset_reads_the_item_form_of_the_order_through_its_frame_buffer(ingested, decoded):
+    """The same planner serves the order as a ``sampler=`` of items: every row once, each GOP
+    decoded once, frames equal to get_frames."""
+    torch = pytest.importorskip("torch")
+    from robodata.torch._block_order import block_of_rows
+    from robodata.torch._handover import collate_batch
+    from robodata.torch._item_order import BlockItemSampler
+    from robodata.torch._torch_dataset import RoboTorchDataset
+
+    ds = robodata.open(ingested)
+    sampler = BlockItemSampler(block_of_rows(ds.rows), batch_size=16, seed=4, window_rows=32)
+    dataset = RoboTorchDataset(BatchReader(ingested, cameras=["top"]), plan=sampler)
+    loader = torch.utils.data.DataLoader(dataset, sampler=sampler, batch_size=16, collate_fn=collate_batch)
+    batches = list(loader)
+    rows = torch.cat([batch["index"] for batch in batches]).tolist()
+    assert sorted(rows) == list(range(len(ds))) and rows == sampler.order(0).tolist()
+    assert set(decoded.values()) == {1} and len(decoded) == len(gop_store(ds).refs(np.arange(len(ds)), "top"))
+    assert dataset.reader.frame_buffer.held_frames == 0
+    last = batches[-1]
+    expected = ds.get_frames(last["index"].numpy(), cameras="top").data["top"]
+    assert np.array_equal(last["observation_images_top"].numpy(), expected)

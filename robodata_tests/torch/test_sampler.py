@@ -194,3 +194,15 @@ def test_a_window_of_a_workers_batches_equals_the_same_slice_of_all_of_them(num_
         for first in (0, 5, len(everything) - 2):
             window = sampler.worker_batches(WorkerShard(w, num_workers), first, 4)
             assert [b.tolist() for b in window] == [b.tolist() for b in everything[first : first + 4]]
+
+
+def test_global_is_the_earlier_name_of_the_uniform_order_and_its_checkpoints_resume():
+    earlier = RowSampler(100, batch_size=8, seed=3, shuffle="global")
+    uniform = RowSampler(100, batch_size=8, seed=3)
+    assert earlier.shuffle == uniform.shuffle == "uniform"
+    assert earlier.order().tolist() == uniform.order().tolist()
+    saved = {**earlier.state_dict(batches_consumed=2), "shuffle": "global"}  # saved before the rename
+    uniform.load_state_dict(saved)
+    assert uniform.start == 16
+    with pytest.raises(ValueError, match="shuffle='episode' but this sampler has shuffle='uniform'"):
+        uniform.load_state_dict({**saved, "shuffle": "episode"})
