@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from benchmarks.__main__ import main as run_scenario
-from robodata.reader._local_gop_files import LocalGopFiles
+from robodata.integrity._local_gop_files import LocalGopFiles
 
 
 def test_prints_both_paths_and_their_ratio_for_each_read(ingested, capsys):
