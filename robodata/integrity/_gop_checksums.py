@@ -19,7 +19,7 @@ True
 >>> import lance
 >>> gops = lance.dataset("data/demo/gops.lance")
 >>> first = gops.to_table(columns=["ref_id", CHECKSUM_COLUMN], limit=1)  # four bytes that are not that GOP:
->>> row = gops.to_table(columns=list(ROW_CHECKSUM_FIELDS) + [ROW_CHECKSUM_COLUMN], limit=1).to_pylist()[0]
+>>> row = gops.to_table(columns=list(ROW_CHECKSUM_FIELDS[:-2]) + [ROW_CHECKSUM_COLUMN], limit=1).to_pylist()[0]
 >>> row_problem(row, row[ROW_CHECKSUM_COLUMN]) is None
 True
 >>> row_problem({**row, "timestamps_ns": [t + 1 for t in row["timestamps_ns"]]}, row[ROW_CHECKSUM_COLUMN])[:31]
