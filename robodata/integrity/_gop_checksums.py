@@ -18,12 +18,12 @@ dataset covers them.
 True
 >>> import lance
 >>> gops = lance.dataset("data/demo/gops.lance")
->>> first = gops.to_table(columns=["ref_id", CHECKSUM_COLUMN], limit=1)  # four bytes that are not that GOP:
 >>> row = gops.to_table(columns=list(ROW_CHECKSUM_FIELDS[:-2]) + [ROW_CHECKSUM_COLUMN], limit=1).to_pylist()[0]
->>> row_problem(row, row[ROW_CHECKSUM_COLUMN]) is None
+>>> row_problem(row, row[ROW_CHECKSUM_COLUMN]) is None  # (this dataset holds no renditions)
 True
 >>> row_problem({**row, "timestamps_ns": [t + 1 for t in row["timestamps_ns"]]}, row[ROW_CHECKSUM_COLUMN])[:31]
 'xxh3_64 of its other columns is'
+>>> first = gops.to_table(columns=["ref_id", CHECKSUM_COLUMN], limit=1)  # four bytes that are not that GOP:
 >>> verify_gop_bytes(gops, [b"oops"], first["ref_id"].to_numpy(), first[CHECKSUM_COLUMN].to_numpy(), np.array([4]),
 ...                  uri="data/demo", version=3)
 Traceback (most recent call last):
