@@ -30,9 +30,11 @@ from robodata.format._tables import frames_uri, gops_uri, open_frames, open_tabl
 from robodata.integrity._gop_checksums import (
     CHECKSUM_COLUMN,
     ROW_CHECKSUM_COLUMN,
+    ROW_CHECKSUM_FIELDS,
     checksum_problem,
     gop_checksum,
     row_checksums,
+    row_problem,
 )
 from robodata.storage._failures import storage_call
 
@@ -151,7 +153,9 @@ def add_rendition_to_episode(
     todo = np.setdiff1d(sources, have)
     if todo.size == 0:
         return 0, 0, gops.version
-    columns = [*_SOURCE_COLUMNS, CHECKSUM_COLUMN]
+    # Every column the source rows' checksum covers, so a rendition never vouches for a changed value.
+    wanted_columns = [*_SOURCE_COLUMNS, *ROW_CHECKSUM_FIELDS, CHECKSUM_COLUMN, ROW_CHECKSUM_COLUMN]
+    columns = [c for c in dict.fromkeys(wanted_columns) if c in gops.schema.names]
     table = pa.concat_tables(
         [
             storage_call(
@@ -204,6 +208,8 @@ def rendition_rows(source: pa.Table, blobs: list[bytes], rendition: Rendition, m
     records = source.to_pylist()
     for row, data in zip(records, blobs, strict=True):
         problem = checksum_problem(data, row[CHECKSUM_COLUMN], int(np.sum(row["packet_sizes"], dtype=np.int64)))
+        if problem is None and row.get(ROW_CHECKSUM_COLUMN) is not None:
+            problem = row_problem(row, row[ROW_CHECKSUM_COLUMN])
         if problem is not None:
             raise CorruptGopError(
                 f"GOP {row['gop_index']} of episode {row['episode_index']}, camera {row['camera']!r} "

@@ -18,8 +18,10 @@ import robodata
 from robodata.cli import main as cli
 from robodata.errors import CorruptGopError
 from robodata.format._keys import GOPS_KEY, keyed_merge
+from robodata.format._renditions import RENDITION_COLUMN
 from robodata.format._tables import gops_uri
 from robodata.ingest import read_upload
+from robodata.ingest._renditions import add_rendition
 from robodata.integrity._gop_checksums import ROW_CHECKSUM_COLUMN
 from robodata.integrity._verify import verify_dataset
 from robodata.reader import gop_store
@@ -172,3 +174,14 @@ def test_a_table_without_row_checksums_reads_and_verify_says_what_is_not_covered
     flip_gop_bytes(dataset_copy, gop_store(ds).read([ref])[ref])
     with pytest.raises(CorruptGopError, match="xxh3_64 of its bytes is"):
         robodata.open(dataset_copy).get_frames(rows, cameras=TOP)
+
+
+def test_no_rendition_is_made_from_a_changed_row(dataset_copy):
+    ds = robodata.open(dataset_copy)
+    _, ref = _gop_of(ds, 0, 1)
+    stored = lance.dataset(gops_uri(dataset_copy)).to_table(columns=["timestamps_ns"], filter=f"ref_id = {ref}")
+    rewrite_gop_row(dataset_copy, ref, timestamps_ns=[t + 5 for t in stored["timestamps_ns"][0].as_py()])
+    with pytest.raises(CorruptGopError, match=r"GOP 1 of episode 0, camera 'top' .* is corrupt: xxh3_64 of its other"):
+        add_rendition(dataset_copy, "88x72", cameras=["top"])
+    gops = lance.dataset(gops_uri(dataset_copy))
+    assert RENDITION_COLUMN not in gops.schema.names or gops.count_rows(filter=f"{RENDITION_COLUMN} IS NOT NULL") == 0
