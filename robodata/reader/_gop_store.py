@@ -271,8 +271,8 @@ class GopStore:
         files = self._local_files
         where = files.file_of(int(positions[differs[0]])) if files is not None else "its data file"
         self._stop_reading_in_place(
-            f"{self.lance_dataset.uri}: {len(differs)} GOP(s) read in place from {where} differ from Lance's "
-            "read_blobs and fail their checksum, while read_blobs' bytes are the ones stored"
+            f"{self.lance_dataset.uri}: {len(differs)} GOP(s) read in place from {where} fail their checksum "
+            "and differ from what Lance's read_blobs returns for them"
         )
         for slot, data in zip(failing, again, strict=True):
             blobs[slot] = data
