@@ -25,11 +25,9 @@ SCENARIOS: dict[str, Scenario] = {
         "LeRobot 0.6.1 and LanceDBDataset (the default scenario: robodata bench OUT --peers VENV)",
     ),
     "readpath": Scenario(
-        "benchmarks.readpath", "read-path figures (random frame reads, batched takes) against the decode bound"
-    ),
-    "gop-reads": Scenario(
-        "benchmarks.gop_reads",
-        "GOP bytes read in place from a local dataset's data files against Lance's read_blobs (read, ds[i], window, batch)",
+        "benchmarks.readpath",
+        "robodata.measure's read figures (random frame reads, batched takes against the decode bound, windows, "
+        "the training loader)",
     ),
     "loader": Scenario(
         "benchmarks.loader", "training DataLoader samples/s (0/1/2 workers, batch 32/128) and memory over a long run"
@@ -89,9 +87,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m benchmarks") -> i
     name, rest = (argv[0], argv[1:]) if argv[0] in SCENARIOS else ("report", argv)
     scenario = SCENARIOS[name]
     module = importlib.import_module(scenario.module)
-    from robodata.cli import _HelpFormatter  # the product CLI's option help, defaults included
+    from robodata.cli import HelpFormatter  # the product CLI's option help, defaults included
 
-    parser = argparse.ArgumentParser(prog=f"{prog} {name}", description=scenario.help, formatter_class=_HelpFormatter)
+    parser = argparse.ArgumentParser(prog=f"{prog} {name}", description=scenario.help, formatter_class=HelpFormatter)
     module.configure(parser)
     args = parser.parse_args(rest)
     args.command_line = shlex.join([*prog.split(), *argv])  # recorded in the reports

@@ -8,7 +8,7 @@ import numpy as np
 
 from benchmarks.profiling import profile_call
 from benchmarks.scenarios import ROW_COLUMNS, Pair, window_offsets
-from robodata.format._schema import ref_columns
+from robodata.format import ref_columns
 from robodata.reader import FrameBatch, open_dataset
 
 SCENARIO_AIMS = {"A": 2.0, "B": 3.0, "C": 4.0}  # robodata / baseline samples/s

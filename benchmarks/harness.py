@@ -27,10 +27,10 @@ from benchmarks.report import headline_table, render_report
 from benchmarks.scenarios import Pair, scenario_a, scenario_b, scenario_c, scenario_real_lerobot
 from benchmarks.storage import layout_storage, quality_sample
 from benchmarks.sweep import storage_matched_point, sweep_gop_sizes
-from robodata._sample_data import write_sample_uploads
 from robodata.codec import EncoderSettings
 from robodata.lerobot import export_lerobot
 from robodata.reader import open_dataset
+from robodata.sample_data import write_sample_uploads
 
 DEFAULT_GOP = EncoderSettings().gop_size  # the main dataset is ingested at robodata's default G
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from robodata.codec import EncoderSettings
-from robodata.format._tables import gops_uri, open_table
+from robodata.format import gops_uri, open_table
 from robodata.ingest import ingest_episode
 from robodata.reader import open_dataset
 

@@ -22,6 +22,7 @@ machine's load moves it).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -45,11 +46,10 @@ def main(args: argparse.Namespace) -> int:
 
     import robodata
     from robodata.lerobot import LeRobotCompatDataset
-    from robodata.reader import _decode_pool as decode_pool
-    from robodata.torch._batch_reader import BatchReader
+    from robodata.torch import BatchReader
 
     torch.set_num_threads(1)
-    decode_pool.default_concurrency = lambda: 1  # one decode thread, as the peer benchmark's profiles
+    os.environ["ROBODATA_DECODE_THREADS"] = "1"  # one decode thread, as the peer benchmark's profiles
     compat = LeRobotCompatDataset(args.dataset, return_uint8=True)
     reader = BatchReader(args.dataset, version=compat.version, budget_bytes=0)
     rng = np.random.default_rng(args.seed)

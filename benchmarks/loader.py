@@ -15,11 +15,12 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
+
+from robodata.measure import every_epoch, time_batches
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -86,43 +87,16 @@ class RssMonitor:
 
 
 # --- throughput ---------------------------------------------------------------------------------
-def _time_batches(batches: Iterable[dict], samples: int, size_of: Callable[[dict], int]) -> dict:
-    """Seconds to the first batch, then samples/s over the rest (worker start-up excluded)."""
-    start = time.perf_counter()
-    first = None
-    seen = 0
-    for batch in batches:
-        seen += size_of(batch)
-        if first is None:
-            first, first_seen = time.perf_counter(), seen
-        if seen >= samples:
-            break
-    end = time.perf_counter()
-    if first is None:
-        raise RuntimeError("the loader yielded no batch")
-    steady = (seen - first_seen) / (end - first) if end > first else float("nan")
-    return {"first_batch_s": first - start, "samples": seen, "samples_per_s": steady}
-
-
-def _epochs(loader) -> Iterable[dict]:
-    """A robodata loader's batches over as many epochs as it takes (each with a new order)."""
-    epoch = 0
-    while True:
-        loader.set_epoch(epoch)
-        yield from loader
-        epoch += 1
-
-
 def robodata_throughput(
     uri: str, *, num_workers: int, batch_size: int, samples: int, cameras=None, version: int | None = None
 ) -> dict:
     """DataLoader samples/s reading ``uri`` (at ``version``) through robodata's adapter (its default order)."""
-    from robodata.torch._torch_dataset import make_dataloader
+    from robodata.torch import make_dataloader
 
     loader = make_dataloader(
         uri, version=version, batch_size=batch_size, num_workers=num_workers, cameras=cameras, seed=1
     )
-    figures = _time_batches(_epochs(loader), samples, lambda b: len(b["index"]))
+    figures = time_batches(every_epoch(loader), samples, lambda b: len(b["index"]))
     loader.close()
     return {"loader": "robodata", "workers": num_workers, "batch_size": batch_size, **figures}
 
@@ -151,7 +125,7 @@ def compat_throughput(uri: str, *, num_workers: int, batch_size: int, samples: i
             yield from loader
             sampler.set_epoch(sampler.epoch + 1)
 
-    figures = _time_batches(forever(), samples, lambda b: len(b["index"]))
+    figures = time_batches(forever(), samples, lambda b: len(b["index"]))
     return {"loader": "lerobot-compat", "workers": num_workers, "batch_size": batch_size, **figures}
 
 
@@ -175,7 +149,7 @@ def baseline_throughput(root: str, *, num_workers: int, batch_size: int, samples
         while True:
             yield from loader
 
-    figures = _time_batches(forever(), samples, lambda b: len(b["index"]))
+    figures = time_batches(forever(), samples, lambda b: len(b["index"]))
     return {"loader": "lerobot-layout", "workers": num_workers, "batch_size": batch_size, **figures}
 
 
@@ -228,7 +202,7 @@ def baseline_available() -> bool:
 # --- memory over a long run ---------------------------------------------------------------------
 def long_run_memory(uri: str, *, samples: int, batch_size: int, num_workers: int, cameras=None) -> dict:
     """Resident memory of the training process and its workers over ``samples`` random samples."""
-    from robodata.torch._torch_dataset import make_dataloader
+    from robodata.torch import make_dataloader
 
     loader = make_dataloader(uri, batch_size=batch_size, num_workers=num_workers, cameras=cameras, seed=2)
     marks: list[tuple[int, int]] = []  # (samples so far, tree RSS)
@@ -236,7 +210,7 @@ def long_run_memory(uri: str, *, samples: int, batch_size: int, num_workers: int
     progress = tqdm(total=samples, desc=f"long run ({num_workers} workers)", unit="sample")
     with RssMonitor() as monitor:
         start = time.perf_counter()
-        for batch in _epochs(loader):
+        for batch in every_epoch(loader):
             seen += len(batch["index"])
             progress.update(len(batch["index"]))
             if len(marks) < 10 and seen >= (len(marks) + 1) * samples / 10:
@@ -261,8 +235,8 @@ def long_run_memory(uri: str, *, samples: int, batch_size: int, num_workers: int
 
 # --- the command ----------------------------------------------------------------------------------
 def _sample_dataset(workdir: str, episodes: int, seconds: float) -> str:
-    from robodata._sample_data import write_sample_uploads
     from robodata.ingest import ingest_episode
+    from robodata.sample_data import write_sample_uploads
 
     uri = os.path.join(workdir, "dataset")
     uploads = write_sample_uploads(os.path.join(workdir, "uploads"), episodes, seconds=seconds)

@@ -112,7 +112,7 @@ def _transfer_run(shapes, reuse: bool, workers: int, batches: int) -> dict:
 
 
 def _loader_run(uri: str, options: dict, workers: int, batches: int, seed: int) -> dict:
-    from robodata.torch._torch_dataset import make_dataloader
+    from robodata.torch import make_dataloader
 
     start = time.perf_counter()
     loader = make_dataloader(uri, batch_size=BATCH, num_workers=workers, seed=seed, persistent_workers=False, **options)
@@ -141,8 +141,8 @@ def _loader_run(uri: str, options: dict, workers: int, batches: int, seed: int) 
 
 def _prepare(args, work: Path) -> tuple[str, str]:
     import robodata
-    from robodata._sample_data import write_sample_uploads
-    from robodata.ingest._renditions import add_rendition
+    from robodata.ingest import add_rendition
+    from robodata.sample_data import write_sample_uploads
 
     plain = str(work / "plain")
     if args.dataset:
@@ -158,7 +158,7 @@ def _prepare(args, work: Path) -> tuple[str, str]:
 
 def main(args: argparse.Namespace) -> int:
     import robodata
-    from robodata.torch._yuv import yuv420_to_rgb
+    from robodata.torch import yuv420_to_rgb
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -249,7 +249,7 @@ def decode_reuse(ds, *, batch_size: int = BATCH, workers: int = 2, budgets_mb=(6
     """
     from collections import OrderedDict
 
-    from robodata.torch._sampler import RowSampler
+    from robodata.torch import RowSampler
 
     rows = ds.rows
     control_hz = ds.metadata.control_hz

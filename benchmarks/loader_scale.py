@@ -27,7 +27,7 @@ def synthetic_dataset(base_uri: str, rows: int, out: str) -> str:
     import lance
     import pyarrow as pa
 
-    from robodata.format._schema import FRAMES_TABLE, GOPS_TABLE, METADATA_KEY, ref_columns
+    from robodata.format import FRAMES_TABLE, GOPS_TABLE, METADATA_KEY, ref_columns
     from robodata.reader import open_dataset
 
     frames_path = os.path.join(out, FRAMES_TABLE)
@@ -86,7 +86,7 @@ def worker_memory(uri: str, *, batches: int = 40, batch_size: int = 32, num_work
     """Memory of the training process and each DataLoader worker after ``batches`` random batches
     (one camera, global shuffle): RSS counts the shared, memory-mapped row index and epoch order
     in every process that touched them; ``private_mib`` is what each worker holds alone."""
-    from robodata.torch._torch_dataset import make_dataloader
+    from robodata.torch import make_dataloader
 
     started = time.perf_counter()
     loader = make_dataloader(
@@ -115,7 +115,7 @@ def worker_memory(uri: str, *, batches: int = 40, batch_size: int = 32, num_work
 def _probe_first_batch(uri: str, start_method: str) -> None:
     """Run in a fresh process: seconds to the first batch of two DataLoaders made one after the
     other (2 workers, batch 32, every camera); prints JSON."""
-    from robodata.torch._torch_dataset import make_dataloader
+    from robodata.torch import make_dataloader
 
     times = []
     for _ in range(2):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks.lerobot_baseline import LeRobotLayoutReader
-from robodata.format._alignment import nearest_frames
+from robodata.format import nearest_frames
 from robodata.lerobot import camera_time_column
 from robodata.reader import RoboDataset
 

@@ -12,9 +12,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-import robodata.storage._uris as uris
 from benchmarks.moto_server import local_s3
-from robodata.storage._uris import fsspec_filesystem
+from robodata.storage import fsspec_filesystem
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -38,8 +37,9 @@ def main(args: argparse.Namespace) -> int:
             return fsspec_filesystem(prefix, s3.storage_options).ls(prefix)
 
         def new_session() -> object:
-            uris._SESSIONS.clear()  # as before: a session of its own for every call
-            return shared()
+            fs = fsspec_filesystem(prefix, s3.storage_options)
+            fs.session = None  # as before: s3fs makes an aiobotocore session of its own for this call
+            return fs.ls(prefix)
 
         shared()  # this process's session made once, before timing
         ways: dict[str, list[float]] = {"shared session": [], "new session per call": []}

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchmarks.lerobot_baseline import LeRobotLayoutReader
+from robodata.measure import camera_frame_offsets
 from robodata.reader import RoboDataset
 
 ROW_COLUMNS = ["episode_index", "frame_index", "timestamp_ns", "observation_state", "action"]
@@ -139,7 +140,7 @@ def window_offsets(pair: Pair, frames: int) -> tuple[list[int], list[int]]:
     """Offsets of ``frames`` consecutive camera frames: in robodata rows (control rate) and in
     LeRobot frames (the export's fps), i.e. LeRobot's delta_timestamps k / camera_fps."""
     camera_fps = pair.ds.metadata.cameras[pair.main_camera].fps
-    rows = [round(k * pair.ds.metadata.control_hz / camera_fps) for k in range(frames)]
+    rows = camera_frame_offsets(pair.ds, frames, pair.main_camera)
     return rows, [round(k * pair.reader.fps / camera_fps) for k in range(frames)]
 
 

@@ -10,12 +10,9 @@ import numpy as np
 import pyarrow.compute as pc
 
 from benchmarks.lerobot_baseline import LeRobotLayoutReader
-from robodata.codec._quality import jpeg_roundtrip, psnr
-from robodata.format._ids import episode_filter
-from robodata.format._renditions import full_resolution_only
-from robodata.format._schema import ref_columns
-from robodata.format._tables import gops_uri, open_table
-from robodata.ingest._upload import read_upload
+from robodata.codec import jpeg_roundtrip, psnr
+from robodata.format import episode_filter, full_resolution_only, gops_uri, open_table, ref_columns
+from robodata.ingest import read_upload
 from robodata.reader import RoboDataset
 
 

@@ -9,11 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.ingest_speed import summarize, timed_ingest
-from benchmarks.readpath import measure_readpath
 from benchmarks.storage import quality_sample, storage_figures
-from robodata.format._ids import camera_filter
-from robodata.format._schema import camera_of
-from robodata.format._tables import gops_uri, open_table
+from robodata.format import camera_filter, camera_of, gops_uri, open_table
+from robodata.measure import read_path_figures
 from robodata.reader import open_dataset
 
 
@@ -43,7 +41,7 @@ def sweep_gop_sizes(
         rows = np.random.default_rng([seed, gop_size]).choice(len(ds), min(quality_rows, len(ds)), replace=False)
         storage = storage_figures(ds, quality_sample(ds, uploads, np.sort(rows)))
         tick()
-        reads = measure_readpath(ds, samples=readpath_samples, batch_size=batch_size, seed=seed)
+        reads = read_path_figures(ds, samples=readpath_samples, batch_size=batch_size, seed=seed)
         tick()
         results.append(
             {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from robodata.ingest._episode import CameraStream, EpisodeData
+from robodata.ingest import CameraStream, EpisodeData
 
 SIZE = 32
 RATE = 10

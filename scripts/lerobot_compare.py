@@ -59,8 +59,8 @@ LOSS = re.compile(r"step:(\S+) .*?loss:([0-9.eE+-]+)")
 def prepare(work: Path, episodes: int, seconds: float, export_too: bool = True) -> tuple[str, str]:
     """The robodata dataset (tagged) and (unless not ``export_too``) its LeRobot export under ``work``."""
     import robodata
-    from robodata._sample_data import write_sample_uploads
     from robodata.lerobot import export_lerobot
+    from robodata.sample_data import write_sample_uploads
 
     dataset, export = work / "robodata", work / "lerobot"
     if not (dataset / "frames.lance").is_dir():
@@ -117,12 +117,12 @@ SAMPLES_PER_S = re.compile(r"smp/s:([0-9.]+)")
 
 
 def orders(args: argparse.Namespace) -> int:
-    from robodata import _sample_data
+    from robodata import sample_data
 
     work = Path(args.workdir)
     width, height = (int(n) for n in args.camera_size.split("x"))
-    for camera in _sample_data.CAMERAS:
-        _sample_data.CAMERAS[camera] = (width, height)
+    for camera in sample_data.CAMERAS:
+        sample_data.CAMERAS[camera] = (width, height)
     dataset, _ = prepare(work, args.episodes, args.seconds, export_too=False)
     curves, speeds, walls = {}, {}, {}
     for order in ("block", "uniform"):
@@ -218,7 +218,7 @@ from robodata.lerobot import LeRobotCompatDataset
 from robodata.torch import worker_context
 
 def count_reads(folder, worker_id):
-    from robodata.reader import GopStore
+    from robodata.reader._gop_store import GopStore
     original = GopStore._read_positions
     def counting(self, positions):
         with open(os.path.join(folder, f"{os.getpid()}.txt"), "a") as out:

@@ -25,12 +25,12 @@ def configure(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     import dagster as dg
 
-    from robodata._sample_data import write_sample_uploads
-    from robodata.format._versions import current_versions
+    from robodata.format import current_versions
     from robodata.orchestration.defs.batches.batches import BATCH_ASSETS, register_upload_batches
     from robodata.orchestration.defs.batches.checks import batch_checks
     from robodata.orchestration.defs.ingest import checks, episodes
     from robodata.orchestration.defs.resources import DatasetStore
+    from robodata.sample_data import write_sample_uploads
 
     print(f"ingest through Dagster in-process, {args.seconds:g} s sample episodes, checks included")
     print(

@@ -34,10 +34,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     import robodata
-    from robodata._sample_data import write_sample_episode
     from robodata.orchestration import prepare_dagster_home
     from robodata.orchestration.defs.ingest.episodes import register_uploads
     from robodata.orchestration.defs.resources import DatasetStore
+    from robodata.sample_data import write_sample_episode
 
     print("upload-to-visible through the ingest_episode job (3 cameras at 30 fps, 100 Hz states)")
     print(f"{'episode s':>9} {'executor':>13} {'rows':>6} {'upload-to-visible s':>20}")

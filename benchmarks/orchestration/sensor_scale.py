@@ -62,11 +62,11 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _measure(s3: LocalS3, root: str, count: int, cap: int) -> dict:
-    from robodata.format._provenance import StoredUpload
-    from robodata.orchestration._upload_queue import UploadCursor
+    from robodata.format import StoredUpload
+    from robodata.orchestration import UploadCursor
     from robodata.orchestration.defs.ingest import sensor as sensors
     from robodata.orchestration.defs.resources import DatasetStore
-    from robodata.storage._uploads import list_complete_uploads
+    from robodata.storage import list_complete_uploads
 
     store = DatasetStore(root=f"{root}/dataset-{count}", uploads_root=f"{root}/uploads")
     settings = sensors.UploadSensorSettings(max_requests_per_tick=cap)

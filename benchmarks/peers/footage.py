@@ -15,7 +15,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from robodata._sample_data import write_sample_uploads
+from robodata.sample_data import write_sample_uploads
 
 RENDERER = Path(__file__).with_name("aloha_render.py")
 OSMESA = {"MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}

@@ -43,7 +43,7 @@ def add_training_rendition(uri: str, sizes, storage_options: dict | None = None)
     if size is None:
         return None
     try:
-        from robodata.ingest._renditions import add_rendition
+        from robodata.ingest import add_rendition
     except ImportError:
         return None
     start = time.perf_counter()

@@ -51,8 +51,7 @@ from benchmarks.peers.peer_storage import peer_storage
 from benchmarks.report import headline_table
 from benchmarks.scenarios import Pair, window_offsets
 from robodata.reader import open_dataset
-from robodata.torch._batch_reader import BatchReader
-from robodata.torch._block_order import BlockSampler
+from robodata.torch import BatchReader, BlockSampler
 
 
 @dataclass(frozen=True)

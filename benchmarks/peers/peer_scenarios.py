@@ -18,9 +18,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.aims import _aim
-from robodata.torch._batch_randomness import dataset_randomness
-from robodata.torch._block_order import DEFAULT_WINDOW_ROWS, BlockSampler
-from robodata.torch._sampler import RowSampler
+from robodata.torch import BlockSampler, RowSampler, dataset_randomness
 
 
 @dataclass(frozen=True)
@@ -137,9 +135,14 @@ def d_sampler(rows: int, config: PeerConfig, seed: int, blocks: np.ndarray | Non
     if config.order == "block":
         if blocks is None or len(blocks) != rows:
             raise ValueError("the block order needs each row's GOP (blocks)")
-        window = DEFAULT_WINDOW_ROWS if config.window_rows is None else config.window_rows
+        if config.window_rows is None:  # the sampler's own default window
+            return BlockSampler(blocks, batch_size=config.batch_size, num_workers=config.loader_workers, seed=seed)
         return BlockSampler(
-            blocks, batch_size=config.batch_size, num_workers=config.loader_workers, seed=seed, window_rows=window
+            blocks,
+            batch_size=config.batch_size,
+            num_workers=config.loader_workers,
+            seed=seed,
+            window_rows=config.window_rows,
         )
     return RowSampler(rows, batch_size=config.batch_size, seed=seed, shuffle=config.order)
 

@@ -7,7 +7,6 @@ opens, so this module imports in the peers' venv too.
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 from benchmarks.peers.runner_common import job_size, lerobot_train_options, loader_closer, package_versions
@@ -86,63 +85,18 @@ class RobodataSystem:
         return loader, lambda batch: [int(i) for i in batch["index"]], loader.close
 
     def bound(self, measurement: dict) -> dict:
-        """The decode bound of ``batches``: every GOP they need decoded once, as far as the last
-        frame any of their rows wants, and every wanted frame converted (RGB, at the size) once per
-        row: the least decoding any reader of these rows must do. From GOP bytes already in memory,
-        on every core (one thread per core with its single-threaded decoder), through the reader's
-        own GOP tasks (a stored rendition's GOPs where one fits the size, else the full GOPs scaled);
-        no Lance read, no checksum, no worker, no copy between processes. Timed in CPU seconds (the
-        bound is samples / (CPU s / cores)), in ``chunks`` parts for a median."""
-        from concurrent.futures import ThreadPoolExecutor
+        """The decode bound of ``batches`` (``robodata.measure.batches_decode_bound``): the least
+        decoding any reader of these rows must do, at the measurement's size."""
+        from robodata.measure import batches_decode_bound
 
-        import numpy as np
-
-        from robodata.reader import gop_store
-        from robodata.reader._renditions import decode_requests, output_shape
-
-        ds, size = self.ds, self.size
-        gops = gop_store(ds)
-        rows = ds.rows  # which GOP and frame each row shows
-        idx = np.concatenate([np.asarray(b, dtype=np.int64) for b in measurement["batches"]])
-        requests = []
-        for camera in ds.cameras:
-            out = np.empty((len(idx), *output_shape(ds.metadata, camera, size)), np.uint8)
-            refs, in_gop = rows.ref_id[camera][idx], rows.frame_in_gop[camera][idx]
-            requests += decode_requests(ds.metadata, gops.index, camera, refs, in_gop, out, size)
-        tasks = gops.decode_tasks(requests)  # one per GOP; reads the GOP bytes now, outside the timing
-        chunks = max(1, min(int(measurement.get("chunks", 4)), len(tasks)))
-        parts = [tasks[i::chunks] for i in range(chunks)]
-        threads = os.cpu_count() or 1
-        seconds, cpu_seconds = [], []
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(lambda task: task.run(), tasks[:threads]))  # warm: one decoder per thread
-            for part in parts:
-                part = sorted(part, key=lambda t: -max(t.wanted))  # longest GOP prefixes first, as the reader
-                start, cpu = time.perf_counter(), time.process_time()  # CPU time of every thread
-                list(pool.map(lambda task: task.run(), part))
-                seconds.append(time.perf_counter() - start)
-                cpu_seconds.append(time.process_time() - cpu)
-        wanted = [sum(len(t.wanted) for t in part) for part in parts]
-        return {
-            "seconds": seconds,
-            "cpu_seconds": cpu_seconds,
-            # samples: rows x cameras per part over the cameras (a part holds whole GOPs of any camera)
-            "samples": [w / len(ds.cameras) for w in wanted],
-            "threads": threads,
-            "frames_decoded": sum(max(t.wanted) + 1 for t in tasks),
-            "frames_wanted": sum(len(t.wanted) for t in tasks),
-            "distinct_frames_wanted": sum(len(set(t.wanted)) for t in tasks),
-            "renditions": bool(size) and any(t.size is None for t in tasks),
-        }
+        return batches_decode_bound(self.ds, measurement["batches"], self.size, int(measurement.get("chunks", 4)))
 
 
 def _one_decode_thread(job: dict) -> None:
     """Profiles ask for one decode thread (cProfile sees only the calling thread); ds[i] and the
     torch datasets take no concurrency argument, so the pool's default is lowered."""
     if job.get("concurrency") == 1:
-        from robodata.reader import _decode_pool as decode_pool
-
-        decode_pool.default_concurrency = lambda: 1
+        os.environ["ROBODATA_DECODE_THREADS"] = "1"  # every read that names no concurrency
 
 
 def robodata_takes_resolution() -> bool:
@@ -152,7 +106,7 @@ def robodata_takes_resolution() -> bool:
     import inspect
 
     from robodata.lerobot import LeRobotCompatDataset
-    from robodata.torch._batch_reader import BatchReader
+    from robodata.torch import BatchReader
 
     return all(
         "resolution" in inspect.signature(f).parameters for f in (BatchReader.__init__, LeRobotCompatDataset.__init__)

@@ -13,7 +13,7 @@ from tqdm import tqdm
 # extra never stops another running without it.
 from robodata.cli import _bench, _dagster, _datasets, _ingest_and_interop  # noqa: F401 - they register
 from robodata.cli._registry import REGISTERED, Configure, Run
-from robodata.cli._registry import _HelpFormatter as _HelpFormatter  # benchmarks/__main__.py formats with it
+from robodata.cli._registry import HelpFormatter as HelpFormatter  # the commands' help (benchmarks/ uses it)
 from robodata.errors import RoboDataError
 from robodata.storage._deadlines import exit_now_if_abandoned
 

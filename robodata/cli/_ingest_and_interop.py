@@ -77,7 +77,7 @@ def _sample_data(args: argparse.Namespace) -> int:
     """Write synthetic episodes in the upload format: three cameras, 14-DoF state and action."""
     import numpy as np
 
-    from robodata._sample_data import write_sample_episode_to
+    from robodata.sample_data import write_sample_episode_to
     from robodata.storage import env_storage_options
 
     options = env_storage_options()

@@ -14,7 +14,7 @@ Run = Callable[[argparse.Namespace], int]
 REGISTERED: dict[str, tuple[Configure, Run]] = {}
 
 
-class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Appends "(default: X)" to an option's help, except for flags and options without a default
     (their help says what happens when they are left out)."""
 
@@ -29,7 +29,7 @@ def command(name: str, configure: Configure):
 
     def register(run: Run):
         def configure_with_help(p: argparse.ArgumentParser) -> None:
-            p.formatter_class = _HelpFormatter
+            p.formatter_class = HelpFormatter
             p.description = p.description or (run.__doc__ or "").strip() or None
             configure(p)
 

@@ -158,7 +158,7 @@ def without_renditions_of_kept_gops(gops, orphans: list[int], storage_options: d
     >>> from robodata.ingest._renditions import add_rendition
     >>> _ = add_rendition("data/demo", "224x224", cameras=["top"])
     >>> gops = open_table(gops_uri("data/demo"))
-    >>> kept = robodata.reader.gop_store(ds).frame_refs([0], "top")[0][0]  # the GOP of row 0: frames point at it
+    >>> kept = robodata.reader._dataset.gop_store(ds).frame_refs([0], "top")[0][0]  # the GOP of row 0: frames point at it
     >>> orphan = 12345  # no frames row points at it, and it is no rendition
     >>> without_renditions_of_kept_gops(gops, [rendition_ref_id(kept, "224x224"), orphan])
     [12345]

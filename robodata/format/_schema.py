@@ -18,6 +18,9 @@ GOPS_TABLE = "gops.lance"
 FRAMES_TABLE = "frames.lance"
 METADATA_KEY = b"robodata"
 INLINE_GOP_BYTES = 16 << 20
+# How far an episode's camera rate may be from the dataset's for that camera: a variable frame
+# rate or 29.97 against 30 moves it a few percent; a camera set to another mode moves it 20% or more.
+CAMERA_FPS_TOLERANCE = 0.1
 
 GOPS_SCHEMA = pa.schema(
     [
@@ -150,6 +153,8 @@ class DatasetMetadata:
             mine = self.cameras.get(name)
             if mine and (mine.width, mine.height) != (cam.width, cam.height):
                 problems.append(f"camera {name!r} is {cam.width}x{cam.height}, dataset's is {mine.width}x{mine.height}")
+            if mine and not math.isclose(mine.fps, cam.fps, rel_tol=CAMERA_FPS_TOLERANCE):
+                problems.append(f"camera {name!r} is {cam.fps:.4g} fps, dataset's is {mine.fps:.4g} fps")
         if self.gop_size != other.gop_size:
             problems.append(f"gop_size {other.gop_size} != dataset's {self.gop_size}")
         if not math.isclose(self.control_hz, other.control_hz, rel_tol=1e-9):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from robodata.codec import EncoderSettings
 from robodata.ingest._encoding_settings import requested_settings, stored_settings
 from robodata.ingest._episode import CameraStream, EpisodeData
+from robodata.ingest._renditions import add_rendition
 from robodata.ingest._upload import read_upload
 from robodata.ingest._writer import IngestResult, write_episode
 from robodata.storage._dataset_root import check_dataset_location
@@ -73,6 +74,7 @@ __all__ = [
     "CameraStream",
     "EpisodeData",
     "IngestResult",
+    "add_rendition",
     "ingest_episode",
     "read_upload",
     "requested_settings",

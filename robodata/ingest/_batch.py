@@ -16,7 +16,7 @@ not move. Phase 3 fails only on an audit failure or a storage error; the error t
 episodes committed before it (each complete) and those not committed. Running the batch again
 ingests exactly the episodes still missing.
 
->>> from robodata._sample_data import write_sample_uploads
+>>> from robodata.sample_data import write_sample_uploads
 >>> _ = write_sample_uploads("uploads/2026-12-02", episodes=1, seconds=0.5, start_index=3)
 >>> robodata.ingest._batch.ingest_batch("uploads/2026-12-02", "data/demo").episodes
 ['episode_000003']

@@ -4,7 +4,7 @@
 <uploads>/<episode_id>/
     states.parquet   timestamp_ns (int64, ns since episode start), observation_state and
                      action (lists of float, one value per joint); optional source
-                     (human | policy | intervention) and is_intervention (bool)
+                     (human | policy | intervention) and is_intervention (bool); no other column
     <camera>.<ext>   one video per camera, any container and codec FFmpeg decodes
     episode.json     written last: its presence marks the upload complete
 ```
@@ -14,6 +14,9 @@ episode.json holds ``episode_index`` (int), ``task``, ``language_instruction``, 
 to ``{"file": "<camera>.mp4"}`` (optionally ``"start_offset_ns"``). The order of ``cameras`` is
 the order the dataset lists its cameras in (``RoboDataset.cameras``, LeRobot's ``camera_keys``),
 as the first episode ingested into the dataset lists them.
+
+Only regular files inside the folder are read, each under a size and a time limit
+(``_upload_limits``); docs/bad_input.md states every rule an upload must follow.
 """
 
 from __future__ import annotations
@@ -32,18 +35,22 @@ from robodata.errors import BadUploadError
 from robodata.format._ids import validate_episode_id, validate_episode_index
 from robodata.ingest._episode import EpisodeData
 from robodata.ingest._upload_limits import (
+    MAX_STATES_BYTES,
+    MAX_VIDEO_BYTES,
     check_episode_json_limits,
+    check_file_size,
     check_rows_per_second,
     float_matrix,
     parse_episode_json,
     read_episode_json_text,
+    shown_keys,
 )
 from robodata.ingest._validation import check_control_rate, check_signals
 from robodata.ingest._video_source import probe_camera
 from robodata.storage import fsspec_filesystem, is_remote
 from robodata.storage._arrow_input import arrow_input
 from robodata.storage._failures import in_storage_step
-from robodata.storage._uploads import upload_fingerprint
+from robodata.storage._uploads import local_file_problem, upload_fingerprint
 
 EPISODE_JSON = "episode.json"
 STATES_FILE = "states.parquet"
@@ -55,6 +62,9 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "cameras": dict,
 }
 _OPTIONAL_TEXT = ("task", "language_instruction", "split", "robot_type")
+# The columns states.parquet may hold; any other is refused, as episode.json's unknown keys are:
+# a misspelt "is_interventon" would otherwise be dropped without a word.
+STATES_COLUMNS = ("timestamp_ns", "observation_state", "action", "source", "is_intervention")
 # Faster than this is a typo or an overflow, not a robot's control loop.
 MAX_CONTROL_HZ = 100_000.0
 # A camera that started more than a day before or after the states is not the same episode.
@@ -86,13 +96,15 @@ def read_upload(
         raise BadUploadError(upload, str(exc)) from None
     _check_folder(fs, upload, uploads_root)
     meta_path = posixpath.join(upload, EPISODE_JSON)
-    _check_not_linked_outside(upload, meta_path)
+    _check_readable(fs, upload, meta_path)
     meta = _read_episode_json(fs, meta_path)
+    states_path = posixpath.join(upload, STATES_FILE)
+    _check_readable(fs, upload, states_path, MAX_STATES_BYTES)
+    for spec in meta["cameras"].values():
+        _check_readable(fs, upload, posixpath.join(upload, spec["file"]), MAX_VIDEO_BYTES)
     # Taken before the files are read: if they change meanwhile, the stored fingerprint is stale
     # and the upload sensor ingests the upload again.
     fingerprint = upload_fingerprint(upload, storage_options)
-    states_path = posixpath.join(upload, STATES_FILE)
-    _check_not_linked_outside(upload, states_path)
     timestamps, state, action, source, intervention = _read_states(fs, states_path, float(meta["control_hz"]))
     check_signals(states_path, timestamps, state, action, len(meta["joint_names"]), source)
     check_control_rate(meta_path, float(meta["control_hz"]), states_path, timestamps)
@@ -137,14 +149,22 @@ def _check_folder(fs, upload: str, uploads_root: str | None) -> None:
         raise BadUploadError(upload, f"upload folder is a symbolic link to {real}, outside {parent}")
 
 
-def _check_not_linked_outside(upload: str, path: str) -> None:
-    """A file of the upload must not be a symbolic link out of the upload folder: ingesting it
-    would copy whatever it points at (another episode, a file of the host) into the dataset."""
-    if is_remote(path) or not os.path.islink(path):
-        return
-    real, folder = os.path.realpath(path), os.path.realpath(upload)
-    if os.path.commonpath([real, folder]) != folder:
-        raise BadUploadError(path, f"is a symbolic link to {real}, outside the upload folder")
+def _check_readable(fs, upload: str, path: str, max_bytes: int | None = None) -> None:
+    """Only regular files inside the upload are read, each at most ``max_bytes``: a symbolic link
+    out of the folder would copy whatever it points at (another episode, a file of the host)
+    into the dataset, and a FIFO or a device (``/dev/zero``) would hold the ingest forever.
+    Checked before anything of the upload is read; a missing file is the reader's to name."""
+    if not is_remote(path):
+        problem = local_file_problem(path, upload)
+        if problem:
+            raise BadUploadError(path, problem)
+    if max_bytes is not None:
+        try:
+            info = fs.info(path)
+        except FileNotFoundError:
+            return
+        if info.get("type") != "directory":
+            check_file_size(path, info.get("size"), max_bytes)
 
 
 def _read_episode_json(fs, path: str) -> dict:
@@ -213,6 +233,9 @@ def _read_states(fs, path: str, control_hz: float):
     try:
         states = pq.ParquetFile(arrow_input(fs, path))  # not the file object: see arrow_input
         columns = set(states.schema_arrow.names)
+        unknown = sorted(columns - set(STATES_COLUMNS))
+        if unknown:  # before any value is read
+            raise BadUploadError(path, f"has unknown columns {shown_keys(unknown)}; known: {sorted(STATES_COLUMNS)}")
         if (
             "timestamp_ns" in columns and states.metadata.num_rows > 2
         ):  # 8 bytes a row: how many rows per second, before the values
@@ -274,8 +297,6 @@ def _column(path: str, table: pa.Table, name: str, is_kind) -> list | None:
 
 def _read_cameras(fs, upload: str, cameras: dict) -> list:
     listed = {spec["file"] for spec in cameras.values()}
-    for spec in cameras.values():
-        _check_not_linked_outside(upload, posixpath.join(upload, spec["file"]))
     for path in fs.ls(upload, detail=False):
         name = posixpath.basename(path)
         if name.lower().endswith(VIDEO_SUFFIXES) and name not in listed:

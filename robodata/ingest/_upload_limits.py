@@ -9,6 +9,8 @@ Each check raises BadUploadError naming the file, the limit and what the upload 
 from __future__ import annotations
 
 import json
+import os
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +28,21 @@ MAX_CAMERAS = 64
 # States rows per second of their own timestamps, relative to control_hz: a memory guard, far
 # above any jitter; a rate merely off (a wrong unit) gets the control-rate check's own message.
 MAX_ROWS_PER_CONTROL_STEP = 20.0
+
+# Bytes per upload file, checked before it is read (and a video is read no further than the size
+# it had then): an hour of 1080p from a phone is some 20 GB; an hour of 1 kHz states for 50 joints
+# about 1.5 GB.
+MAX_VIDEO_BYTES = 64 << 30
+MAX_STATES_BYTES = 4 << 30
+# Seconds one upload file may spend being read and decoded (not counting what the ingest does with
+# its frames meanwhile): far more than any real file needs, so only a file that never ends or a
+# decoder that never finishes meets it.
+FILE_TIMEOUT_ENV = "ROBODATA_UPLOAD_FILE_TIMEOUT_S"
+DEFAULT_FILE_TIMEOUT_S = 1800.0
+# A camera's frames: H.264 levels stop at 8192 pixels a side, and 4:2:0 needs at least 2x2.
+MIN_FRAME_SIDE, MAX_FRAME_SIDE = 2, 8192
+# A camera's frame rate: below 1 fps it is a slide show, above 1000 fps a broken time base.
+MIN_CAMERA_FPS, MAX_CAMERA_FPS = 1.0, 1000.0
 
 KNOWN_KEYS = frozenset(
     {"episode_index", "joint_names", "control_hz", "cameras", "task", "language_instruction", "split", "robot_type"}
@@ -79,7 +96,7 @@ def check_episode_json_limits(path: str, meta: dict) -> None:
     the caller)."""
     unknown = sorted(set(meta) - KNOWN_KEYS)
     if unknown:
-        raise BadUploadError(path, f"has unknown keys {_shown(unknown)}; known: {sorted(KNOWN_KEYS)}")
+        raise BadUploadError(path, f"has unknown keys {shown_keys(unknown)}; known: {sorted(KNOWN_KEYS)}")
     for key, limit in MAX_TEXT_CHARS.items():
         value = meta.get(key)
         if isinstance(value, str) and len(value) > limit:
@@ -99,12 +116,12 @@ def check_episode_json_limits(path: str, meta: dict) -> None:
             extra = sorted(set(spec) - KNOWN_CAMERA_KEYS) if isinstance(spec, dict) else []
             if extra:
                 raise BadUploadError(
-                    path, f"camera {name!r} has unknown keys {_shown(extra)}; known: {sorted(KNOWN_CAMERA_KEYS)}"
+                    path, f"camera {name!r} has unknown keys {shown_keys(extra)}; known: {sorted(KNOWN_CAMERA_KEYS)}"
                 )
 
 
-def _shown(keys: list[str]) -> str:
-    """Keys as shown in an error: at most 5, each cut to 40 characters."""
+def shown_keys(keys: list[str]) -> str:
+    """Keys (or column names) as shown in an error: at most 5, each cut to 40 characters."""
     cut = [k if len(k) <= 40 else k[:40] + "..." for k in keys[:5]]
     return str(cut) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
 
@@ -152,3 +169,93 @@ def float_matrix(path: str, name: str, column: pa.ChunkedArray) -> np.ndarray:
         first = int(pc.index(values.is_null(), True).as_py()) // max(width, 1)
         raise BadUploadError(path, f"{name} has a null value in sample {first}")
     return values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(len(column), width)
+
+
+def check_file_size(path: str, size: int | None, limit: int) -> None:
+    """Refuse an upload file larger than ``limit`` bytes before it is read."""
+    if size is not None and size > limit:
+        raise BadUploadError(path, f"is {size:,} bytes; an upload's {_kind_of(path)} may be at most {limit:,}")
+
+
+def _kind_of(path: str) -> str:
+    return "states file" if path.endswith(".parquet") else "camera file"
+
+
+def file_timeout_s() -> float:
+    """Seconds one upload file may spend being read and decoded: ``$ROBODATA_UPLOAD_FILE_TIMEOUT_S``,
+    else 1800."""
+    raw = os.environ.get(FILE_TIMEOUT_ENV) or DEFAULT_FILE_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{FILE_TIMEOUT_ENV} must be a number of seconds, got {raw!r}") from None
+    if not value > 0:
+        raise ValueError(f"{FILE_TIMEOUT_ENV} must be positive, got {raw!r}")
+    return value
+
+
+class FileClock:
+    """The time one upload file spends being read and decoded, against ``file_timeout_s``. The
+    clock stops while the caller works on what the file gave (``paused``), so a slow encoder
+    downstream does not count against the file.
+
+    >>> clock = FileClock("ep/top.mp4", limit_s=3600)
+    >>> clock.check()  # within the limit: nothing happens
+    """
+
+    def __init__(self, path: str, limit_s: float | None = None) -> None:
+        self.path = path
+        self.limit_s = file_timeout_s() if limit_s is None else limit_s
+        self._spent = 0.0
+        self._since: float | None = time.monotonic()
+
+    def spent_s(self) -> float:
+        running = 0.0 if self._since is None else time.monotonic() - self._since
+        return self._spent + running
+
+    def over(self) -> bool:
+        return self.spent_s() > self.limit_s
+
+    def check(self) -> None:
+        if self.over():
+            raise BadUploadError(self.path, self.problem())
+
+    def problem(self) -> str:
+        return f"reading and decoding took over {self.limit_s:g} s, the limit for one upload file (${FILE_TIMEOUT_ENV})"
+
+    def pause(self) -> None:
+        if self._since is not None:
+            self._spent += time.monotonic() - self._since
+            self._since = None
+
+    def resume(self) -> None:
+        if self._since is None:
+            self._since = time.monotonic()
+
+
+class BoundedFile:
+    """A file object for FFmpeg that ends at ``max_bytes`` (the size the file had when it was
+    checked: a file that grows meanwhile, or never ends, is not read on) and once ``clock`` is
+    over its limit. FFmpeg sees the end of the file; ``stopped`` says why, for the error."""
+
+    def __init__(self, handle, max_bytes: int, clock: FileClock) -> None:
+        self._handle, self._max_bytes, self._clock = handle, max_bytes, clock
+        self.stopped: str | None = None
+
+    def read(self, n: int = -1) -> bytes:
+        if self._clock.over():
+            self.stopped = self._clock.problem()
+            return b""
+        left = self._max_bytes - self._handle.tell()
+        if left <= 0:
+            return b""
+        return self._handle.read(left if n is None or n < 0 else min(n, left))
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._handle.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._handle.tell()
+
+    def close(self) -> None:
+        self._handle.close()

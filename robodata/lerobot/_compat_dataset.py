@@ -38,7 +38,9 @@ from robodata.lerobot._format import CODEBASE_VERSION, video_key
 from robodata.lerobot._items import ItemLayout, read_items
 from robodata.lerobot._meta import DatasetInfo, LeRobotMeta
 from robodata.lerobot._version_stats import lerobot_stats_of
-from robodata.reader import RowIndex, SharedArrays, adopt_rows, open_dataset
+from robodata.reader import RowIndex, open_dataset
+from robodata.reader._dataset import adopt_rows
+from robodata.reader._row_index import SharedArrays
 from robodata.torch._batch_reader import BatchReader, checked_indices
 from robodata.torch._block_order import BlockSampler
 from robodata.torch._delta_timestamps import resolve_delta_timestamps

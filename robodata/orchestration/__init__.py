@@ -6,32 +6,28 @@
 - ``cluster``: what deploy/dagster.yaml names for a cluster (storage, run launcher) and
   ``deploy/cluster.sh wait``.
 - the instance (``prepare_dagster_home``, the shipped ``dagster.yaml``), the ``robodata``
-  commands that act on it, the upload sensor's plan and the demo, in private modules; their
-  public names are importable from here, loaded on first use so that importing this package
-  (as Dagster does to load ``cluster``) loads no definitions.
+  commands that act on it, the upload sensor's plan (its cursor, ``UploadCursor``) and the demo,
+  in private modules; their public names are importable from here, loaded on first use so that
+  importing this package (as Dagster does to load ``cluster``) loads no definitions.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from robodata._lazy_exports import lazy_exports
 
-# public name -> the private module defining it
-_PUBLIC = {
-    "INSTANCE_CONFIG": "_instance",
-    "prepare_dagster_home": "_instance",
-    "home_instance": "_instance",
-    "migrate_partitioning": "_repartition",
-    "register_uploads_from_cli": "_cli_commands",
-    "migrate_partitioning_from_cli": "_cli_commands",
-    "register_import_partitions_from_cli": "_cli_commands",
-    "run_demo": "_demo",
-    "run_named_job": "_demo",
+# public name -> the module defining it (imported on first use)
+_EXPORTS = {
+    "INSTANCE_CONFIG": "robodata.orchestration._instance",
+    "prepare_dagster_home": "robodata.orchestration._instance",
+    "home_instance": "robodata.orchestration._instance",
+    "migrate_partitioning": "robodata.orchestration._repartition",
+    "register_uploads_from_cli": "robodata.orchestration._cli_commands",
+    "migrate_partitioning_from_cli": "robodata.orchestration._cli_commands",
+    "register_import_partitions_from_cli": "robodata.orchestration._cli_commands",
+    "run_demo": "robodata.orchestration._demo",
+    "run_named_job": "robodata.orchestration._demo",
+    "UploadCursor": "robodata.orchestration._upload_queue",
 }
-__all__ = sorted(_PUBLIC)
+__all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _PUBLIC:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -11,7 +11,6 @@ import dagster as dg
 import numpy as np
 from PIL import Image
 
-from robodata._sample_data import write_sample_uploads
 from robodata._source_checkout import benchmarks_available
 from robodata._summary import dataset_summary
 from robodata.codec._quality import jpeg_roundtrip, psnr
@@ -24,6 +23,7 @@ from robodata.orchestration.defs.reports import benchmark
 from robodata.orchestration.defs.resources import DatasetStore
 from robodata.orchestration.defs.training import snapshots
 from robodata.reader import open_dataset
+from robodata.sample_data import write_sample_uploads
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 

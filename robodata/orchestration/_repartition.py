@@ -27,7 +27,7 @@ def migrate_partitioning(instance: dg.DagsterInstance, store: DatasetStore, to: 
 
     >>> import shutil  # batch 2026-12-01 holds a stored episode, 2026-12-02 a new one
     >>> _ = shutil.copytree("uploads/episode_000000", "batches/2026-12-01/episode_000000")
-    >>> from robodata._sample_data import write_sample_uploads
+    >>> from robodata.sample_data import write_sample_uploads
     >>> _ = write_sample_uploads("batches/2026-12-02", episodes=1, seconds=0.5, start_index=3)
     >>> store = DatasetStore(root="data/demo", uploads_root="batches")
     >>> migrate_partitioning(dg.DagsterInstance.ephemeral(), store, "batch")

@@ -48,10 +48,9 @@ def open_dataset(uri: str, *, version: int | str | None = None, storage_options:
 
     Raises
     ------
-    FileNotFoundError
-        No dataset at ``uri``.
-    ValueError
-        ``version`` names no version or tag of the dataset.
+    robodata.NotFoundError
+        No dataset at ``uri``, or ``version`` names no version or tag of it (a
+        ``FileNotFoundError``).
     robodata.StorageError
         The store refused or failed the request (the message names the store and the step).
 
@@ -152,13 +151,13 @@ class RoboDataset(VersionHistory):
         """
         return self._rows
 
-    def _share_rows(self) -> SharedArrays:  # robodata.reader.share_rows
+    def _share_rows(self) -> SharedArrays:  # share_rows below
         if self._row_files is None:
             self._adopt_rows(self._rows.share())
         assert self._row_files is not None
         return self._row_files
 
-    def _adopt_rows(self, shared: SharedArrays) -> None:  # robodata.reader.adopt_rows
+    def _adopt_rows(self, shared: SharedArrays) -> None:  # adopt_rows below
         if self._row_files is not None and self._row_files.directory == shared.directory:
             return
         self._rows = RowIndex.mapped(shared, self.cameras)
@@ -166,7 +165,7 @@ class RoboDataset(VersionHistory):
         adopt_frames_check(self.uri, self._frames)  # the sharing process checked the bytes it indexed
 
     @cached_property
-    def _gop_store(self) -> GopStore:  # robodata.reader.gop_store; get_frames decodes through it
+    def _gop_store(self) -> GopStore:  # gop_store below; get_frames decodes through it
         return GopStore(self)
 
     @cached_property
@@ -276,7 +275,7 @@ class RoboDataset(VersionHistory):
             Decode into buffers kept by the dataset, which the next call with the same shape
             overwrites: no allocation per call, for loops that consume each batch at once.
         gop_bytes : mapping of int to bytes, optional
-            GOP bytes by ref_id already in memory (``robodata.reader.gop_store(ds).read``, a loader's prefetch); only
+            GOP bytes by ref_id already in memory (``gop_store(ds).read``, a loader's prefetch); only
             the other GOPs are read from Lance. Supplied bytes are verified too.
         resolution : (int, int), optional
             ``(H, W)`` of the frames returned: a stored training rendition's GOPs are decoded

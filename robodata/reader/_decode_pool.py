@@ -22,8 +22,18 @@ __all__ = ["GopTask", "decode_gop_pictures", "default_concurrency", "frame_array
 _pools: dict[int, ThreadPoolExecutor] = {}
 
 
+# Decode threads of a read that names none (e.g. 1 in each of many loader processes, or for a
+# profile, which sees only the calling thread); unset: one per core.
+DECODE_THREADS_ENV = "ROBODATA_DECODE_THREADS"
+
+
 def default_concurrency() -> int:
-    return os.cpu_count() or 1
+    value = os.environ.get(DECODE_THREADS_ENV, "")
+    if not value:
+        return os.cpu_count() or 1
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"${DECODE_THREADS_ENV} must be a whole number of threads, at least 1; got {value!r}")
+    return int(value)
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:

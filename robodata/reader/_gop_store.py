@@ -3,7 +3,7 @@ bytes, and the plumbing a prefetching loader needs (which GOPs rows decode from,
 
 A ``GopStore`` is built from its dataset's public facts (uri, storage options, version, row
 index, cameras) and never touches the dataset's private state; the dataset decodes its frames
-through the same store (``robodata.reader.gop_store(ds)`` hands a loader that one, so the index
+through the same store (``robodata.reader._dataset.gop_store(ds)`` hands a loader that one, so the index
 is built once per dataset).
 """
 
@@ -40,9 +40,9 @@ if TYPE_CHECKING:
 class GopStore:
     """What a prefetching loader needs besides ``get_frames``: which GOPs rows decode from, how
     big they are, their bytes (what ``gop_bytes`` accepts), and which rows a window reads.
-    Reached as ``robodata.reader.gop_store(ds)``.
+    Reached as ``robodata.reader._dataset.gop_store(ds)``.
 
-    >>> from robodata.reader import gop_store
+    >>> from robodata.reader._dataset import gop_store
     >>> rows, gops = [0, 1, 2], gop_store(ds)
     >>> prefetched = gops.read(gops.refs(rows, ds.cameras))
     >>> ds.get_frames(rows, gop_bytes=prefetched).data["top"].shape
@@ -74,7 +74,7 @@ class GopStore:
         """The distinct GOP ref_ids that the frames of rows ``indices`` of ``cameras`` (names or
         image columns) decode from (at ``resolution``: a training rendition's GOPs where one fits).
 
-        >>> robodata.reader.gop_store(ds).refs([0, 1, 2], "top").shape
+        >>> robodata.reader._dataset.gop_store(ds).refs([0, 1, 2], "top").shape
         (1,)
         """
         ds = self._ds
@@ -92,7 +92,7 @@ class GopStore:
         or image column) is in and the frame's index in that GOP (what a decoder outside robodata
         needs, e.g. NVDEC).
 
-        >>> refs, in_gop = robodata.reader.gop_store(ds).frame_refs([0, 1], "top")
+        >>> refs, in_gop = robodata.reader._dataset.gop_store(ds).frame_refs([0, 1], "top")
         >>> refs.shape, in_gop.shape
         ((2,), (2,))
         """
@@ -109,7 +109,7 @@ class GopStore:
         the (height, width) to scale the decoded frame to (None: as decoded); what ``get_frames``
         decodes, for a reader that keeps decoded frames (``robodata.torch._frame_buffer``).
 
-        >>> refs, in_gop, sizes = robodata.reader.gop_store(ds).frame_plan([0, 1, 2], "top")
+        >>> refs, in_gop, sizes = robodata.reader._dataset.gop_store(ds).frame_plan([0, 1, 2], "top")
         >>> in_gop.tolist(), sizes  # rows at the control rate, frames at the camera's
         ([0, 0, 1], [None, None, None])
         """
@@ -195,7 +195,7 @@ class GopStore:
         """Capture time (ns) of frame ``frames_in_gop[i]`` of GOP ``ref_ids[i]``, from rows that
         hold their checksum (CorruptGopError otherwise).
 
-        >>> store = robodata.reader.gop_store(ds)
+        >>> store = robodata.reader._dataset.gop_store(ds)
         >>> refs, in_gop = store.frame_refs([0, 1, 2], "top")
         >>> store.frame_timestamps(refs, in_gop).tolist()
         [0, 0, 33333333]

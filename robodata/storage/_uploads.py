@@ -10,7 +10,9 @@ only the tail of the prefix on most ticks (see ``robodata.orchestration._upload_
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
+import stat
 import threading
 from dataclasses import dataclass
 from datetime import datetime
@@ -221,13 +223,54 @@ def _read_listed_keys(response_dict: dict, customized_response_dict: dict, **kwa
     customized_response_dict[_LISTED] = listed
 
 
+_NOT_REGULAR = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def local_file_problem(path: str, folder: str) -> str | None:
+    """Why the local file ``path`` of the upload folder ``folder`` must not be read, or None.
+
+    Only regular files inside the folder are read: a symbolic link out of it would copy whatever
+    it points at (another episode, a file of the host) into the dataset, a named pipe blocks its
+    reader until someone writes to it, and a device such as ``/dev/zero`` never ends. Missing
+    files and directories are None: the caller names those in its own words.
+
+    >>> local_file_problem("/dev/null", "/dev")
+    'is a character device, not a regular file'
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISLNK(mode):
+        real, home = os.path.realpath(path), os.path.realpath(folder)
+        if os.path.commonpath([real, home]) != home:
+            return f"is a symbolic link to {real}, outside the upload folder"
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:  # a dangling link: the caller says the file is missing
+            return None
+        except OSError as exc:  # a loop of links
+            return f"is a symbolic link that cannot be followed ({exc.strerror})"
+    for is_kind, kind in _NOT_REGULAR:
+        if is_kind(mode):
+            return f"is {kind}, not a regular file"
+    return None
+
+
 def _fingerprint(files: list[dict], fs=None) -> str:
     """One fingerprint for an upload folder's files, whether they come from listing the folder
     or the whole root (sub-folders are not part of an upload, so directory entries are left out):
-    each file's name, size and content hash (its ETag, else its bytes hashed through ``fs``)."""
+    each file's name, size and content hash (its ETag, else its bytes hashed through ``fs``).
+    A local file that must not be read (``local_file_problem``: a FIFO, a device, a link out of
+    the folder) counts by what it is, unread: the ingest then refuses it by name."""
     digest = hashlib.sha256()
     for f in sorted((f for f in files if f.get("type") != "directory"), key=lambda f: f["name"]):
-        content = f.get("ETag") or _content_digest(fs, f)
+        content = f.get("ETag") or _unreadable(fs, f) or _content_digest(fs, f)
         digest.update(f"{posixpath.basename(f['name'])}|{f.get('size')}|{content}\n".encode())
     return digest.hexdigest()[:16]
 
@@ -236,6 +279,15 @@ _DIGESTS: dict[tuple, str] = {}  # (name, size, mtime, inode) -> xxh3-128 of the
 _DIGESTS_LOCK = threading.Lock()
 _DIGESTS_MAX = 200_000  # ~40 MB at most; past it the cache starts afresh
 _CHUNK = 8 << 20
+
+
+def _unreadable(fs, entry: dict) -> str | None:
+    """``local_file_problem`` of a listed file on a local disk (None elsewhere: object stores
+    hold only plain objects)."""
+    protocols = (fs.protocol,) if fs is not None and isinstance(fs.protocol, str) else getattr(fs, "protocol", ())
+    if not {"file", "local"} & set(protocols):
+        return None
+    return local_file_problem(entry["name"], posixpath.dirname(entry["name"]))
 
 
 def _content_digest(fs, entry: dict) -> str:
@@ -277,6 +329,7 @@ __all__ = [
     "folder_sorts_after",
     "list_complete_uploads",
     "list_files",
+    "local_file_problem",
     "scan_uploads",
     "upload_fingerprint",
     "uploads_in",

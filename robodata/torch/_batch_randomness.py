@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from robodata.reader import gop_store
+from robodata.reader._dataset import gop_store
 
 
 def batch_randomness(batches: Sequence[np.ndarray], episode_of_row: np.ndarray, gop_of_row: np.ndarray) -> dict:

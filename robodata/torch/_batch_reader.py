@@ -13,7 +13,8 @@ import numpy as np
 
 from robodata.format._renditions import Rendition
 from robodata.format._schema import camera_of, image_column
-from robodata.reader import PIXEL_FORMATS, PLANAR_RGB, RoboDataset, gop_store, open_dataset, to_numpy
+from robodata.reader import PIXEL_FORMATS, PLANAR_RGB, RoboDataset, open_dataset, to_numpy
+from robodata.reader._dataset import gop_store
 from robodata.torch._delta_timestamps import resolve_delta_timestamps
 from robodata.torch._frame_buffer import DEFAULT_FRAME_BUFFER_BYTES, FrameBuffer, yuv_frame_bytes
 from robodata.torch._gop_cache import GopCache

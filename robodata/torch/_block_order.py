@@ -48,7 +48,7 @@ import copy
 
 import numpy as np
 
-from robodata.reader import gop_store
+from robodata.reader._dataset import gop_store
 from robodata.torch._sampler import PlannedOrder, WorkerShard
 
 DEFAULT_WINDOW_ROWS = 512  # rows mixed at a time in each stream (see frame_buffer for its bytes)

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from robodata.reader import gop_store
+from robodata.reader._dataset import gop_store
 from robodata.reader._decode_pool import decode_gop_pictures, frame_array, run_jobs
 from robodata.reader._output_pool import OutputPool
 from robodata.reader._renditions import output_shape

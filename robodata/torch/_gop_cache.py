@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from robodata.reader import gop_store
+from robodata.reader._dataset import gop_store
 
 
 def batch_key(indices: np.ndarray) -> bytes:

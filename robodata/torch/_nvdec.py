@@ -41,7 +41,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from robodata.reader import gop_store
+from robodata.reader._dataset import gop_store
 
 
 def nvdec_unavailable(device: str | torch.device = "cuda") -> str | None:

@@ -34,7 +34,7 @@ from typing import Self
 
 import numpy as np
 
-from robodata.reader import SharedArrays
+from robodata.reader._row_index import SharedArrays
 
 SHUFFLE_MODES = ("global", "episode", "none")
 

@@ -30,8 +30,9 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("robodata's PyTorch adapter needs torch: pip install 'robodata[torch]'") from exc
 
-from robodata.reader import SharedArrays, adopt_rows
-from robodata.reader import share_rows as share_dataset_rows
+from robodata.reader._dataset import adopt_rows
+from robodata.reader._dataset import share_rows as share_dataset_rows
+from robodata.reader._row_index import SharedArrays
 from robodata.torch._batch_reader import BatchReader
 from robodata.torch._block_order import BlockSampler
 from robodata.torch._handover import SampleBatch, SharedOutputs, collate_batch, to_tensors

@@ -1,6 +1,7 @@
 """The benchmarks live beside the package, not in it: setuptools packages robodata/ only, and the
 product finds benchmarks/ only in a source checkout (the CLI's bench group, the benchmark_report
-asset and the demo say so when it is absent)."""
+asset's full and peers runs and the demo say so when it is absent; the asset's own read figures
+come from robodata.measure, robodata_tests/measure/test_report_from_wheel.py)."""
 
 from __future__ import annotations
 
@@ -54,13 +55,14 @@ def test_without_a_checkout_the_cli_prints_one_line_and_exits_2(no_checkout, cap
 
 
 @pytest.mark.dagster
-def test_without_a_checkout_the_benchmark_asset_fails_saying_why(no_checkout, tmp_path):
+@pytest.mark.parametrize("asked", [{"full": True}, {"peers_venv": ".peers-venv"}])
+def test_without_a_checkout_the_full_benchmark_fails_saying_why_before_measuring(no_checkout, tmp_path, asked):
     from robodata.orchestration.defs.reports.benchmark import BenchmarkConfig, benchmark_report
     from robodata.orchestration.defs.resources import DatasetStore
 
-    store = DatasetStore(root=str(tmp_path / "ds"), uploads_root=str(tmp_path / "uploads"))
+    store = DatasetStore(root=str(tmp_path / "ds"), uploads_root=str(tmp_path / "uploads"))  # no dataset there
     with pytest.raises(BenchmarksUnavailableError, match="^benchmark_report: the benchmarks ship with robodata's"):
-        benchmark_report(config=BenchmarkConfig(), store=store)
+        benchmark_report(config=BenchmarkConfig(**asked), store=store)
 
 
 @pytest.mark.dagster

@@ -41,7 +41,7 @@ def test_delete_leaves_video_untouched_and_old_version_readable(dataset_copy):
 
 
 def test_append_adds_gop_files_and_changes_none(dataset_copy, sample_uploads, tmp_path):
-    from robodata._sample_data import write_sample_uploads
+    from robodata.sample_data import write_sample_uploads
 
     files = _gops_data_files(dataset_copy)
     frames = _frames(dataset_copy)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from robodata._sample_data import write_sample_uploads
 from robodata.lerobot import export_lerobot
+from robodata.sample_data import write_sample_uploads
 
 RECORDED = ["top", "angle", "front_close"]
 VIDEO_KEYS = [f"observation.images.{camera}" for camera in RECORDED]

@@ -1,7 +1,7 @@
 """A bad states.parquet is refused, naming the file and the problem, and nothing stored changes:
 a file that is not Parquet, NaN or infinite values, rows of the wrong shape or null, timestamps
 that repeat, go back, do not fit int64 or are not integers, far too many rows for the control
-rate, and columns of the wrong type (the check each case gets: bad_input.py)."""
+rate, columns of the wrong type and columns it does not know (the check each case gets: bad_input.py)."""
 
 from __future__ import annotations
 
@@ -172,6 +172,15 @@ CASES = [
         ingest_after(edit_states(short_action_row)),
         BadUploadError,
         ("states.parquet", "action rows differ in length: 14 values at sample 0, 13 at sample 4"),
+    ),
+    Case(
+        "unknown-states-column",
+        ingest_after(replace_column("gripper_force", lambda c: [0.5] * len(c["timestamp_ns"]))),
+        BadUploadError,
+        (
+            "episode_000001/states.parquet: has unknown columns ['gripper_force']; known: ['action', "
+            "'is_intervention', 'observation_state', 'source', 'timestamp_ns']",
+        ),
     ),
     Case(
         "100k-rows-in-100-ms",

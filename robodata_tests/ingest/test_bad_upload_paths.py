@@ -1,10 +1,13 @@
 """Upload and dataset paths that are not what they must be are refused, and nothing stored
 changes: episode ids that are not plain names (``..``, quotes, spaces, SQL), an upload outside
-the uploads root, symbolic links out of the upload folder, an upload or a dataset root that is a
-file (the check each case gets: bad_input.py)."""
+the uploads root, symbolic links out of the upload folder, files that are not regular files (a
+FIFO, a link to ``/dev/zero``: these held the ingest forever), an upload or a dataset root that
+is a file (the check each case gets: bad_input.py)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -55,6 +58,26 @@ def upload_folder_links_outside(ctx: Context) -> Path:
     ctx.upload.rename(outside)
     ctx.upload.symlink_to(outside, target_is_directory=True)
     return ctx.upload
+
+
+def fifo_instead_of(name: str):
+    """``name`` replaced by a named pipe nobody writes to: reading it would wait forever."""
+
+    def damage(upload: Path) -> None:
+        (upload / name).unlink()
+        os.mkfifo(upload / name)
+
+    return damage
+
+
+def link_to_dev_zero(name: str):
+    """``name`` replaced by a link to ``/dev/zero``: reading it never ends."""
+
+    def damage(upload: Path) -> None:
+        (upload / name).unlink()
+        (upload / name).symlink_to("/dev/zero")
+
+    return damage
 
 
 def upload_is_a_file(ctx: Context) -> Path:
@@ -153,7 +176,65 @@ CASES = [
 ]
 
 
+# Files that used to hold the ingest forever: each case fails (pytest-timeout) instead of hanging.
+NOT_REGULAR_CASES = [
+    Case(
+        "camera-file-is-a-fifo",
+        ingest_after(fifo_instead_of("top.mp4")),
+        BadUploadError,
+        ("episode_000001/top.mp4: is a named pipe (FIFO), not a regular file",),
+    ),
+    Case(
+        "camera-file-links-to-dev-zero",
+        ingest_after(link_to_dev_zero("wrist_left.mp4")),
+        BadUploadError,
+        ("episode_000001/wrist_left.mp4: is a symbolic link to /dev/zero, outside the upload folder",),
+    ),
+    Case(
+        "states-is-a-fifo",
+        ingest_after(fifo_instead_of("states.parquet")),
+        BadUploadError,
+        ("episode_000001/states.parquet: is a named pipe (FIFO), not a regular file",),
+    ),
+    Case(
+        "states-links-to-dev-zero",
+        ingest_after(link_to_dev_zero("states.parquet")),
+        BadUploadError,
+        ("episode_000001/states.parquet: is a symbolic link to /dev/zero, outside the upload folder",),
+    ),
+    Case(
+        "episode-json-is-a-fifo",
+        ingest_after(fifo_instead_of("episode.json")),
+        BadUploadError,
+        ("episode_000001/episode.json: is a named pipe (FIFO), not a regular file",),
+    ),
+]
+
+
 @pytest.mark.parametrize("via", ["api", "cli"])
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_bad_input(case: Case, via: str, sample_uploads, dataset_copy, stored_frames, tmp_path, capsys):
     check_refused(case, via, sample_uploads, dataset_copy, stored_frames, tmp_path, capsys)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("via", ["api", "cli"])
+@pytest.mark.parametrize("case", NOT_REGULAR_CASES, ids=[case.id for case in NOT_REGULAR_CASES])
+def test_files_that_are_not_regular(
+    case: Case, via: str, sample_uploads, dataset_copy, stored_frames, tmp_path, capsys
+):
+    check_refused(case, via, sample_uploads, dataset_copy, stored_frames, tmp_path, capsys)
+
+
+@pytest.mark.timeout(180)
+def test_a_fifo_beside_the_upload_files_is_not_read(sample_uploads, dataset_copy, tmp_path):
+    """A FIFO or a link to /dev/zero the episode does not name is no part of it: the ingest (and
+    its fingerprint of the folder) never opens them."""
+    upload = tmp_path / "uploads" / sample_uploads[1].name
+    shutil.copytree(sample_uploads[1], upload)
+    os.mkfifo(upload / "notes")
+    (upload / "zeros").symlink_to("/dev/zero")
+    before = robodata.open(dataset_copy).version
+    result = robodata.ingest_episode(str(upload), dataset_copy, uploads_root=str(tmp_path / "uploads"))
+    assert result.frames_version > before
+    assert result.rows == len(robodata.open(dataset_copy).to_table(["frame_index"], filter="episode_index = 1"))

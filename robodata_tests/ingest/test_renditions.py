@@ -27,7 +27,7 @@ from robodata.format._renditions import (
 from robodata.format._tables import gops_uri, open_table
 from robodata.ingest._renditions import add_rendition, declare_rendition
 from robodata.integrity._verify import verify_dataset
-from robodata.reader import gop_store
+from robodata.reader._dataset import gop_store
 from robodata_tests.conftest import REAL_VIDEO
 
 TOP = "observation_images_top"

@@ -1,18 +1,26 @@
 """Uploads past the limits are refused before their big parts are read: a 200 MB task text in
 episode.json costs the ingest no more memory than a normal refusal (measured in a subprocess:
-its peak RSS), and 100,000-deep nesting is a clear error, not a RecursionError traceback."""
+its peak RSS), 100,000-deep nesting is a clear error, not a RecursionError traceback, and a
+camera or states file over its size or time limit is refused by name, nothing written."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
 from robodata.errors import BadUploadError
 from robodata.ingest import read_upload
-from robodata.ingest._upload_limits import MAX_JSON_DEPTH, float_matrix, parse_episode_json
+from robodata.ingest._upload_limits import (
+    FILE_TIMEOUT_ENV,
+    MAX_JSON_DEPTH,
+    FileClock,
+    float_matrix,
+    parse_episode_json,
+)
 from robodata_tests.peak_memory import robodata_peak_rss_mb
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,3 +80,59 @@ def test_state_columns_convert_without_python_objects():
 
 def test_a_normal_upload_is_within_every_limit(sample_uploads):
     assert read_upload(str(sample_uploads[1])).episode_index == 1
+
+
+def _refused_with_dataset_unchanged(upload: Path, dataset: str, message: str) -> None:
+    import robodata
+    from robodata.format._tables import gops_uri, open_table
+
+    before, gops_before = robodata.open(dataset).version, open_table(gops_uri(dataset)).version
+    with pytest.raises(BadUploadError) as raised:
+        robodata.ingest_episode(str(upload), dataset, uploads_root=str(upload.parent))
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+    assert robodata.open(dataset).version == before
+    assert open_table(gops_uri(dataset)).version == gops_before
+
+
+def test_upload_files_over_their_size_limit_are_refused_before_they_are_read(
+    sample_uploads, dataset_copy, tmp_path, monkeypatch
+):
+    import robodata.ingest._upload as upload_module
+
+    upload = tmp_path / "uploads" / sample_uploads[1].name
+    shutil.copytree(sample_uploads[1], upload)
+    video_bytes = (upload / "top.mp4").stat().st_size
+    monkeypatch.setattr(upload_module, "MAX_VIDEO_BYTES", video_bytes - 1)
+    _refused_with_dataset_unchanged(
+        upload,
+        dataset_copy,
+        f"top.mp4: is {video_bytes:,} bytes; an upload's camera file may be at most {video_bytes - 1:,}",
+    )
+    monkeypatch.undo()
+    states_bytes = (upload / "states.parquet").stat().st_size
+    monkeypatch.setattr(upload_module, "MAX_STATES_BYTES", 1000)
+    _refused_with_dataset_unchanged(
+        upload, dataset_copy, f"states.parquet: is {states_bytes:,} bytes; an upload's states file may be at most 1,000"
+    )
+
+
+def test_a_camera_file_over_the_time_limit_is_refused(sample_uploads, dataset_copy, tmp_path, monkeypatch):
+    upload = tmp_path / "uploads" / sample_uploads[1].name
+    shutil.copytree(sample_uploads[1], upload)
+    monkeypatch.setenv(FILE_TIMEOUT_ENV, "1e-9")  # no file can be read and decoded in a nanosecond
+    _refused_with_dataset_unchanged(
+        upload,
+        dataset_copy,
+        "top.mp4: reading and decoding took over 1e-09 s, the limit for one upload file ($ROBODATA_UPLOAD_FILE_TIMEOUT_S)",
+    )
+
+
+def test_the_file_clock_stops_while_the_caller_works_on_what_the_file_gave():
+    clock = FileClock("ep/top.mp4", limit_s=0.05)
+    clock.pause()
+    time.sleep(0.1)  # the ingest encoding a frame: not the file's time
+    clock.check()
+    clock.resume()
+    time.sleep(0.1)
+    with pytest.raises(BadUploadError, match="ep/top.mp4: reading and decoding took over 0.05 s"):
+        clock.check()

@@ -12,7 +12,7 @@ import pytest
 
 import robodata
 from robodata.errors import CorruptGopError, RoboDataError
-from robodata.reader import gop_store
+from robodata.reader._dataset import gop_store
 from robodata.torch._batch_reader import BatchReader
 from robodata.torch._loader import TrainingLoader
 

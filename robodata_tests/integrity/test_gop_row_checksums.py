@@ -24,7 +24,7 @@ from robodata.ingest import read_upload
 from robodata.ingest._renditions import add_rendition
 from robodata.integrity._gop_checksums import ROW_CHECKSUM_COLUMN
 from robodata.integrity._verify import verify_dataset
-from robodata.reader import gop_store
+from robodata.reader._dataset import gop_store
 from robodata_tests.integrity.test_corruption import flip_gop_bytes
 
 TOP = "observation_images_top"

@@ -13,7 +13,7 @@ import robodata
 from robodata.edits import delete_episodes
 from robodata.ingest._renditions import add_rendition
 from robodata.integrity._local_gop_files import OFF_SWITCH, LayoutDriftError, LocalGopFiles
-from robodata.reader import gop_store
+from robodata.reader._dataset import gop_store
 
 
 def _every_gop_both_ways(root: str) -> tuple[list[bytes], list[bytes]]:

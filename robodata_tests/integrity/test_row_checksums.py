@@ -31,7 +31,7 @@ from robodata.integrity._frames_checksums import (
     _data_files as manifest_files,
 )
 from robodata.integrity._verify import verify_dataset
-from robodata.reader import adopt_rows, share_rows
+from robodata.reader._dataset import adopt_rows, share_rows
 
 POSITIONS_PER_FILE = 40  # of the positions every 97th byte, a seeded sample
 VERIFY_EVERY = 3  # verify (which also checksums every GOP) at every third position

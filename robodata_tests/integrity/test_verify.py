@@ -10,7 +10,7 @@ import robodata
 from robodata.cli import main as cli
 from robodata.format._tables import gops_uri
 from robodata.integrity._verify import verify_dataset
-from robodata.reader import gop_store
+from robodata.reader._dataset import gop_store
 from robodata_tests.integrity.test_corruption import flip_gop_bytes
 
 TOP = "observation_images_top"

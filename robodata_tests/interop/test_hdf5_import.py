@@ -12,10 +12,10 @@ import pytest
 from PIL import Image
 
 import robodata
-from robodata._sample_data import ALOHA_JOINTS
 from robodata.codec._quality import psnr
 from robodata.errors import BadUploadError
 from robodata.interop._hdf5_import import import_hdf5
+from robodata.sample_data import ALOHA_JOINTS
 
 STEPS, WIDTH, HEIGHT = 24, 96, 64
 CAMERAS = ["cam_high", "cam_left_wrist"]

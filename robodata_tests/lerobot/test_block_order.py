@@ -17,7 +17,8 @@ from torch.utils.data import DataLoader  # noqa: E402
 
 import robodata  # noqa: E402
 from robodata.lerobot import LeRobotCompatDataset  # noqa: E402
-from robodata.reader import GopStore, gop_store  # noqa: E402
+from robodata.reader._dataset import gop_store  # noqa: E402
+from robodata.reader._gop_store import GopStore  # noqa: E402
 from robodata.torch import worker_context  # noqa: E402
 from robodata.torch._block_order import BlockSampler  # noqa: E402
 from robodata.torch._sampler import RowSampler, WorkerShard  # noqa: E402

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata._sample_data import write_sample_uploads
 from robodata.errors import RoboDataError
 from robodata.format import _stats as stats
 from robodata.format._schema import image_column
 from robodata.lerobot import stored_stats
+from robodata.sample_data import write_sample_uploads
 
 
 def expected_stats(uri: str, version: int) -> dict:

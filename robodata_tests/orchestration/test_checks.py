@@ -10,7 +10,7 @@ from robodata.format._versions import current_versions
 from robodata.integrity._verify import verify_dataset
 from robodata.orchestration.defs.ingest import checks, episodes
 from robodata.orchestration.defs.training import snapshots
-from robodata.reader import gop_store
+from robodata.reader._dataset import gop_store
 from robodata_tests.orchestration.conftest import EPISODE_ASSETS, EPISODE_KEYS, materialize_episode, new_instance
 
 CHECK_NAMES = sorted(spec.name for check in checks.episode_checks for spec in check.check_specs)

@@ -27,7 +27,7 @@ from dagster._core.scheduler.instigation import InstigatorType
 from dagster_graphql import DagsterGraphQLClient
 
 import robodata
-from robodata._sample_data import write_sample_episode
+from robodata.sample_data import write_sample_episode
 from robodata.storage import storage_options_from_env
 from robodata.storage._put_folder import put_folder
 from robodata_tests.fixtures.cluster import (

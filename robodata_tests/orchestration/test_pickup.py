@@ -9,11 +9,11 @@ import dagster as dg
 import pytest
 
 import robodata
-from robodata._sample_data import write_sample_uploads
 from robodata.format._provenance import stored_uploads
 from robodata.orchestration.defs.ingest.episodes import FINGERPRINT_TAG
 from robodata.orchestration.defs.lineage import BAD_INPUT, FAILURE_KIND
 from robodata.orchestration.defs.resources import DatasetStore
+from robodata.sample_data import write_sample_uploads
 from robodata_tests.orchestration.conftest import EPISODE_KEYS
 from robodata_tests.orchestration.sensor_ticks import evaluate, keys_of, run_ingest
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 import robodata
-from robodata._sample_data import write_sample_uploads
+from robodata.sample_data import write_sample_uploads
 from robodata_tests.fixtures.s3_server import S3Server
 
 

@@ -57,3 +57,21 @@ def test_an_error_is_raised_after_the_other_jobs_ran(failing):
     with pytest.raises(ValueError, match=f"job {failing} failed"):
         run_jobs(jobs, concurrency=2)
     assert sorted(k for k, _ in ran) == [k for k in range(8) if k != failing]
+
+
+def test_robodata_decode_threads_sets_the_threads_of_a_read_that_names_none(monkeypatch):
+    monkeypatch.setenv("ROBODATA_DECODE_THREADS", "1")
+    ran, jobs = _recording(6, seconds=0.01)
+    run_jobs(jobs)
+    assert ran == [(k, threading.get_ident()) for k in range(6)]  # all on the caller, in order
+    monkeypatch.setenv("ROBODATA_DECODE_THREADS", "2")
+    ran, jobs = _recording(12, seconds=0.01)
+    run_jobs(jobs)
+    assert len({thread for _, thread in ran}) == 2
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_a_bad_robodata_decode_threads_is_named(monkeypatch, value):
+    monkeypatch.setenv("ROBODATA_DECODE_THREADS", value)
+    with pytest.raises(ValueError, match=rf"^\$ROBODATA_DECODE_THREADS must be a whole number .*; got '{value}'$"):
+        run_jobs([lambda: None, lambda: None])

@@ -9,7 +9,8 @@ import pytest
 import robodata
 from robodata.format._schema import ref_columns
 from robodata.format._tables import gops_uri, open_table
-from robodata.reader import RowIndex, adopt_rows, share_rows
+from robodata.reader import RowIndex
+from robodata.reader._dataset import adopt_rows, share_rows
 
 TOP = "observation_images_top"
 

@@ -8,7 +8,8 @@ import pytest
 
 import robodata
 from robodata.format._schema import ref_columns
-from robodata.reader import GopStore, gop_store
+from robodata.reader._dataset import gop_store
+from robodata.reader._gop_store import GopStore
 
 TOP = "observation_images_top"
 

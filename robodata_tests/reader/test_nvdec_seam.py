@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.reader import gop_store
+from robodata.reader._dataset import gop_store
 
 torch = pytest.importorskip("torch")
 from robodata.torch._nvdec import NvdecGopDecoder, nvdec_unavailable, take_frames_on_device  # noqa: E402

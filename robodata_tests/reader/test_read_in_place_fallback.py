@@ -18,7 +18,7 @@ from robodata.errors import CorruptGopError
 from robodata.format._tables import gops_uri
 from robodata.integrity._local_gop_files import OFF_SWITCH, ReadInPlaceWarning
 from robodata.integrity._verify import verify_dataset
-from robodata.reader import gop_store
+from robodata.reader._dataset import gop_store
 from robodata_tests.integrity.test_corruption import flip_gop_bytes
 from robodata_tests.integrity.test_local_gop_files import drift_descriptors
 

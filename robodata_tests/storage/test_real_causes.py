@@ -98,7 +98,7 @@ def _can_mount_tmpfs(target: Path) -> bool:
 
 def test_a_full_disk_is_no_space_left(tmp_path, capsys):
     """On a real full disk (a 3 MB tmpfs; mounting one needs root, which the CI container has)."""
-    from robodata._sample_data import write_sample_uploads
+    from robodata.sample_data import write_sample_uploads
 
     disk = tmp_path / "disk"
     disk.mkdir()

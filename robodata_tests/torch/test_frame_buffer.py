@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.reader import GopStore, gop_store
+from robodata.reader._dataset import gop_store
+from robodata.reader._gop_store import GopStore
 from robodata.torch._batch_reader import BatchReader
 from robodata.torch._block_order import BlockSampler
 from robodata.torch._frame_buffer import FrameBuffer, yuv_frame_bytes

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.reader import gop_store
+from robodata.reader._dataset import gop_store
 from robodata.torch._batch_reader import BatchReader
 from robodata.torch._delta_timestamps import resolve_delta_timestamps
 from robodata.torch._loader import TrainingLoader

@@ -14,7 +14,7 @@ import robodata
 from benchmarks.peers.peer_protocol import run_job
 from benchmarks.peers.peer_scenarios import SYSTEMS, PeerConfig, loader_rows_match, plan_round, scenario_jobs
 from benchmarks.peers.runner_resize import ResizeFrame, resize_hwc
-from robodata.reader import gop_store
+from robodata.reader._dataset import gop_store
 from robodata.torch._block_order import BlockSampler
 
 

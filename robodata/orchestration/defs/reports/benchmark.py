@@ -1,6 +1,7 @@
-"""benchmark_report: the read-path benchmark on the current dataset version, as a table; on
-request also the whole benchmark (LeRobot-layout comparison, GOP-size sweep) with its plots. The
-benchmarks ship with the source checkout: without them the asset fails, saying so."""
+"""benchmark_report: the read figures of the current dataset version (``robodata.measure``: random
+reads, windows, the training loader, the decode bound), as a table; on request also the whole
+benchmark (LeRobot-layout comparison, GOP-size sweep, the peers) with its plots. Those ship with
+the source checkout's benchmarks/: asked for without them, the asset fails, saying so."""
 
 import base64
 import hashlib
@@ -12,16 +13,18 @@ import dagster as dg
 from pydantic import Field
 
 from robodata._source_checkout import require_benchmarks
+from robodata.measure import figures_markdown, measure_reads, write_report
 from robodata.orchestration.defs.ingest.episodes import aligned_frames
 from robodata.orchestration.defs.lineage import CODE_VERSION, lineage_result
 from robodata.orchestration.defs.resources import DatasetStore
-from robodata.reader import open_dataset
 from robodata.storage import is_remote, join_uri
 
 
 class BenchmarkConfig(dg.Config):
     samples: int = Field(default=200, description="Random rows read per measurement.")
-    batch_size: int = Field(default=16, description="Rows per batched read.")
+    batch_size: int = Field(default=16, description="Rows per batched read and per training-loader batch.")
+    window_frames: int = Field(default=8, description="Consecutive frames per timed window (every camera).")
+    loader_samples: int = Field(default=512, description="Samples the training loader is timed over.")
     full: bool = Field(
         default=False,
         description="Also run the whole benchmark (scenarios against the LeRobot layout, GOP-size sweep) "
@@ -41,29 +44,34 @@ class BenchmarkConfig(dg.Config):
     group_name="reports",
     code_version=CODE_VERSION,
     kinds={"python"},
-    description="Random-read benchmark of the current dataset version; the table (and, with full, the plots) "
-    "are in the metadata.",
+    description="Read figures of the current dataset version (random reads, windows, training loader, decode "
+    "bound); the table (and, with full, the plots) are in the metadata.",
 )
 def benchmark_report(config: BenchmarkConfig, store: DatasetStore) -> dg.MaterializeResult:
-    require_benchmarks("benchmark_report")
-    from benchmarks.readpath import measure_readpath
-    from benchmarks.report_markdown import figures_markdown, write_report
-
+    if config.full or config.peers_venv:  # say so before minutes of measuring
+        require_benchmarks("benchmark_report")
     options = store.storage_options()
-    ds = open_dataset(store.root, storage_options=options)
-    figures = measure_readpath(ds, samples=config.samples, batch_size=config.batch_size)
-    markdown = figures_markdown("Read path", figures, ds.version)
-    report = write_report(store.root, f"readpath_v{ds.version}", markdown, options)
+    figures = measure_reads(
+        store.root,
+        storage_options=options,
+        samples=config.samples,
+        batch_size=config.batch_size,
+        window_frames=config.window_frames,
+        loader_samples=config.loader_samples,
+    )
+    version = figures["dataset_version"]
+    markdown = figures_markdown("Read path", figures, version)
+    report = write_report(store.root, f"readpath_v{version}", markdown, options)
     extra = {
         "report": dg.MetadataValue.md(markdown),
         "report_path": store.safe_uri(report),
-        "measured_version": ds.version,
+        "measured_version": version,
         **{name: value if isinstance(value, int | float) else str(value) for name, value in figures.items()},
     }
     if config.full:
-        extra.update(_full_benchmark(store, ds.version, config.small))
+        extra.update(_full_benchmark(store, version, config.small))
     if config.peers_venv:
-        extra.update(_peers_benchmark(store, ds.version, config.peers_venv, config.small))
+        extra.update(_peers_benchmark(store, version, config.peers_venv, config.small))
     # The asset stands for its report, not for frames.lance: its URI and data version are the
     # report's (named after the version measured, and its content's hash: each run measures anew).
     digest = hashlib.sha256(markdown.encode()).hexdigest()[:12]
@@ -71,7 +79,7 @@ def benchmark_report(config: BenchmarkConfig, store: DatasetStore) -> dg.Materia
         store,
         rows_written=0,
         bytes_written=len(markdown.encode()),
-        frames_version=ds.version,
+        frames_version=version,
         output=(report, f"{posixpath.basename(report)}#{digest}"),
         extra=extra,
     )

@@ -1,9 +1,11 @@
 """GOP bytes read in place (``robodata/integrity/_local_gop_files.py``: one pread each) against
 Lance's ``read_blobs`` on a local dataset: the read alone, ``ds[i]``, an 8-frame window x every
 camera and a batch of 32 rows. Two handles on the same dataset, one forced onto Lance's reads;
-interleaved rounds (alternating which goes first), medians of per-call milliseconds.
+interleaved rounds (alternating which goes first), medians of per-call milliseconds. It measures
+the reader's insides (its GOP store), so it lives beside the reader's tests, not in benchmarks/
+(which uses robodata's public names only):
 
-    robodata bench gop-reads /tmp/bench/work/dataset --rounds 6
+    python -m robodata_tests.reader.gop_reads_report /tmp/bench/work/dataset --rounds 6
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import time
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    """The report's arguments."""
     parser.add_argument("dataset", help="a local robodata dataset (e.g. the peer benchmark's work/dataset)")
     parser.add_argument("--rounds", type=int, default=6, help="interleaved rounds")
     parser.add_argument("--calls", type=int, default=100, help="random calls per read and round")
@@ -21,11 +24,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
 
 
-def main(args: argparse.Namespace) -> int:
+def main(argv: list[str] | None = None) -> int:
+    """Print the table (1 when the dataset's GOPs are not read in place)."""
     import numpy as np
 
     import robodata
-    from robodata.reader import gop_store
+    from robodata.reader._dataset import gop_store
+
+    parser = argparse.ArgumentParser(prog="python -m robodata_tests.reader.gop_reads_report", description=__doc__)
+    configure(parser)
+    args = parser.parse_args(argv)
 
     in_place = robodata.open(args.dataset)
     through_lance = robodata.open(args.dataset, version=in_place.version)
@@ -66,3 +74,7 @@ def main(args: argparse.Namespace) -> int:
         direct_ms = statistics.median(medians[(name, "in place")])
         print(f"{name:<34} {lance_ms:>8.2f} ms {direct_ms:>7.2f} ms {lance_ms / direct_ms:>6.2f}x")
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
