@@ -38,6 +38,9 @@ GOPS_SCHEMA = pa.schema(
         pa.field("preset", pa.string(), nullable=False),
         # Checksum of the GOP bytes (robodata.integrity._gop_checksums), verified on every read.
         pa.field("gop_xxh3", pa.uint64(), nullable=False),
+        # Checksum of every other column (timestamps, packet sizes, ...; gop_xxh3 with them), verified
+        # on every read of the GOP. Tables written before it existed lack it (robodata.integrity._gop_checksums).
+        pa.field("row_xxh3", pa.uint64(), nullable=False),
         # Keep GOPs inline in the data file: one ranged read each, no sidecar file to open.
         lance.blob_field("gop", inline_size_threshold=INLINE_GOP_BYTES, dedicated_size_threshold=4 * INLINE_GOP_BYTES),
     ]

@@ -21,7 +21,7 @@ from robodata.errors import BadUploadError
 from robodata.format._ids import gop_ref_id
 from robodata.format._schema import GOPS_SCHEMA
 from robodata.ingest._episode import CameraStream
-from robodata.integrity._gop_checksums import gop_checksum
+from robodata.integrity._gop_checksums import ROW_CHECKSUM_COLUMN, gop_checksum, row_checksums
 
 
 @dataclass
@@ -62,25 +62,24 @@ def encode_camera(episode_index: int, camera: CameraStream, settings: EncoderSet
         raise BadUploadError(camera.source, str(exc)) from None
     frame_times = np.asarray(times, dtype=np.int64)
     starts = np.cumsum([0] + [g.n_frames for g in gops])
-    table = pa.table(
-        {
-            "ref_id": [gop_ref_id(episode_index, camera.name, j, g.data) for j, g in enumerate(gops)],
-            "episode_index": [episode_index] * len(gops),
-            "camera": [camera.name] * len(gops),
-            "gop_index": list(range(len(gops))),
-            "n_frames": [g.n_frames for g in gops],
-            "timestamps_ns": [frame_times[starts[j] : starts[j + 1]].tolist() for j, g in enumerate(gops)],
-            "packet_sizes": [g.packet_sizes for g in gops],
-            "width": [camera.width] * len(gops),
-            "height": [camera.height] * len(gops),
-            "codec": [settings.codec] * len(gops),
-            "crf": [settings.crf] * len(gops),
-            "preset": [settings.preset] * len(gops),
-            "gop_xxh3": pa.array([gop_checksum(g.data) for g in gops], pa.uint64()),
-            "gop": lance.blob_array([g.data for g in gops]),
-        },
-        schema=GOPS_SCHEMA,
-    )
+    columns = {
+        "ref_id": [gop_ref_id(episode_index, camera.name, j, g.data) for j, g in enumerate(gops)],
+        "episode_index": [episode_index] * len(gops),
+        "camera": [camera.name] * len(gops),
+        "gop_index": list(range(len(gops))),
+        "n_frames": [g.n_frames for g in gops],
+        "timestamps_ns": [frame_times[starts[j] : starts[j + 1]].tolist() for j, g in enumerate(gops)],
+        "packet_sizes": [g.packet_sizes for g in gops],
+        "width": [camera.width] * len(gops),
+        "height": [camera.height] * len(gops),
+        "codec": [settings.codec] * len(gops),
+        "crf": [settings.crf] * len(gops),
+        "preset": [settings.preset] * len(gops),
+        "gop_xxh3": pa.array([gop_checksum(g.data) for g in gops], pa.uint64()),
+        "gop": lance.blob_array([g.data for g in gops]),
+    }
+    columns[ROW_CHECKSUM_COLUMN] = row_checksums(columns)
+    table = pa.table(columns, schema=GOPS_SCHEMA)
     return EncodedCamera(table, frame_times, camera.fps, sum(len(g.data) for g in gops))
 
 

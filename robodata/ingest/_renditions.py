@@ -27,7 +27,15 @@ from robodata.format._keys import GOPS_KEY, keyed_merge
 from robodata.format._renditions import RENDITION_COLUMN, RENDITION_FIELDS, SOURCE_COLUMN, Rendition, rendition_ref_id
 from robodata.format._schema import GOPS_SCHEMA, METADATA_KEY, DatasetMetadata, read_metadata, ref_columns
 from robodata.format._tables import frames_uri, gops_uri, open_frames, open_table
-from robodata.integrity._gop_checksums import CHECKSUM_COLUMN, checksum_problem, gop_checksum
+from robodata.integrity._gop_checksums import (
+    CHECKSUM_COLUMN,
+    ROW_CHECKSUM_COLUMN,
+    ROW_CHECKSUM_FIELDS,
+    checksum_problem,
+    gop_checksum,
+    row_checksums,
+    row_problem,
+)
 from robodata.storage._failures import storage_call
 
 RENDITION_GOPS_SCHEMA = pa.schema([*GOPS_SCHEMA, *RENDITION_FIELDS])
@@ -145,7 +153,9 @@ def add_rendition_to_episode(
     todo = np.setdiff1d(sources, have)
     if todo.size == 0:
         return 0, 0, gops.version
-    columns = [*_SOURCE_COLUMNS, CHECKSUM_COLUMN]
+    # Every column the source rows' checksum covers, so a rendition never vouches for a changed value.
+    wanted_columns = [*_SOURCE_COLUMNS, *ROW_CHECKSUM_FIELDS, CHECKSUM_COLUMN, ROW_CHECKSUM_COLUMN]
+    columns = [c for c in dict.fromkeys(wanted_columns) if c in gops.schema.names]
     table = pa.concat_tables(
         [
             storage_call(
@@ -198,6 +208,8 @@ def rendition_rows(source: pa.Table, blobs: list[bytes], rendition: Rendition, m
     records = source.to_pylist()
     for row, data in zip(records, blobs, strict=True):
         problem = checksum_problem(data, row[CHECKSUM_COLUMN], int(np.sum(row["packet_sizes"], dtype=np.int64)))
+        if problem is None and row.get(ROW_CHECKSUM_COLUMN) is not None:
+            problem = row_problem(row, row[ROW_CHECKSUM_COLUMN])
         if problem is not None:
             raise CorruptGopError(
                 f"GOP {row['gop_index']} of episode {row['episode_index']}, camera {row['camera']!r} "
@@ -212,27 +224,26 @@ def rendition_rows(source: pa.Table, blobs: list[bytes], rendition: Rendition, m
     workers = max(1, min(os.cpu_count() or 1, len(records)))
     with ThreadPoolExecutor(workers, thread_name_prefix="robodata-rendition") as pool:
         encoded = list(pool.map(render, zip(records, blobs, strict=True)))
-    return pa.table(
-        {
-            "ref_id": [rendition_ref_id(r["ref_id"], rendition.name) for r in records],
-            "episode_index": [r["episode_index"] for r in records],
-            "camera": [r["camera"] for r in records],
-            "gop_index": [r["gop_index"] for r in records],
-            "n_frames": [g.n_frames for g in encoded],
-            "timestamps_ns": [r["timestamps_ns"] for r in records],
-            "packet_sizes": [g.packet_sizes for g in encoded],
-            "width": [rendition.width] * len(records),
-            "height": [rendition.height] * len(records),
-            "codec": [settings.codec] * len(records),
-            "crf": [settings.crf] * len(records),
-            "preset": [settings.preset] * len(records),
-            "gop_xxh3": pa.array([gop_checksum(g.data) for g in encoded], pa.uint64()),
-            "gop": lance.blob_array([g.data for g in encoded]),
-            RENDITION_COLUMN: [rendition.name] * len(records),
-            SOURCE_COLUMN: pa.array([r["ref_id"] for r in records], pa.int64()),
-        },
-        schema=RENDITION_GOPS_SCHEMA,
-    )
+    columns = {
+        "ref_id": [rendition_ref_id(r["ref_id"], rendition.name) for r in records],
+        "episode_index": [r["episode_index"] for r in records],
+        "camera": [r["camera"] for r in records],
+        "gop_index": [r["gop_index"] for r in records],
+        "n_frames": [g.n_frames for g in encoded],
+        "timestamps_ns": [r["timestamps_ns"] for r in records],
+        "packet_sizes": [g.packet_sizes for g in encoded],
+        "width": [rendition.width] * len(records),
+        "height": [rendition.height] * len(records),
+        "codec": [settings.codec] * len(records),
+        "crf": [settings.crf] * len(records),
+        "preset": [settings.preset] * len(records),
+        "gop_xxh3": pa.array([gop_checksum(g.data) for g in encoded], pa.uint64()),
+        "gop": lance.blob_array([g.data for g in encoded]),
+        RENDITION_COLUMN: [rendition.name] * len(records),
+        SOURCE_COLUMN: pa.array([r["ref_id"] for r in records], pa.int64()),
+    }
+    columns[ROW_CHECKSUM_COLUMN] = row_checksums(columns)
+    return pa.table(columns, schema=RENDITION_GOPS_SCHEMA)
 
 
 def with_rendition_columns(dataset_uri: str, storage_options: dict | None = None) -> lance.LanceDataset:

@@ -1,6 +1,7 @@
-"""Verify a stored dataset end to end: every GOP's bytes against its checksum (optionally decoded
-frame by frame), and every row's references against gops.lance. What ``robodata verify`` runs and
-what the Dagster episode checks run for one episode.
+"""Verify a stored dataset end to end: every GOP row's columns and bytes against their checksums
+(the bytes read as training reads them: through Lance's ``read_blobs`` and, on a local disk, in
+place; optionally decoded frame by frame), and every row's references against gops.lance. What
+``robodata verify`` runs and what the Dagster episode checks run for one episode.
 
 >>> report = verify_dataset("data/demo", decode=True)
 >>> report.ok, report.gops.checked
@@ -87,14 +88,16 @@ def verify_dataset(
         gops = open_table(gops_uri(uri), storage_options)
         where = None if episode_index is None else episode_filter(episode_index)
         refs = None if rows_check.problems else RowRefs.of_table(uri, frames, where, storage_options)
-        check = GopCheck() if gops is None else check_gop_rows(gops, gop_rows(gops, where), decode=decode)
+        check = (
+            GopCheck() if gops is None else check_gop_rows(gops, gop_rows(gops, where), decode=decode, in_place=True)
+        )
     label = f"version {frames.version}" if episode_index is None else f"episode {episode_index}"
     problems = list(rows_check.problems) + list(check.problems)
     if refs is not None:
         references = references_result(refs, label)
         if not references.passed:
             problems.append(references.description)
-    notes: list[str] = []
+    notes: list[str] = check.notes()
     if rows_check.unrecorded:
         notes.append(
             f"frames.lance: {len(rows_check.unrecorded)} data files have no recorded checksum (a writer stopped "

@@ -328,9 +328,7 @@ class RoboDataset(VersionHistory):
                     self.metadata, gops.index, camera, refs[camera], in_gop[camera], data[camera], resolution
                 )
             run_tasks(gops.decode_tasks(requests, gop_bytes, pixel_format), concurrency)
-        timestamps = {
-            camera: gops.index.frame_timestamps(gops.index.positions(refs[camera]), in_gop[camera]) for camera in chosen
-        }
+        timestamps = {camera: gops.frame_timestamps(refs[camera], in_gop[camera]) for camera in chosen}
         return FrameBatch(indices=indices, data=data, timestamps_ns=timestamps)
 
     def _output(self, camera: str, n: int, zero_copy: bool, resolution=None, pixel_format="rgb24") -> np.ndarray:

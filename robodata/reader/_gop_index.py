@@ -1,15 +1,20 @@
 """The in-memory lookup from a GOP's ref_id to where its bytes live and how to cut its packets.
 
 Loaded once per open dataset (one scan of gops.lance's small columns); after that a frame read
-costs only the GOP's own bytes.
+costs only the GOP's own bytes. It also keeps every column ``row_xxh3`` covers, so a read checks
+the rows it uses against their checksum (``unchecked_row_problems``), each row once.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from robodata.format._renditions import RENDITION_COLUMN, SOURCE_COLUMN
-from robodata.integrity._gop_checksums import CHECKSUM_COLUMN
+from robodata.integrity._gop_checksums import CHECKSUM_COLUMN, ROW_CHECKSUM_COLUMN, row_problem
+
+# Row-checksummed columns the index does not otherwise need: kept compactly to check rows with.
+_ROW_ONLY = ("episode_index", "camera", "gop_index", "n_frames", "width", "height", "crf", "preset")
 
 
 class GopIndex:
@@ -18,9 +23,18 @@ class GopIndex:
         # Datasets without training renditions have no rendition columns (format/_renditions.py).
         with_renditions = RENDITION_COLUMN in gops.schema.names
         columns += [RENDITION_COLUMN, SOURCE_COLUMN] if with_renditions else []
+        # Tables written before row checksums existed have none (integrity/_gop_checksums.py).
+        self.has_row_checksums = ROW_CHECKSUM_COLUMN in gops.schema.names
+        columns += [*_ROW_ONLY, ROW_CHECKSUM_COLUMN] if self.has_row_checksums else []
         table = gops.to_table(columns=columns, with_row_id=True)
         ref_ids = table["ref_id"].to_numpy()
         order = np.argsort(ref_ids, kind="stable")
+        self._row_values = {name: _compact(table[name], order) for name in columns if name in _ROW_ONLY}
+        if with_renditions:
+            self._row_values[RENDITION_COLUMN] = _compact(table[RENDITION_COLUMN], order)
+            self._row_values[SOURCE_COLUMN] = _compact(table[SOURCE_COLUMN], order)
+        self._row_checksums = table[ROW_CHECKSUM_COLUMN].to_numpy()[order] if self.has_row_checksums else None
+        self._row_checked = np.zeros(len(ref_ids), dtype=bool)  # rows whose checksum held, this process
         self._checksums = table[CHECKSUM_COLUMN].to_numpy()[order]
         self._ref_ids = ref_ids[order]
         self._row_ids = table["_rowid"].to_numpy()[order]
@@ -38,6 +52,7 @@ class GopIndex:
         # Each GOP's frame times, flat: a frame's time is one gather (FrameBatch.timestamps_ns).
         times = table["timestamps_ns"].combine_chunks() if table["timestamps_ns"].num_chunks else None
         self._times_start = times.offsets.to_numpy()[:-1][order] if times is not None else np.zeros(0, np.int64)
+        self._times_end = times.offsets.to_numpy()[1:][order] if times is not None else np.zeros(0, np.int64)
         self._times = times.values.to_numpy() if times is not None else np.zeros(0, np.int64)
         # rendition name -> (source ref_ids sorted, positions of the rendition GOPs in that order)
         self._renditions: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -49,6 +64,39 @@ class GopIndex:
                 source = sources[at]
                 by_source = np.argsort(source, kind="stable")
                 self._renditions[name] = (source[by_source], at[by_source])
+
+    def unchecked_row_problems(self, positions: np.ndarray) -> list[tuple[int, str]]:
+        """(position, problem) for each row at ``positions`` whose columns differ from its stored
+        ``row_xxh3``; rows that held once are not hashed again (their values stay in memory)."""
+        if self._row_checksums is None:
+            return []
+        problems = []
+        for position in np.unique(positions[~self._row_checked[positions]]).tolist():
+            problem = row_problem(self.row(position), int(self._row_checksums[position]))
+            if problem is None:
+                self._row_checked[position] = True
+            else:
+                problems.append((position, problem))
+        return problems
+
+    def row(self, position: int) -> dict:
+        """The row-checksummed columns of the GOP at ``position``, as ``row_checksum`` takes them."""
+        row: dict[str, object] = {name: _value(values, position) for name, values in self._row_values.items()}
+        row.update(
+            ref_id=int(self._ref_ids[position]),
+            timestamps_ns=self._times[self._times_start[position] : self._times_end[position]],
+            packet_sizes=self.packet_sizes(position),
+            codec=self.codec(position),
+            gop_xxh3=int(self._checksums[position]),
+        )
+        return row
+
+    def named(self, position: int) -> tuple[int, str, int]:
+        """(episode, camera, GOP index) of the GOP at ``position`` (-1, "?", -1 where not kept)."""
+        if "episode_index" not in self._row_values:
+            return -1, "?", -1
+        episode, camera, gop = (_value(self._row_values[n], position) for n in ("episode_index", "camera", "gop_index"))
+        return int(episode or 0), str(camera), int(gop or 0)
 
     def __len__(self) -> int:
         return len(self._ref_ids)
@@ -101,3 +149,21 @@ class GopIndex:
     def byte_sizes(self, positions: np.ndarray) -> np.ndarray:
         """Total bytes of each GOP at ``positions`` (the sum of its packet sizes)."""
         return self._sizes_cumsum[self._sizes_end[positions]] - self._sizes_cumsum[self._sizes_start[positions]]
+
+
+def _compact(column: pa.ChunkedArray, order: np.ndarray) -> tuple[list | None, np.ndarray, np.ndarray]:
+    """A column in index order as (distinct texts or None for integers, values or text codes,
+    which rows are not null): small, and integers never pass through float."""
+    array = column.combine_chunks()
+    valid = array.is_valid().to_numpy(zero_copy_only=False)[order]
+    if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
+        encoded = array.dictionary_encode()
+        return encoded.dictionary.to_pylist(), encoded.indices.fill_null(0).to_numpy()[order], valid
+    return None, array.fill_null(0).to_numpy()[order], valid
+
+
+def _value(column: tuple[list | None, np.ndarray, np.ndarray], position: int) -> str | int | None:
+    texts, values, valid = column
+    if not valid[position]:
+        return None
+    return int(values[position]) if texts is None else texts[int(values[position])]

@@ -9,6 +9,7 @@ is built once per dataset).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -16,14 +17,20 @@ from typing import TYPE_CHECKING
 import lance
 import numpy as np
 
+from robodata.errors import CorruptGopError
 from robodata.format._tables import gops_uri, open_table
-from robodata.integrity._gop_checksums import verify_gop_bytes
+from robodata.integrity._gop_checksums import checksum_problem, verify_gop_bytes
+from robodata.integrity._local_gop_files import (
+    OFF_SWITCH,
+    LayoutDriftError,
+    LocalGopFiles,
+    ReadInPlaceWarning,
+    read_through_lance,
+)
 from robodata.reader._decode_pool import GopTask
 from robodata.reader._gop_index import GopIndex
-from robodata.reader._local_gop_files import LocalGopFiles
 from robodata.reader._renditions import Request, decode_requests
 from robodata.reader._selection import RowIndices, checked_cameras, checked_rows
-from robodata.storage._deadlines import call_with_deadline
 from robodata.storage._failures import storage_call, storage_step
 
 if TYPE_CHECKING:
@@ -130,11 +137,7 @@ class GopStore:
         if refs.size == 0:
             return []
         positions = index.positions(refs)
-        found = [(gop_bytes or {}).get(int(ref)) for ref in refs]
-        missing = [slot for slot, data in enumerate(found) if data is None]
-        read = iter(self._read_positions(positions[missing]) if missing else [])
-        blobs = [next(read) if data is None else data for data in found]
-        self._verify(positions, blobs)
+        blobs = self._checked_bytes(positions, [(gop_bytes or {}).get(int(ref)) for ref in refs])
         return [
             (data, index.packet_sizes(int(p)), index.codec(int(p))) for data, p in zip(blobs, positions, strict=True)
         ]
@@ -155,8 +158,7 @@ class GopStore:
         if refs.size == 0:
             return {}
         positions = self.index.positions(refs)
-        data = self._read_positions(positions)
-        self._verify(positions, data)
+        data = self._checked_bytes(positions, [None] * len(positions))
         return {int(ref): blob for ref, blob in zip(refs, data, strict=True)}
 
     def window_rows(self, indices: RowIndices, offsets: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -174,11 +176,7 @@ class GopStore:
         unique_refs, inverse = np.unique(all_refs, return_inverse=True)
         positions = index.positions(unique_refs)
         supplied = gop_bytes or {}
-        found = [supplied.get(int(ref)) for ref in unique_refs]
-        missing = [slot for slot, data in enumerate(found) if data is None]
-        read = iter(self._read_positions(positions[missing]) if missing else [])
-        blobs = [next(read) if data is None else data for data in found]
-        self._verify(positions, blobs)  # supplied (prefetched) bytes too
+        blobs = self._checked_bytes(positions, [supplied.get(int(ref)) for ref in unique_refs])  # supplied too
         tasks = [
             GopTask(data, index.packet_sizes(int(pos)), index.codec(int(pos)), pixel_format=pixel_format)
             for data, pos in zip(blobs, positions, strict=True)
@@ -193,6 +191,19 @@ class GopStore:
             cursor += len(refs)
         return tasks
 
+    def frame_timestamps(self, ref_ids: np.ndarray, frames_in_gop: np.ndarray) -> np.ndarray:
+        """Capture time (ns) of frame ``frames_in_gop[i]`` of GOP ``ref_ids[i]``, from rows that
+        hold their checksum (CorruptGopError otherwise).
+
+        >>> store = robodata.reader._dataset.gop_store(ds)
+        >>> refs, in_gop = store.frame_refs([0, 1, 2], "top")
+        >>> store.frame_timestamps(refs, in_gop).tolist()
+        [0, 0, 33333333]
+        """
+        positions = self.index.positions(np.asarray(ref_ids, dtype=np.int64))
+        self._verify_rows(positions)
+        return self.index.frame_timestamps(positions, frames_in_gop)
+
     @cached_property
     def _local_files(self) -> LocalGopFiles | None:
         """Where a local dataset's GOP bytes sit in its data files (None: Lance reads them)."""
@@ -202,19 +213,97 @@ class GopStore:
             "locating GOP bytes", uri, ds.storage_options, LocalGopFiles.of, self.lance_dataset, row_ids
         )
 
-    def _read_positions(self, positions: np.ndarray) -> list[bytes]:
+    def _checked_bytes(self, positions: np.ndarray, supplied: list[bytes | None]) -> list[bytes]:
+        """The bytes of the GOPs at ``positions``: ``supplied`` where given, the rest read in one
+        go; every one checked against its stored checksums (CorruptGopError naming the first that
+        is not). A GOP read in place that fails its checksum is read again through Lance's
+        ``read_blobs`` before it is called corrupt."""
+        missing = [slot for slot, data in enumerate(supplied) if data is None]
+        blobs: list[bytes] = [b"" if data is None else data for data in supplied]
+        in_place: list[int] = []
+        if missing:
+            read, was_in_place = self._read_positions(positions[missing])
+            for slot, data in zip(missing, read, strict=True):
+                blobs[slot] = data
+            in_place = missing if was_in_place else []
+        try:
+            self._verify(positions, blobs)
+        except CorruptGopError:
+            if not self._read_again_through_lance(positions, blobs, in_place):
+                raise
+            self._verify(positions, blobs)
+        return blobs
+
+    def _read_positions(self, positions: np.ndarray) -> tuple[list[bytes], bool]:
+        """The bytes at ``positions`` and whether they were read in place (else through Lance)."""
         ds = self._ds
         with storage_step(f"reading {len(positions)} GOPs", gops_uri(ds.uri), ds.storage_options):
-            if self._local_files is not None:
-                return self._local_files.read(positions)
-            ids = self.index.row_ids(positions).tolist()
-            blobs = call_with_deadline(
-                ds.uri, ds.storage_options, self.lance_dataset.read_blobs, "gop", ids=ids, preserve_order=True
+            files = self._local_files
+            if files is not None:
+                try:
+                    return files.read(positions), True
+                except LayoutDriftError as drift:
+                    self._stop_reading_in_place(str(drift))
+            return read_through_lance(
+                self.lance_dataset, self.index.row_ids(positions).tolist(), ds.storage_options
+            ), False
+
+    def _read_again_through_lance(self, positions: np.ndarray, blobs: list[bytes], in_place: list[int]) -> bool:
+        """Read the GOPs of ``in_place`` slots whose bytes fail their checksum again through
+        ``read_blobs`` into ``blobs``; True (and no more reads in place) where Lance returned other
+        bytes than the read in place did, False where it returned the same (they are corrupt)."""
+        index = self.index
+        failing = [
+            slot
+            for slot in in_place
+            if checksum_problem(blobs[slot], int(index.checksums(positions[slot : slot + 1])[0]), None) is not None
+        ]
+        if not failing:
+            return False
+        ds = self._ds
+        with storage_step(f"reading {len(failing)} GOPs again", gops_uri(ds.uri), ds.storage_options):
+            again = read_through_lance(
+                self.lance_dataset, index.row_ids(positions[failing]).tolist(), ds.storage_options
             )
-        return [data or b"" for _, data in blobs]  # a null blob fails its size check: a corrupt GOP
+        differs = [slot for slot, data in zip(failing, again, strict=True) if data != blobs[slot]]
+        if not differs:
+            return False
+        files = self._local_files
+        where = files.file_of(int(positions[differs[0]])) if files is not None else "its data file"
+        self._stop_reading_in_place(
+            f"{self.lance_dataset.uri}: {len(differs)} GOP(s) read in place from {where} fail their checksum "
+            "and differ from what Lance's read_blobs returns for them"
+        )
+        for slot, data in zip(failing, again, strict=True):
+            blobs[slot] = data
+        return True
+
+    def _stop_reading_in_place(self, why: str) -> None:
+        """Read this dataset's GOPs through Lance from now on, saying so once (a warning: the data
+        are sound, but the fast path's view of Lance's layout is not; a test or a run can turn it
+        into an error with ``-W error::robodata.integrity._local_gop_files.ReadInPlaceWarning``)."""
+        if self.__dict__.get("_local_files") is None:
+            return
+        self.__dict__["_local_files"] = None  # the cached answer: read through Lance
+        warnings.warn(
+            f"{why}: Lance's blob layout is not what robodata's read in place expects, so this dataset's GOPs "
+            f"are read through read_blobs from now on ({OFF_SWITCH}=1 chooses that from the start)",
+            ReadInPlaceWarning,
+            stacklevel=2,
+        )
+
+    def _verify_rows(self, positions: np.ndarray) -> None:
+        """CorruptGopError unless every GOP row at ``positions`` matches its row checksum."""
+        problems = self.index.unchecked_row_problems(positions)
+        if problems:
+            position, problem = problems[0]
+            episode, camera, gop_index = self.index.named(position)
+            ref_id = int(self.index.ref_ids(np.array([position]))[0])
+            raise CorruptGopError.of(self._ds.uri, self._ds.version, episode, camera, gop_index, ref_id, problem)
 
     def _verify(self, positions: np.ndarray, blobs: list[bytes]) -> None:
-        """CorruptGopError unless every GOP's bytes match the checksum stored with them."""
+        """CorruptGopError unless every GOP's row and bytes match the checksums stored with them."""
+        self._verify_rows(positions)
         index = self.index
         checksums, sizes = index.checksums(positions), index.byte_sizes(positions)
         verify_gop_bytes(

@@ -61,7 +61,7 @@ def test_decode_finds_a_gop_whose_frames_have_the_wrong_size(dataset_copy, capsy
     """A GOP row whose bytes (and checksum) are another camera's: only decoding can tell."""
     from robodata.format._schema import GOPS_SCHEMA
     from robodata.format._tables import append_or_create
-    from robodata.integrity._gop_checksums import gop_checksum
+    from robodata.integrity._gop_checksums import ROW_CHECKSUM_COLUMN, gop_checksum, row_checksum
 
     gops = lance.dataset(gops_uri(dataset_copy))
     columns = [f.name for f in GOPS_SCHEMA if f.name != "gop"]
@@ -78,6 +78,7 @@ def test_decode_finds_a_gop_whose_frames_have_the_wrong_size(dataset_copy, capsy
         gop_xxh3=gop_checksum(data),
         gop=data,
     )
+    row[ROW_CHECKSUM_COLUMN] = row_checksum(row)  # the row's columns vouched for as written
     table = lance_table([row])
     append_or_create(gops_uri(dataset_copy), table, GOPS_SCHEMA)
     assert verify_dataset(dataset_copy).ok  # the checksum matches the (wrong) bytes

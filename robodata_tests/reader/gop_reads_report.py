@@ -1,4 +1,4 @@
-"""GOP bytes read in place (``robodata/reader/_local_gop_files.py``: one pread each) against
+"""GOP bytes read in place (``robodata/integrity/_local_gop_files.py``: one pread each) against
 Lance's ``read_blobs`` on a local dataset: the read alone, ``ds[i]``, an 8-frame window x every
 camera and a batch of 32 rows. Two handles on the same dataset, one forced onto Lance's reads;
 interleaved rounds (alternating which goes first), medians of per-call milliseconds. It measures

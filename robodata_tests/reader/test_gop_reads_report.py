@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from robodata.reader._local_gop_files import LocalGopFiles
+from robodata.integrity._local_gop_files import LocalGopFiles
 from robodata_tests.reader.gop_reads_report import main as report
 
 

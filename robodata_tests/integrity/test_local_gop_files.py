@@ -7,12 +7,13 @@ from __future__ import annotations
 import lance
 import numpy as np
 import pyarrow as pa
+import pytest
 
 import robodata
 from robodata.edits import delete_episodes
 from robodata.ingest._renditions import add_rendition
+from robodata.integrity._local_gop_files import OFF_SWITCH, LayoutDriftError, LocalGopFiles
 from robodata.reader._dataset import gop_store
-from robodata.reader._local_gop_files import LocalGopFiles
 
 
 def _every_gop_both_ways(root: str) -> tuple[list[bytes], list[bytes]]:
@@ -56,6 +57,12 @@ def _blob_table(path: str, inline_threshold: int) -> lance.LanceDataset:
     return lance.write_dataset(table, path, data_storage_version="2.2", enable_stable_row_ids=True)
 
 
+def _second_fragment(gops: lance.LanceDataset) -> lance.LanceDataset:
+    values = [bytes([k]) * (100 + k) for k in range(5, 8)]
+    more = pa.table({"ref_id": pa.array(range(5, 8), pa.int64()), "gop": lance.blob_array(values)}, schema=gops.schema)
+    return lance.write_dataset(more, gops.uri, mode="append")
+
+
 def _row_ids(gops: lance.LanceDataset) -> np.ndarray:
     return gops.to_table(columns=["ref_id"], with_row_id=True)["_rowid"].to_numpy()
 
@@ -74,12 +81,49 @@ def test_blobs_outside_the_data_file_are_left_to_lance(tmp_path):
     assert LocalGopFiles.of(gops, _row_ids(gops)) is None
 
 
-def test_a_layout_that_reads_differently_from_lance_is_not_used(tmp_path, monkeypatch):
+def test_each_data_file_is_checked_before_its_bytes_are_trusted(tmp_path, monkeypatch):
     gops = _blob_table(str(tmp_path / "inline.lance"), inline_threshold=1 << 20)
-    monkeypatch.setattr(LocalGopFiles, "read", lambda self, positions: [b"elsewhere"])
+    gops = _second_fragment(gops)
+    drift_descriptors(monkeypatch, fragment=1)  # Lance's descriptors of the second file point elsewhere
+    files = LocalGopFiles.of(gops, _row_ids(gops))
+    assert files is not None
+    assert files.read(np.array([1, 0])) == [b"\x01" * 101, b"\x00" * 100]  # the first file: checked, right
+    with pytest.raises(LayoutDriftError, match=r"GOP row \d+ read in place from .* differs from Lance's read_blobs"):
+        files.read(np.array([6]))
+    assert files.checked_files == 1
+
+
+def test_the_off_switch_reads_every_gop_through_lance(tmp_path, monkeypatch):
+    gops = _blob_table(str(tmp_path / "inline.lance"), inline_threshold=1 << 20)
+    monkeypatch.setenv(OFF_SWITCH, "1")
     assert LocalGopFiles.of(gops, _row_ids(gops)) is None
+    monkeypatch.setenv(OFF_SWITCH, "0")
+    assert LocalGopFiles.of(gops, _row_ids(gops)) is not None
 
 
 def test_rows_the_scan_does_not_see_are_left_to_lance(tmp_path):
     gops = _blob_table(str(tmp_path / "inline.lance"), inline_threshold=1 << 20)
     assert LocalGopFiles.of(gops, np.append(_row_ids(gops), 999)) is None
+
+
+def drift_descriptors(monkeypatch, fragment: int, only_row_id: int | None = None, shift: int = 7) -> None:
+    """Make the blob descriptors Lance's scans return point ``shift`` bytes past where the GOPs of
+    ``fragment`` (or only its row ``only_row_id``) are: the layout drift a Lance release could bring."""
+    scan = lance.LanceDataset.to_table
+
+    def drifted(self, *args, **kwargs):
+        table = scan(self, *args, **kwargs)
+        if kwargs.get("columns") != ["gop"] or "_rowaddr" not in table.column_names:
+            return table
+        described = table["gop"].combine_chunks()
+        hit = (table["_rowaddr"].to_numpy() >> 32) == fragment
+        if only_row_id is not None:
+            hit &= table["_rowid"].to_numpy() == only_row_id
+        positions = described.field("position").to_numpy().copy()
+        positions[hit] += shift
+        fields = [described.type.field(i) for i in range(described.type.num_fields)]
+        arrays = [pa.array(positions, f.type) if f.name == "position" else described.field(f.name) for f in fields]
+        column = pa.StructArray.from_arrays(arrays, fields=fields)
+        return table.set_column(table.column_names.index("gop"), table.schema.field("gop"), column)
+
+    monkeypatch.setattr(lance.LanceDataset, "to_table", drifted)
