@@ -10,8 +10,9 @@ This replaced ``_swscale``, which called PyAV's libswscale through ctypes to con
 into the output array (issue 39). swscale's SIMD converters write past a row's end, and the
 frames of a window or a DataLoader slab are packed back to back, so no frame but the last can
 be given room for that: kept safe, it could not apply where it saved time. Its A/B against this
-module (``benchmarks/pixel_conversions.py``, CPU): 8-20% faster conversions at 640x480, an
-8-frame window x 3 cameras at 640x480 ~8% less CPU (docs/benchmark_levers.md).
+module (``benchmarks/pixel_conversions.py``, CPU time): its rgb24 and rgbp conversions at
+640x480 took 22% and 33% less, an 8-frame window x 3 cameras at 640x480 10-13% less; its
+yuv420p took more (docs/benchmark_levers.md).
 """
 
 from __future__ import annotations
