@@ -154,3 +154,12 @@ def test_threads_convert_at_once():
     for thread in threads:
         thread.join()
     assert failures == []
+
+
+@pytest.mark.parametrize("pixel_format", ["rgb24", "rgbp", "yuv420p"])
+def test_a_strided_out_is_written_too(pixel_format):
+    frame = picture(72, 88)
+    shape = frame_shape(72, 88, pixel_format)
+    every_other = np.zeros((shape[0] * 2, *shape[1:]), np.uint8)[::2]
+    assert frame_array(frame, None, pixel_format, every_other) is every_other
+    np.testing.assert_array_equal(every_other, reference(frame, pixel_format))
