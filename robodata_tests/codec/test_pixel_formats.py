@@ -35,10 +35,10 @@ def picture(height: int, width: int, seed: int = 0) -> av.VideoFrame:
 def reference(frame: av.VideoFrame, pixel_format: str, size: tuple[int, int] | None = None) -> np.ndarray:
     if size is not None:
         height, width = size
-        scaled = {"width": width, "height": height, "interpolation": INTERPOLATION}
         if pixel_format == "yuv420p":
-            return frame.reformat(format="yuv420p", **scaled).to_ndarray(format="yuv420p")
-        rgb = frame.to_ndarray(format="rgb24", **scaled)
+            scaled = frame.reformat(width=width, height=height, format="yuv420p", interpolation=INTERPOLATION)
+            return scaled.to_ndarray(format="yuv420p")
+        rgb = frame.to_ndarray(format="rgb24", width=width, height=height, interpolation=INTERPOLATION)
     else:
         if pixel_format == "yuv420p":
             return frame.to_ndarray(format="yuv420p")
