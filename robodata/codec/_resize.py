@@ -11,7 +11,8 @@ from __future__ import annotations
 import av
 import numpy as np
 
-from robodata.codec._swscale import convert_into
+from robodata.codec._planar_rgb import planar_rgb_into, plane_array
+from robodata.codec._reformat import reformat
 
 INTERPOLATION = "AREA"
 # What a decoded frame can be handed over as: RGB (H x W x 3) or the decoder's own planar YUV
@@ -19,24 +20,9 @@ INTERPOLATION = "AREA"
 # (robodata.torch._yuv.yuv420_to_rgb converts on the training device).
 PIXEL_FORMATS = ("rgb24", "yuv420p")
 # RGB channels first (3 x H x W), for consumers that want CHW (PyTorch models, LeRobot's items):
-# swscale writes planar RGB (its "gbrp") and each plane is copied to its channel, so no
-# transposing copy of packed RGB follows. The same pixels as rgb24 (the tests compare them).
+# the same pixels as rgb24, written without a transposing copy at a frame's own size
+# (robodata.codec._planar_rgb).
 PLANAR_RGB = "rgbp"
-
-
-def _one_sws_thread() -> dict:
-    """swscale on one thread: recent PyAV (18) defaults to ``threads=0``, a slice-thread pool set
-    up for every frame's conversion (about as much CPU as the conversion itself; measured in
-    benchmarks/lerobot_path.py), while the decode pool already runs one conversion per core.
-    PyAV 15 has no such option and converts on one thread."""
-    try:
-        av.VideoFrame(2, 2, "yuv420p").reformat(format="rgb24", threads=1)
-    except TypeError:
-        return {}
-    return {"threads": 1}
-
-
-_SWS = _one_sws_thread()
 
 
 def frame_shape(height: int, width: int, pixel_format: str = "rgb24") -> tuple[int, ...]:
@@ -48,6 +34,8 @@ def frame_shape(height: int, width: int, pixel_format: str = "rgb24") -> tuple[i
     if pixel_format == "rgb24":
         return (height, width, 3)
     if pixel_format == "yuv420p":
+        if height % 2 or width % 2:
+            raise ValueError(f"yuv420p (I420) frames have an even height and width, got {width}x{height}")
         return (height * 3 // 2, width)
     if pixel_format == PLANAR_RGB:
         return (3, height, width)
@@ -69,34 +57,39 @@ def frame_array(
     """
     height, width = size or (frame.height, frame.width)
     shape = frame_shape(height, width, pixel_format)
-    target = np.empty(shape, np.uint8) if out is None else out
-    if target.shape == shape and convert_into(frame, target, pixel_format):
-        return target
+    if out is not None and (out.shape != shape or out.dtype != np.uint8):
+        raise ValueError(f"out is {out.dtype} {out.shape}; a {pixel_format} frame of {width}x{height} is uint8 {shape}")
+    native = (height, width) == (frame.height, frame.width)
     if pixel_format == PLANAR_RGB:
-        return _planar_rgb(frame, size, out)
+        target = np.empty(shape, np.uint8) if out is None else out
+        if native:
+            return planar_rgb_into(frame, target)
+        # swscale scales planar output differently (by a level here and there): keep rgb24's pixels
+        target[...] = resized_rgb(frame, height, width).transpose(2, 0, 1)
+        return target
     if pixel_format == "rgb24":
         array = _pyav_rgb(frame, height, width)
+    elif native and frame.format.name == "yuv420p":
+        return _i420_copy(frame, np.empty(shape, np.uint8) if out is None else out)
     else:
-        if (frame.height, frame.width) != (height, width):
-            frame = frame.reformat(width=width, height=height, format=pixel_format, interpolation=INTERPOLATION, **_SWS)
-        array = frame.to_ndarray(format=pixel_format)
+        scaled = {} if native else {"width": width, "height": height, "interpolation": INTERPOLATION}
+        array = reformat(frame, format=pixel_format, **scaled).to_ndarray()
     if out is None:
         return array
     out[...] = array
     return out
 
 
-def _planar_rgb(frame: av.VideoFrame, size: tuple[int, int] | None, out: np.ndarray | None) -> np.ndarray:
-    height, width = (frame.height, frame.width) if size is None else size
-    if out is None:
-        out = np.empty((3, height, width), np.uint8)
-    if (height, width) != (frame.height, frame.width):
-        # swscale scales planar output differently (by a level here and there): keep rgb24's pixels
-        out[...] = resized_rgb(frame, height, width).transpose(2, 0, 1)
-        return out
-    planar = frame.reformat(format="gbrp", **_SWS)
-    for channel, plane in zip((1, 2, 0), planar.planes, strict=True):  # gbrp: G, B, R planes
-        out[channel] = np.frombuffer(memoryview(plane), np.uint8).reshape(height, plane.line_size)[:, :width]
+def _i420_copy(frame: av.VideoFrame, out: np.ndarray) -> np.ndarray:
+    """The decoder's own planes, copied into ``out`` (H*3/2 x W: Y, then U, then V): no conversion."""
+    height, width = frame.height, frame.width
+    flat = out.reshape(-1) if out.flags.c_contiguous else np.empty(out.size, np.uint8)
+    start = 0
+    for plane, (rows, columns) in zip(frame.planes, [(height, width), *[(height // 2, width // 2)] * 2], strict=True):
+        flat[start : start + rows * columns].reshape(rows, columns)[...] = plane_array(plane, rows, columns)
+        start += rows * columns
+    if not out.flags.c_contiguous:
+        out[...] = flat.reshape(out.shape)
     return out
 
 
@@ -107,11 +100,10 @@ def resized_rgb(frame: av.VideoFrame, height: int, width: int) -> np.ndarray:
     >>> resized_rgb(frame, 224, 224).shape
     (224, 224, 3)
     """
-    out = np.empty((height, width, 3), np.uint8)
-    return out if convert_into(frame, out) else _pyav_rgb(frame, height, width)
+    return _pyav_rgb(frame, height, width)
 
 
 def _pyav_rgb(frame: av.VideoFrame, height: int, width: int) -> np.ndarray:
     if (frame.height, frame.width) == (height, width):
-        return frame.to_ndarray(format="rgb24", **_SWS)
-    return frame.to_ndarray(format="rgb24", width=width, height=height, interpolation=INTERPOLATION, **_SWS)
+        return reformat(frame, format="rgb24").to_ndarray()
+    return reformat(frame, format="rgb24", width=width, height=height, interpolation=INTERPOLATION).to_ndarray()
