@@ -132,6 +132,7 @@ def sampler_factory(original: Callable, training: dict, options: RobodataOptions
         dataset, cfg = training.get("dataset"), training.get("cfg")
         if isinstance(dataset, LeRobotCompatDataset):
             same_version_on_every_rank(dataset)
+            check_shared_memory(dataset, cfg)
         if not isinstance(dataset, LeRobotCompatDataset) or not shuffle or training_order(options) == UNIFORM:
             return original(
                 dataset_from_indices,
@@ -161,6 +162,47 @@ def sampler_factory(original: Callable, training: dict, options: RobodataOptions
         return sampler
 
     return make
+
+
+def batch_frame_bytes(dataset, batch_size: int) -> int:
+    """Bytes of one batch's camera frames as the dataset hands them over (uint8 or float32)."""
+    per_item = 0
+    for key in dataset.meta.camera_keys:
+        height, width, channels = dataset.meta.features[key]["shape"]
+        per_item += int(height) * int(width) * int(channels) * len(dataset.offsets.get(key, [0]))
+    return per_item * batch_size * (1 if dataset.return_uint8 else 4)
+
+
+def check_shared_memory(dataset, cfg) -> None:
+    """Before training: stop in one line when /dev/shm cannot hold even two batches per DataLoader
+    worker (the one being written and the one being sent), and say what the workers may use: up to
+    ``prefetch_factor`` + 2 batches each (more than /dev/shm has free: a warning)."""
+    from robodata.torch._handover import SHM_DIR, shared_memory_free
+
+    workers = int(getattr(cfg, "num_workers", 0) or 0)
+    free = shared_memory_free()
+    if workers == 0 or free is None:
+        return
+    batch = batch_frame_bytes(dataset, int(cfg.batch_size))
+    least = workers * 2 * batch
+    most = workers * (int(getattr(cfg, "prefetch_factor", 2) or 2) + 2) * batch
+    mb = lambda n: f"{n / 2**20:.0f} MB"  # noqa: E731
+    if free < least:
+        raise SystemExit(
+            f"robodata-train: {SHM_DIR} has {mb(free)} free, less than the {mb(least)} {workers} DataLoader workers "
+            f"need for two batches of {mb(batch)} of frames each: give it more (docker run --shm-size={max(1, most >> 30) + 1}g), "
+            "or lower --num_workers, --batch_size or the frame size (--robodata.frame_size=224x224)"
+        )
+    logging.info(
+        f"robodata-train: {SHM_DIR}: up to {mb(most)} for {workers} workers' batches in flight "
+        f"({mb(batch)} of frames a batch), {mb(free)} free"
+    )
+    if free < most:
+        logging.warning(
+            f"robodata-train: {SHM_DIR} has {mb(free)} free, less than the {mb(most)} the DataLoader workers may "
+            "fill when they run ahead of training (a worker that finds no room stops the run, saying so); "
+            "lower --prefetch_factor or give it more"
+        )
 
 
 def same_version_on_every_rank(dataset) -> None:

@@ -144,3 +144,36 @@ def test_help_lists_robodatas_flags(capsys):
     assert rest == ["--help"] and out.startswith("robodata-train: lerobot-train on robodata datasets")
     for flag in ("--robodata.order=decode_once|uniform", "--robodata.window=N", "--robodata.frame_size=WIDTHxHEIGHT"):
         assert flag in out
+
+
+def test_robodata_train_stops_when_dev_shm_cannot_hold_two_batches(short_dataset, monkeypatch, caplog):
+    import logging
+    import os
+
+    real = os.statvfs
+    free = {"bytes": 0}
+
+    def statvfs(path):  # /dev/shm as a tmpfs with free["bytes"] left
+        if path != "/dev/shm":
+            return real(path)
+        return os.statvfs_result((4096, 4096, 1 << 20, free["bytes"] // 4096, free["bytes"] // 4096, 0, 0, 0, 0, 255))
+
+    monkeypatch.setattr(os, "statvfs", statvfs)
+    dataset = LeRobotCompatDataset(short_dataset, return_uint8=True)
+    cfg = types.SimpleNamespace(batch_size=8, num_workers=2, prefetch_factor=4)
+    cameras = robodata.open(short_dataset).metadata.cameras.values()
+    batch = 8 * sum(camera.height * camera.width * 3 for camera in cameras)  # uint8 frames, as lerobot-train's
+    free["bytes"] = (2 * 2 * batch - 1) & ~4095  # less than two batches per worker
+    with pytest.raises(SystemExit) as refused:
+        robodata_train.check_shared_memory(dataset, cfg)
+    assert str(refused.value) == (
+        f"robodata-train: /dev/shm has {free['bytes'] / 2**20:.0f} MB free, less than the {4 * batch / 2**20:.0f} MB "
+        f"2 DataLoader workers need for two batches of {batch / 2**20:.0f} MB of frames each: give it more "
+        f"(docker run --shm-size={max(1, (2 * 6 * batch) >> 30) + 1}g), or lower --num_workers, --batch_size or the "
+        "frame size (--robodata.frame_size=224x224)"
+    )
+    free["bytes"] = 2 * 6 * batch + (1 << 20)  # room for every batch in flight: no word
+    caplog.set_level(logging.INFO)
+    robodata_train.check_shared_memory(dataset, cfg)
+    assert f"/dev/shm: up to {2 * 6 * batch / 2**20:.0f} MB for 2 workers' batches in flight" in caplog.text
+    assert "WARNING" not in caplog.text
