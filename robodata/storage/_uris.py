@@ -70,6 +70,8 @@ def storage_options_from_env(environ: Mapping[str, str] | None = None) -> dict[s
     """
     environ = os.environ if environ is None else environ
     options = {key: environ[var] for key, var in _ENV_OPTIONS.items() if environ.get(var)}
+    if environ.get(ALLOW_HTTP_VARIABLE):  # said by the user: kept as they said it
+        options["allow_http"] = environ[ALLOW_HTTP_VARIABLE]
     return http_endpoint_allowed(options, environ)
 
 
