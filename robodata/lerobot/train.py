@@ -232,12 +232,16 @@ def pin_run(cfg) -> Pin | None:
     uri = robodata_uri(dataset_cfg.repo_id, getattr(dataset_cfg, "root", None))
     if uri is None:
         return None
+    from robodata.torch._fork_safety import run_without_lance
+
+    # Lance read in a helper process, as LeRobotCompatDataset reads: this one stays safe to fork.
+    revision = dataset_cfg.revision
     if getattr(cfg, "resume", False):
-        recorded = recorded_revision(getattr(cfg, "checkpoint_path", None), dataset_cfg.revision)
-        pin = pin_resumed_run(uri, dataset_cfg.revision, recorded)
+        recorded = recorded_revision(getattr(cfg, "checkpoint_path", None), revision)
+        pin = run_without_lance(lambda: pin_resumed_run(uri, revision, recorded))
         logging.info(f"robodata-train: resuming on {pin.describe()}, the version its checkpoint recorded")
     else:
-        pin = pin_fresh_run(uri, dataset_cfg.revision)
+        pin = run_without_lance(lambda: pin_fresh_run(uri, revision))
         logging.info(
             f"robodata-train: training on {pin.describe()}; its checkpoints record --dataset.revision={pin.revision}"
         )

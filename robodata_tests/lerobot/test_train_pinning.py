@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import types
 from datetime import timedelta
 from pathlib import Path
@@ -159,3 +160,25 @@ def test_a_pinned_run_records_its_tag_too(growing_dataset):
 def test_lerobot_datasets_are_not_pinned():
     cfg = train_config("lerobot/pusht")
     assert robodata_train.pin_run(cfg) is None and cfg.dataset.revision is None
+
+
+def test_pinning_leaves_the_training_process_safe_to_fork(growing_dataset):
+    """The pin reads Lance in a helper process, as LeRobotCompatDataset does, so DataLoader workers
+    may still be forked from the training process (a fresh one here: it has not used Lance)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import types\n"
+        "from robodata.lerobot import train\n"
+        "from robodata.torch._fork_safety import lance_used\n"
+        f"cfg = types.SimpleNamespace(dataset=types.SimpleNamespace(repo_id={growing_dataset!r}, root=None, "
+        "revision=None), resume=False, checkpoint_path=None)\n"
+        "pin = train.pin_run(cfg)\n"
+        "print(pin.version, cfg.dataset.revision, lance_used())\n"
+    )
+    repo = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    version = robodata.open(growing_dataset).version
+    assert done.stdout.split() == [str(version), f"robodata-train-v{version}", "False"], done.stderr
