@@ -182,3 +182,57 @@ def test_pinning_leaves_the_training_process_safe_to_fork(growing_dataset):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     version = robodata.open(growing_dataset).version
     assert done.stdout.split() == [str(version), f"robodata-train-v{version}", "False"], done.stderr
+
+
+RANK_CODE = """
+import os, sys, types
+import torch.distributed as dist
+from robodata.lerobot import train
+dist.init_process_group("gloo")
+version = int(sys.argv[1])
+try:
+    train.same_version_on_every_rank(types.SimpleNamespace(uri="s3://bucket/ds", version=version))
+    print("same")
+except SystemExit as stop:
+    print(stop)
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow  # two torch.distributed processes
+def test_ranks_that_opened_different_versions_stop():
+    """Two ranks of an unpinned run opened the dataset on either side of an append: both stop,
+    naming the versions by rank; the same version goes on."""
+    import socket
+    import subprocess
+    import sys
+
+    repo = str(Path(__file__).resolve().parents[2])
+
+    def run(versions: list[int]) -> list[str]:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        ranks = []
+        for rank, version in enumerate(versions):
+            env = dict(
+                os.environ,
+                PYTHONPATH=os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")]),
+                MASTER_ADDR="127.0.0.1",
+                MASTER_PORT=str(port),
+                RANK=str(rank),
+                WORLD_SIZE=str(len(versions)),
+            )
+            ranks.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", RANK_CODE, str(version)], env=env, stdout=subprocess.PIPE, text=True
+                )
+            )
+        return [rank.communicate(timeout=300)[0].strip() for rank in ranks]
+
+    stop = (
+        "robodata-train: the training processes opened different versions of s3://bucket/ds ([4, 5], by rank): "
+        "pass --dataset.revision=<one of them>"
+    )
+    assert run([4, 5]) == [stop, stop]
+    assert run([4, 4]) == ["same", "same"]
