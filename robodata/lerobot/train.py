@@ -249,6 +249,23 @@ def pin_run(cfg) -> Pin | None:
     return pin
 
 
+def frame_size_sources(uri: str, version: int, frame_size: tuple[int, int]) -> str:
+    """Where a run's frames of ``frame_size`` (height, width) come from, per camera: a stored
+    training rendition of that size, or the full-size frames decoded and scaled."""
+    from robodata.format._renditions import Rendition
+    from robodata.reader import open_dataset
+    from robodata.storage import env_storage_options
+
+    name = Rendition.parse(frame_size).name
+    ds = open_dataset(uri, version=version, storage_options=env_storage_options())
+    stored = [c for c in ds.cameras if name in ds.metadata.renditions.get(c, [])]
+    scaled = [c for c in ds.cameras if c not in stored]
+    parts = [f"{', '.join(stored)} from the stored {name} rendition"] if stored else []
+    if scaled:
+        parts.append(f"{', '.join(scaled)} decoded at full size and scaled (robodata add-rendition DATASET {name})")
+    return f"robodata-train: frames at {name}: " + "; ".join(parts)
+
+
 def install_training_order(script, options: RobodataOptions | None = None) -> None:
     """Make LeRobot's training script (``lerobot.scripts.lerobot_train``) pin robodata datasets and
     read them in the decode-once order: ``make_train_eval_datasets`` pins the version
@@ -260,7 +277,12 @@ def install_training_order(script, options: RobodataOptions | None = None) -> No
     make_datasets = script.make_train_eval_datasets
 
     def make_train_eval_datasets(cfg, *args, **kwargs):
-        pin_run(cfg)
+        pin = pin_run(cfg)
+        if pin is not None and options is not None and options.frame_size is not None:
+            from robodata.torch._fork_safety import run_without_lance
+
+            frame_size = options.frame_size
+            logging.info(run_without_lance(lambda: frame_size_sources(pin.uri, pin.version, frame_size)))
         made = make_datasets(cfg, *args, **kwargs)
         training.update(dataset=made[0], cfg=cfg)
         return made

@@ -5,6 +5,7 @@ LeRobot is a stand-in here (the modules robodata-train touches); the real run is
 
 from __future__ import annotations
 
+import logging
 import sys
 import types
 
@@ -110,10 +111,11 @@ def lerobot(monkeypatch):
     return ran
 
 
-def test_frame_size_and_window_reach_the_dataset_and_the_order(lerobot, dataset_copy):
+def test_frame_size_and_window_reach_the_dataset_and_the_order(lerobot, dataset_copy, caplog):
     from robodata.ingest._renditions import add_rendition
 
     add_rendition(dataset_copy, "224x224", cameras=["top"])  # the other cameras are scaled
+    caplog.set_level(logging.INFO)
     robodata_train.main(
         [f"--dataset.repo_id={dataset_copy}", "--robodata.frame_size=224x224", "--batch_size=4", "--robodata.window=64"]
     )
@@ -121,6 +123,10 @@ def test_frame_size_and_window_reach_the_dataset_and_the_order(lerobot, dataset_
     dataset, sampler = lerobot["dataset"], lerobot["sampler"]
     assert isinstance(dataset, LeRobotCompatDataset) and isinstance(sampler, BlockOrderSampler)
     assert sampler.window_rows == 64 and lerobot["revision"] == f"robodata-train-v{dataset.version}"
+    assert (
+        "robodata-train: frames at 224x224: top from the stored 224x224 rendition; wrist_left, wrist_right decoded "
+        "at full size and scaled (robodata add-rendition DATASET 224x224)"
+    ) in caplog.text
     stored = robodata.open(dataset_copy)
     for camera in ("top", "wrist_left"):
         key = f"observation.images.{camera}"
