@@ -277,7 +277,9 @@ def install_training_order(script, options: RobodataOptions | None = None) -> No
     make_datasets = script.make_train_eval_datasets
 
     def make_train_eval_datasets(cfg, *args, **kwargs):
-        pin = pin_run(cfg)
+        pin = pin_run(cfg)  # LeRobot's logging is set up by now: these lines reach its log
+        if pin is not None and options is not None and options.flags():
+            logging.info(f"robodata-train: {' '.join(options.flags())}")
         if pin is not None and options is not None and options.frame_size is not None:
             from robodata.torch._fork_safety import run_without_lance
 
@@ -325,8 +327,6 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"robodata-train needs LeRobot: pip install 'lerobot[training]' ({exc})") from exc
     install(options)
     install_training_order(lerobot_train, options)
-    if options.flags():
-        logging.info(f"robodata-train: {' '.join(options.flags())}")
     sys.argv = [sys.argv[0], *rest]
     lerobot_train.main()
 

@@ -123,6 +123,7 @@ def test_frame_size_and_window_reach_the_dataset_and_the_order(lerobot, dataset_
     dataset, sampler = lerobot["dataset"], lerobot["sampler"]
     assert isinstance(dataset, LeRobotCompatDataset) and isinstance(sampler, BlockOrderSampler)
     assert sampler.window_rows == 64 and lerobot["revision"] == f"robodata-train-v{dataset.version}"
+    assert "robodata-train: --robodata.window=64 --robodata.frame_size=224x224" in caplog.text
     assert (
         "robodata-train: frames at 224x224: top from the stored 224x224 rendition; wrist_left, wrist_right decoded "
         "at full size and scaled (robodata add-rendition DATASET 224x224)"
