@@ -6,18 +6,25 @@ datasets with (``lerobot.datasets.factory.LeRobotDatasetMetadata`` and ``LeRobot
 then runs ``lerobot.scripts.lerobot_train.main`` with the same command line. A dataset whose
 ``--dataset.repo_id`` (or ``--dataset.root``) is a robodata dataset (an ``s3://...`` URI or a
 folder holding ``frames.lance``) is opened as ``LeRobotCompatDataset``, pinned to
-``--dataset.revision`` (a tag or a version number; default: the latest, pinned at start);
-every other dataset goes to LeRobot as before. Everything else (policy, processors,
-accelerate, checkpoints, the loss) is LeRobot's code.
+``--dataset.revision`` (a tag or a version number; default: the latest); every other dataset goes
+to LeRobot as before. Everything else (policy, processors, accelerate, checkpoints, the loss) is
+LeRobot's code.
+
+The version: every run records the version it reads, as a tag ``robodata-train-v<N>`` that
+becomes its ``dataset.revision`` (so the checkpoint's ``train_config.json`` holds it) and in the
+training log; a resume reads that version or refuses (``robodata.lerobot._train_pin``).
 
 The training order: for a robodata dataset, the sampler LeRobot's script builds
 (``EpisodeAwareSampler(..., shuffle=True, seed=cfg.seed)``, resumed with ``load_state_dict``) is
 the decode-once block order instead (``LeRobotCompatDataset.item_sampler``, laid out for
 ``--batch_size``, ``--num_workers`` and accelerate's ranks), so each GOP is decoded once per epoch
-per DataLoader worker. ``ROBODATA_TRAIN_ORDER=uniform`` keeps LeRobot's own uniform sampler.
+per DataLoader worker. ``--robodata.order=uniform`` keeps LeRobot's own uniform sampler;
+``--robodata.window`` and ``--robodata.frame_size`` are robodata's other flags
+(``robodata.lerobot._train_options``, ``robodata-train --help``).
 
     robodata-train --dataset.repo_id=s3://bucket/demo --dataset.revision=run-42 \\
-        --policy.type=act --policy.push_to_hub=false --steps=1000 --batch_size=8
+        --policy.type=act --policy.push_to_hub=false --steps=1000 --batch_size=8 \\
+        --robodata.frame_size=224x224
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from robodata.lerobot._train_options import UNIFORM, RobodataOptions, help_text, split_arguments
+from robodata.lerobot._train_pin import Pin, as_version, pin_fresh_run, pin_resumed_run, recorded_revision
 from robodata.storage import is_remote
 from robodata.torch._item_order import BlockItemSampler
 
@@ -47,11 +56,7 @@ def robodata_uri(repo_id: object, root: object = None) -> str | None:
     return None
 
 
-def pinned(revision: str | None) -> int | str | None:
-    """A LeRobot ``revision`` as a robodata version: a number, a tag, or None (the latest)."""
-    if revision is None or revision == "":
-        return None
-    return int(revision) if str(revision).isdigit() else str(revision)
+pinned = as_version  # a LeRobot ``revision`` as a robodata version: a number, a tag, or None (the latest)
 
 
 def metadata_factory(original: Callable) -> Callable:
@@ -68,8 +73,10 @@ def metadata_factory(original: Callable) -> Callable:
     return make
 
 
-def dataset_factory(original: Callable) -> Callable:
-    """``LeRobotDataset`` that opens robodata datasets as ``LeRobotCompatDataset``."""
+def dataset_factory(original: Callable, options: RobodataOptions | None = None) -> Callable:
+    """``LeRobotDataset`` that opens robodata datasets as ``LeRobotCompatDataset`` (frames of
+    ``options.frame_size`` when given)."""
+    options = options or RobodataOptions()
 
     def make(repo_id, root=None, episodes=None, episode_filter=None, *args, **kwargs):
         uri = robodata_uri(repo_id, root)
@@ -91,21 +98,16 @@ def dataset_factory(original: Callable) -> Callable:
             image_transforms=kwargs.get("image_transforms"),
             tolerance_s=kwargs.get("tolerance_s", 1e-4),
             return_uint8=kwargs.get("return_uint8", False),
+            resolution=options.frame_size,  # from a stored rendition of that size when there is one
         )
 
     return make
 
 
-ORDER_VARIABLE = "ROBODATA_TRAIN_ORDER"
-ORDERS = ("block", "uniform")
-
-
-def training_order() -> str:
-    """The order robodata-train reads robodata datasets in: ``block`` (default) or ``uniform``."""
-    order = os.environ.get(ORDER_VARIABLE, "block") or "block"
-    if order not in ORDERS:
-        raise SystemExit(f"{ORDER_VARIABLE} must be one of {ORDERS}, got {order!r}")
-    return order
+def training_order(options: RobodataOptions | None = None) -> str:
+    """The order robodata-train reads robodata datasets in: ``decode_once`` (default) or
+    ``uniform``, from ``--robodata.order``, else ``$ROBODATA_TRAIN_ORDER``."""
+    return (options or RobodataOptions()).training_order()
 
 
 def process_place() -> tuple[int, int]:
@@ -113,9 +115,11 @@ def process_place() -> tuple[int, int]:
     return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
 
 
-def sampler_factory(original: Callable, training: dict) -> Callable:
+def sampler_factory(original: Callable, training: dict, options: RobodataOptions | None = None) -> Callable:
     """LeRobot's ``EpisodeAwareSampler`` that, for the robodata dataset of this run
-    (``training["dataset"]``, made with ``training["cfg"]``), is the decode-once block order."""
+    (``training["dataset"]``, made with ``training["cfg"]``), is the decode-once block order
+    (mixing ``options.window`` rows when given)."""
+    options = options or RobodataOptions()
 
     def make(
         dataset_from_indices,
@@ -130,7 +134,10 @@ def sampler_factory(original: Callable, training: dict) -> Callable:
         from robodata.lerobot._compat_dataset import LeRobotCompatDataset
 
         dataset, cfg = training.get("dataset"), training.get("cfg")
-        if not isinstance(dataset, LeRobotCompatDataset) or not shuffle or training_order() == "uniform":
+        if isinstance(dataset, LeRobotCompatDataset):
+            same_version_on_every_rank(dataset)
+            check_shared_memory(dataset, cfg)
+        if not isinstance(dataset, LeRobotCompatDataset) or not shuffle or training_order(options) == UNIFORM:
             return original(
                 dataset_from_indices,
                 dataset_to_indices,
@@ -142,38 +149,152 @@ def sampler_factory(original: Callable, training: dict) -> Callable:
                 absolute_to_relative_idx=absolute_to_relative_idx,
             )
         rank, world_size = process_place()
-        logging.info(
-            f"robodata-train: {dataset.uri} in the decode-once block order ({ORDER_VARIABLE}=uniform: LeRobot's)"
-        )
-        return dataset.item_sampler(
+        sampler = dataset.item_sampler(
             batch_size=cfg.batch_size,
             num_workers=cfg.num_workers,
             rank=rank,
             world_size=world_size,
             seed=seed,
+            window_rows=options.window,
             drop_n_first_frames=drop_n_first_frames,
             drop_n_last_frames=drop_n_last_frames,
         )
+        logging.info(
+            f"robodata-train: {dataset.uri} in the decode-once block order, a window of {sampler.window_rows} rows "
+            f"(--robodata.order=uniform: LeRobot's)"
+        )
+        return sampler
 
     return make
 
 
-def install_training_order(script) -> None:
-    """Make LeRobot's training script (``lerobot.scripts.lerobot_train``) read robodata datasets
-    in the decode-once order: it remembers the dataset and config ``make_train_eval_datasets``
-    made, and its ``EpisodeAwareSampler`` becomes ``sampler_factory``'s (idempotent)."""
+def batch_frame_bytes(dataset, batch_size: int) -> int:
+    """Bytes of one batch's camera frames as the dataset hands them over (uint8 or float32)."""
+    per_item = 0
+    for key in dataset.meta.camera_keys:
+        height, width, channels = dataset.meta.features[key]["shape"]
+        per_item += int(height) * int(width) * int(channels) * len(dataset.offsets.get(key, [0]))
+    return per_item * batch_size * (1 if dataset.return_uint8 else 4)
+
+
+def check_shared_memory(dataset, cfg) -> None:
+    """Before training: stop in one line when /dev/shm cannot hold even two batches per DataLoader
+    worker (the one being written and the one being sent), and say what the workers may use: up to
+    ``prefetch_factor`` + 2 batches each (more than /dev/shm has free: a warning)."""
+    from robodata.torch._handover import SHM_DIR, shared_memory_free
+
+    workers = int(getattr(cfg, "num_workers", 0) or 0)
+    free = shared_memory_free()
+    if workers == 0 or free is None:
+        return
+    batch = batch_frame_bytes(dataset, int(cfg.batch_size))
+    least = workers * 2 * batch
+    most = workers * (int(getattr(cfg, "prefetch_factor", 2) or 2) + 2) * batch
+    mb = lambda n: f"{n / 2**20:.0f} MB"  # noqa: E731
+    if free < least:
+        raise SystemExit(
+            f"robodata-train: {SHM_DIR} has {mb(free)} free, less than the {mb(least)} {workers} DataLoader workers "
+            f"need for two batches of {mb(batch)} of frames each: give it more (docker run --shm-size={max(1, most >> 30) + 1}g), "
+            "or lower --num_workers, --batch_size or the frame size (--robodata.frame_size=224x224)"
+        )
+    logging.info(
+        f"robodata-train: {SHM_DIR}: up to {mb(most)} for {workers} workers' batches in flight "
+        f"({mb(batch)} of frames a batch), {mb(free)} free"
+    )
+    if free < most:
+        logging.warning(
+            f"robodata-train: {SHM_DIR} has {mb(free)} free, less than the {mb(most)} the DataLoader workers may "
+            "fill when they run ahead of training (a worker that finds no room stops the run, saying so); "
+            "lower --prefetch_factor or give it more"
+        )
+
+
+def same_version_on_every_rank(dataset) -> None:
+    """Every training process of a multi-process run reads the same version, or the run stops:
+    each rank opened the dataset itself, and an append between two openings of an unpinned run
+    would give them different versions (and different numbers of steps)."""
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return
+    versions: list = [None] * dist.get_world_size()
+    dist.all_gather_object(versions, dataset.version)
+    if len(set(versions)) > 1:
+        raise SystemExit(
+            f"robodata-train: the training processes opened different versions of {dataset.uri} ({versions}, "
+            f"by rank): pass --dataset.revision=<one of them>"
+        )
+
+
+def pin_run(cfg) -> Pin | None:
+    """For a run on a robodata dataset, the version it reads (a fresh run: ``--dataset.revision`` or
+    the latest, tagged; a resume: its checkpoint's), made the run's ``cfg.dataset.revision`` so
+    that LeRobot's checkpoints record it, and logged. None for a LeRobot dataset."""
+    dataset_cfg = cfg.dataset
+    uri = robodata_uri(dataset_cfg.repo_id, getattr(dataset_cfg, "root", None))
+    if uri is None:
+        return None
+    from robodata.torch._fork_safety import run_without_lance
+
+    # Lance read in a helper process, as LeRobotCompatDataset reads: this one stays safe to fork.
+    revision = dataset_cfg.revision
+    if getattr(cfg, "resume", False):
+        recorded = recorded_revision(getattr(cfg, "checkpoint_path", None), revision)
+        pin = run_without_lance(lambda: pin_resumed_run(uri, revision, recorded))
+        logging.info(f"robodata-train: resuming on {pin.describe()}, the version its checkpoint recorded")
+    else:
+        pin = run_without_lance(lambda: pin_fresh_run(uri, revision))
+        logging.info(
+            f"robodata-train: training on {pin.describe()}; its checkpoints record --dataset.revision={pin.revision}"
+        )
+    dataset_cfg.revision = pin.revision
+    return pin
+
+
+def frame_size_sources(uri: str, version: int, frame_size: tuple[int, int]) -> str:
+    """Where a run's frames of ``frame_size`` (height, width) come from, per camera: a stored
+    training rendition of that size, or the full-size frames decoded and scaled."""
+    from robodata.format._renditions import Rendition
+    from robodata.reader import open_dataset
+    from robodata.storage import env_storage_options
+
+    name = Rendition.parse(frame_size).name
+    ds = open_dataset(uri, version=version, storage_options=env_storage_options())
+    stored = [c for c in ds.cameras if name in ds.metadata.renditions.get(c, [])]
+    scaled = [c for c in ds.cameras if c not in stored]
+    parts = [f"{', '.join(stored)} from the stored {name} rendition"] if stored else []
+    if scaled:
+        parts.append(f"{', '.join(scaled)} decoded at full size and scaled (robodata add-rendition DATASET {name})")
+    return f"robodata-train: frames at {name}: " + "; ".join(parts)
+
+
+def install_training_order(script, options: RobodataOptions | None = None) -> None:
+    """Make LeRobot's training script (``lerobot.scripts.lerobot_train``) pin robodata datasets and
+    read them in the decode-once order: ``make_train_eval_datasets`` pins the version
+    (``pin_run``) and remembers the dataset and config it made, and its ``EpisodeAwareSampler``
+    becomes ``sampler_factory``'s (idempotent)."""
     if getattr(script, "_robodata_order_installed", False):
         return
     training: dict = {}
     make_datasets = script.make_train_eval_datasets
 
     def make_train_eval_datasets(cfg, *args, **kwargs):
+        pin = pin_run(cfg)  # LeRobot's logging is set up by now: these lines reach its log
+        if pin is not None and options is not None and options.flags():
+            logging.info(f"robodata-train: {' '.join(options.flags())}")
+        if pin is not None and options is not None and options.frame_size is not None:
+            from robodata.torch._fork_safety import run_without_lance
+
+            frame_size = options.frame_size
+            logging.info(run_without_lance(lambda: frame_size_sources(pin.uri, pin.version, frame_size)))
         made = make_datasets(cfg, *args, **kwargs)
         training.update(dataset=made[0], cfg=cfg)
         return made
 
     script.make_train_eval_datasets = make_train_eval_datasets
-    script.EpisodeAwareSampler = sampler_factory(script.EpisodeAwareSampler, training)
+    script.EpisodeAwareSampler = sampler_factory(script.EpisodeAwareSampler, training, options)
     install_order_resume(script, training)
     script._robodata_order_installed = True
 
@@ -248,28 +369,40 @@ def order_saving_checkpoint(original: Callable, training: dict) -> Callable:
     return save
 
 
-def install() -> None:
+def install(options: RobodataOptions | None = None) -> None:
     """Make LeRobot's dataset factory open robodata datasets (idempotent)."""
     from lerobot.datasets import factory
 
     if getattr(factory, "_robodata_installed", False):
         return
     factory.LeRobotDatasetMetadata = metadata_factory(factory.LeRobotDatasetMetadata)
-    factory.LeRobotDataset = dataset_factory(factory.LeRobotDataset)
+    factory.LeRobotDataset = dataset_factory(factory.LeRobotDataset, options)
     factory._robodata_installed = True
+
+
+def parse_arguments(argv: list[str]) -> tuple[RobodataOptions, list[str]]:
+    """(robodata's ``--robodata.*`` options, LeRobot's arguments); ``--help`` prints robodata's
+    flags first (LeRobot's help follows when it is installed)."""
+    options, rest = split_arguments(argv)
+    options.training_order()  # a wrong $ROBODATA_TRAIN_ORDER fails before LeRobot starts
+    if "--help" in rest or "-h" in rest:
+        print(help_text() + "\n", flush=True)
+    return options, rest
 
 
 def main(argv: list[str] | None = None) -> None:
     """``lerobot-train`` with robodata datasets: the same arguments, LeRobot's training loop."""
+    options, rest = parse_arguments(sys.argv[1:] if argv is None else argv)
     try:
         from lerobot.scripts import lerobot_train
     except ImportError as exc:
+        if "--help" in rest or "-h" in rest:
+            print(f"LeRobot's own flags are listed once LeRobot is installed: pip install 'lerobot[training]' ({exc})")
+            return
         raise SystemExit(f"robodata-train needs LeRobot: pip install 'lerobot[training]' ({exc})") from exc
-    install()
-    training_order()  # a wrong value fails before LeRobot starts
-    install_training_order(lerobot_train)
-    if argv is not None:
-        sys.argv = [sys.argv[0], *argv]
+    install(options)
+    install_training_order(lerobot_train, options)
+    sys.argv = [sys.argv[0], *rest]
     lerobot_train.main()
 
 

@@ -50,11 +50,12 @@ def storage_timeout_s(storage_options: dict | None = None) -> float:
 def lance_options(uri: str, storage_options: dict | None) -> dict | None:
     """``storage_options`` as Lance takes them for ``uri``: on a remote store, per-request
     timeouts filled in from the deadline (unless given); robodata's own keys removed."""
-    from robodata.storage._uris import is_remote
+    from robodata.storage._uris import http_endpoint_allowed, is_remote
 
     if not is_remote(uri):
         return None if storage_options is None else {k: v for k, v in storage_options.items() if k != TIMEOUT_OPTION}
-    options = {k: v for k, v in (storage_options or {}).items() if k != TIMEOUT_OPTION}
+    # An http:// endpoint (given, or AWS_ENDPOINT_URL's) works without AWS_ALLOW_HTTP.
+    options = {k: v for k, v in http_endpoint_allowed(storage_options).items() if k != TIMEOUT_OPTION}
     timeout = storage_timeout_s(storage_options)
     options.setdefault("timeout", f"{timeout:g}s")
     options.setdefault("connect_timeout", f"{min(CONNECT_TIMEOUT_S, timeout):g}s")

@@ -70,7 +70,39 @@ def storage_options_from_env(environ: Mapping[str, str] | None = None) -> dict[s
     """
     environ = os.environ if environ is None else environ
     options = {key: environ[var] for key, var in _ENV_OPTIONS.items() if environ.get(var)}
-    if options.get("aws_endpoint", "").startswith("http://"):
+    if environ.get(ALLOW_HTTP_VARIABLE):  # said by the user: kept as they said it
+        options["allow_http"] = environ[ALLOW_HTTP_VARIABLE]
+    return http_endpoint_allowed(options, environ)
+
+
+# How Lance's object store spells "plain http may be used", as an option and in the environment.
+ALLOW_HTTP_OPTIONS = ("allow_http", "aws_allow_http")
+ALLOW_HTTP_VARIABLE = "AWS_ALLOW_HTTP"
+# The environment variables Lance's object store takes an S3 endpoint from (the first one set wins).
+ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT")
+
+
+def http_endpoint_allowed(storage_options: dict | None, environ: Mapping[str, str] | None = None) -> dict:
+    """``storage_options`` plus ``allow_http`` when the S3 endpoint they (or, without one, the
+    environment's ``AWS_ENDPOINT_URL``) name is an http:// URL: Lance's object store refuses plain
+    http ("HTTP error: builder error") unless told. An ``allow_http`` the caller gave, in the
+    options or as ``AWS_ALLOW_HTTP``, is kept as it is.
+
+    >>> http_endpoint_allowed({"aws_endpoint": "http://127.0.0.1:9000"}, environ={})
+    {'aws_endpoint': 'http://127.0.0.1:9000', 'allow_http': 'true'}
+    >>> http_endpoint_allowed(None, environ={"AWS_ENDPOINT_URL": "http://minio:9000"})
+    {'allow_http': 'true'}
+    >>> http_endpoint_allowed(None, environ={"AWS_ENDPOINT_URL": "https://s3.example.com"})
+    {}
+    """
+    environ = os.environ if environ is None else environ
+    options = dict(storage_options or {})
+    if any(key in options for key in ALLOW_HTTP_OPTIONS) or environ.get(ALLOW_HTTP_VARIABLE):
+        return options
+    endpoint = canonical_options(options).get("aws_endpoint")
+    if not endpoint:
+        endpoint = next((environ[var] for var in ENDPOINT_VARIABLES if environ.get(var)), "")
+    if str(endpoint).lower().startswith("http://"):
         options["allow_http"] = "true"
     return options
 

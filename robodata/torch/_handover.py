@@ -24,6 +24,7 @@ torch.Size([2, 14])
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 
@@ -36,6 +37,67 @@ from torch.utils.data._utils.collate import collate, default_collate_fn_map
 # prefetched batches in flight and the training process holds one or two: about 7 batches of 3
 # cameras at prefetch 4. With every slab held, an array is allocated anew and not kept.
 RECYCLED_SLABS = 64
+# Megabytes of slabs a worker keeps for reuse ($ROBODATA_SHM_KEEP_MB, else KEEP_MB). Beyond them a
+# batch's arrays get shared memory of their own, released as soon as the training process drops the
+# batch (as PyTorch's collate's is): the /dev/shm a worker holds is then at most this or its batches
+# in flight, whichever is larger.
+KEEP_MB_VARIABLE = "ROBODATA_SHM_KEEP_MB"
+KEEP_MB = 256
+# Where PyTorch's shared memory lives (shm_open), and what is left free there for others (the
+# DataLoader's own queues, other processes' small tensors) when a worker sizes its allocations.
+SHM_DIR = "/dev/shm"
+SHM_HEADROOM_BYTES = 8 << 20
+
+
+class SharedMemoryFullError(RuntimeError):
+    """/dev/shm has too little room for a batch's frames (said in one line, instead of the bus error
+    or the bare ENOSPC a full tmpfs would give)."""
+
+
+def keep_bytes_default() -> int:
+    """The bytes of slabs a worker keeps: ``$ROBODATA_SHM_KEEP_MB`` megabytes, else ``KEEP_MB``."""
+    raw = os.environ.get(KEEP_MB_VARIABLE) or str(KEEP_MB)
+    if not raw.isdigit():
+        raise ValueError(f"{KEEP_MB_VARIABLE} must be a whole number of megabytes, got {raw!r}")
+    return int(raw) << 20
+
+
+def shared_memory_free(path: str = SHM_DIR) -> int | None:
+    """Free bytes in ``path`` (None when it cannot be asked: no /dev/shm on this system)."""
+    try:
+        stats = os.statvfs(path)
+    except OSError:
+        return None
+    return stats.f_bavail * stats.f_frsize
+
+
+def shared_memory_full(needed: int, free: int | None, path: str = SHM_DIR) -> SharedMemoryFullError:
+    free_text = "too little room" if free is None else f"{free / 2**20:.0f} MB free"
+    return SharedMemoryFullError(
+        f"{path} has {free_text}, less than the {needed / 2**20:.0f} MB more this DataLoader worker's batches "
+        "need: give it more (docker run --shm-size=2g), or use fewer workers (--num_workers), a smaller "
+        "--prefetch_factor or --batch_size, or smaller frames (--robodata.frame_size=224x224)"
+    )
+
+
+def check_room(nbytes: int, path: str = SHM_DIR) -> None:
+    """A one-line ``SharedMemoryFullError`` unless ``path`` has room for ``nbytes`` and the headroom."""
+    free = shared_memory_free(path)
+    if free is not None and free < nbytes + SHM_HEADROOM_BYTES:
+        raise shared_memory_full(nbytes + SHM_HEADROOM_BYTES, free, path)
+
+
+def new_shared_storage(nbytes: int, path: str = SHM_DIR) -> torch.UntypedStorage:
+    """``nbytes`` of shared memory, after checking ``path`` has room for them (and headroom): a
+    one-line ``SharedMemoryFullError`` otherwise, never a bus error on the first write. A race with
+    another process for the last bytes ends the same way (PyTorch reserves the pages and says ENOSPC)."""
+    check_room(nbytes, path)
+    try:
+        return torch.UntypedStorage._new_shared(nbytes)
+    except RuntimeError as exc:
+        if "No space left" in str(exc) or "unable to allocate shared memory" in str(exc):
+            raise shared_memory_full(nbytes, shared_memory_free(path), path) from None
+        raise
 
 
 class SharedOutputs:
@@ -56,9 +118,14 @@ class SharedOutputs:
     >>> batch = shared.hand_over({"frames": tensor})  # what the worker's collate returns
     >>> batch.slots, shared.held()  # the frames' slab stays held; the float32 array's is free
     ({'frames': 0}, [0])
+
+    The slabs it keeps add up to at most ``keep_bytes`` (free ones of other sizes are let go to make
+    room; past that, an array gets memory of its own, not kept), and every new slab is checked
+    against the room left in /dev/shm first (``new_shared_storage``).
     """
 
-    def __init__(self, slabs: int = RECYCLED_SLABS) -> None:
+    def __init__(self, slabs: int = RECYCLED_SLABS, keep_bytes: int | None = None) -> None:
+        self.keep_bytes = keep_bytes_default() if keep_bytes is None else int(keep_bytes)
         self._flags = torch.zeros(slabs, dtype=torch.uint8).share_memory_()
         self._held = self._flags.numpy()  # 1: this batch or the training process may use the slab
         self._slabs: dict[int, torch.UntypedStorage] = {}  # by slot
@@ -76,20 +143,31 @@ class SharedOutputs:
         return array
 
     def _slab(self, nbytes: int) -> torch.UntypedStorage:
-        """A free slab of ``nbytes`` (one of that size first, else an empty one, else any free
-        one, replaced); memory of its own, not kept, when every slab is held."""
+        """A free slab of ``nbytes``: a kept one of that size, else a new one kept in an empty slot
+        (free slabs of other sizes let go, so the kept bytes stay within ``keep_bytes``); memory of
+        its own, not kept, when every slab is held or the held ones already take ``keep_bytes``."""
         free = [int(i) for i in np.flatnonzero(self._held == 0)]
-        if not free:
-            return torch.UntypedStorage._new_shared(nbytes)
         same = [i for i in free if i in self._slabs and self._slabs[i].nbytes() == nbytes]
+        if same:
+            return self._take(same[0])
+        for slot in free:  # let go of free slabs of other sizes until the new one fits
+            if self.kept_bytes() + nbytes <= self.keep_bytes:
+                break
+            self._slabs.pop(slot, None)
         empty = [i for i in free if i not in self._slabs]
-        slot = (same or empty or free)[0]
-        slab = self._slabs.get(slot)
-        if slab is None or slab.nbytes() != nbytes:
-            slab = self._slabs[slot] = torch.UntypedStorage._new_shared(nbytes)  # in shared memory from the start
+        if not empty or self.kept_bytes() + nbytes > self.keep_bytes:
+            return new_shared_storage(nbytes)  # released once the training process drops it
+        self._slabs[empty[0]] = new_shared_storage(nbytes)  # in shared memory from the start
+        return self._take(empty[0])
+
+    def _take(self, slot: int) -> torch.UntypedStorage:
         self._held[slot] = 1
         self._taken.append(slot)
-        return slab
+        return self._slabs[slot]
+
+    def kept_bytes(self) -> int:
+        """Bytes of the slabs kept (held or free): this worker's /dev/shm besides arrays of their own."""
+        return sum(slab.nbytes() for slab in self._slabs.values())
 
     def tensor(self, array) -> torch.Tensor | None:
         """The shared tensor ``array`` views (forgotten once asked for), or None."""
@@ -112,6 +190,8 @@ class SharedOutputs:
         }
         self._taken = [slot for slot in self._taken if slot not in sent.values()]
         self.clear()
+        # The worker's queue moves every other tensor into shared memory as it sends the batch.
+        check_room(sum(v.nbytes for v in batch.values() if isinstance(v, torch.Tensor) and not v.is_shared()))
         return HandedOverBatch(batch, self._flags, sent)
 
     def clear(self) -> None:

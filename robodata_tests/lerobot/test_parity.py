@@ -6,7 +6,7 @@ Marked ``lerobot``: the default run deselects it (robodata_tests/conftest.py), a
 ``-m lerobot`` where LeRobot is not installed it fails rather than skips. Run it in the venv that
 has LeRobot:
 
-    python -m pytest -m lerobot robodata_tests/reader/test_lerobot_parity.py
+    python -m pytest -m lerobot robodata_tests/lerobot/test_parity.py
 """
 
 from __future__ import annotations
@@ -206,3 +206,67 @@ def test_lerobot_train_runs_unchanged_through_robodata_train(short_dataset, expo
     assert f"dataset.num_frames={len(LeRobotCompatDataset(short_dataset, version=version))}" in log
     assert "step:2 " in log and "End of training" in log
     assert f"robodata-train: {short_dataset} in the decode-once block order" in log  # its sampler
+
+
+def test_an_unpinned_robodata_train_run_resumes_on_its_version(eight_short_uploads, tmp_path):
+    """lerobot-train's own checkpoint and resume, through robodata-train, on a dataset that grows
+    between them: the run records its version (the checkpoint's dataset.revision), the resume
+    reads it again (issue 42.2)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import robodata
+
+    root = str(tmp_path / "ds")
+    for upload in eight_short_uploads[:2]:
+        robodata.ingest_episode(str(upload), root)
+    first = robodata.open(root)
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]))
+
+    def robodata_train(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "robodata.lerobot.train", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        log = done.stdout + done.stderr
+        assert done.returncode == 0, log[-4000:]
+        return log
+
+    out = tmp_path / "out"
+    log = robodata_train(
+        f"--dataset.repo_id={root}",  # no --dataset.revision
+        "--policy.type=act",
+        "--policy.device=cpu",
+        "--policy.push_to_hub=false",
+        "--policy.pretrained_backbone_weights=null",
+        "--policy.chunk_size=5",
+        "--policy.n_action_steps=5",
+        "--policy.dim_model=32",
+        "--policy.dim_feedforward=64",
+        "--steps=2",
+        "--save_freq=2",
+        "--batch_size=2",
+        "--num_workers=1",
+        "--log_freq=1",
+        "--wandb.enable=false",
+        "--robodata.window=32",
+        f"--output_dir={out}",
+    )
+    tag = f"robodata-train-v{first.version}"
+    assert f"robodata-train: training on {root} version {first.version} (tag {tag})" in log
+    assert f"dataset.num_frames={len(first)}" in log and "a window of 32 rows" in log
+    config = out / "checkpoints" / "last" / "pretrained_model" / "train_config.json"
+    assert json.loads(config.read_text())["dataset"]["revision"] == tag
+
+    robodata.ingest_episode(str(eight_short_uploads[2]), root)
+    assert len(robodata.open(root)) > len(first)
+    log = robodata_train(f"--config_path={config}", "--resume=true", "--steps=4", "--robodata.window=32")
+    assert f"robodata-train: resuming on {root} version {first.version} (tag {tag})" in log
+    assert f"dataset.num_frames={len(first)}" in log and "step:4 " in log and "End of training" in log

@@ -80,6 +80,12 @@ class FakeEpisodeAwareSampler:
         self.kwargs = kwargs
 
 
+def train_config(repo_id: str, revision: str | None = None, **values) -> types.SimpleNamespace:
+    """The parts of LeRobot's TrainPipelineConfig robodata-train reads."""
+    dataset = types.SimpleNamespace(repo_id=repo_id, root=None, revision=revision)
+    return types.SimpleNamespace(dataset=dataset, resume=False, checkpoint_path=None, **values)
+
+
 def training_script(dataset, cfg) -> types.ModuleType:
     """A stand-in for lerobot.scripts.lerobot_train: the two names robodata-train replaces."""
     script = types.ModuleType("lerobot.scripts.lerobot_train")
@@ -110,7 +116,7 @@ def test_robodata_train_reads_robodata_datasets_in_the_block_order(short_dataset
     monkeypatch.delenv("ROBODATA_TRAIN_ORDER", raising=False)
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "2")
-    cfg = types.SimpleNamespace(batch_size=4, num_workers=2, seed=9)
+    cfg = train_config(short_dataset, batch_size=4, num_workers=2, seed=9)
     dataset = LeRobotCompatDataset(short_dataset)
     script = training_script(dataset, cfg)
     sampler = build_sampler(script, cfg)
@@ -133,7 +139,7 @@ def test_lerobot_datasets_keep_lerobots_sampler(monkeypatch):
     monkeypatch.delenv("ROBODATA_TRAIN_ORDER", raising=False)
     meta = types.SimpleNamespace(episodes={"dataset_from_index": [0, 5], "dataset_to_index": [5, 9]})
     lerobot_dataset = types.SimpleNamespace(meta=meta, episodes=None, absolute_to_relative_idx=None)
-    cfg = types.SimpleNamespace(batch_size=4, num_workers=2, seed=3)
+    cfg = train_config("lerobot/pusht", batch_size=4, num_workers=2, seed=3)
     sampler = build_sampler(training_script(lerobot_dataset, cfg), cfg)
     assert isinstance(sampler, FakeEpisodeAwareSampler)
     assert sampler.args == ([0, 5], [5, 9]) and sampler.kwargs["shuffle"] is True

@@ -103,3 +103,86 @@ def test_held_batches_stay_exact_while_workers_reuse_their_memory(ingested):
     # Without reuse, 30 slabs; with it, the in-flight and the held ones.
     assert len(slabs) <= 2 * 2 + 2 + len(held) + 4, len(slabs)
     loader.close()
+
+
+def test_the_slabs_kept_stay_within_keep_bytes():
+    slab = int(np.prod(SHAPE))
+    shared = SharedOutputs(keep_bytes=2 * slab)
+    held = send(shared, {f"camera{i}": shared.as_tensor(shared(SHAPE)) for i in range(3)})
+    assert held.keys() == {"camera0", "camera1", "camera2"} and shared.kept_bytes() == 2 * slab
+    assert shared.held() == [0, 1]  # the third array has memory of its own, freed when dropped
+    del held
+    wider = (2, 8, 16, 3)  # another size: the free slabs make room for it within the bound
+    frames = shared.as_tensor(shared(wider))
+    frames.fill_(7)
+    received = send(shared, {"frames": frames})
+    assert shared.kept_bytes() <= 2 * slab and torch.equal(received["frames"], torch.full(wider, 7, dtype=torch.uint8))
+
+
+def tmpfs_with(free_bytes: int):
+    """``os.statvfs`` of a tmpfs with ``free_bytes`` left (as Docker's 64 MB /dev/shm is once used)."""
+    real = os.statvfs
+
+    def statvfs(path):
+        if path != "/dev/shm":
+            return real(path)
+        return os.statvfs_result((4096, 4096, 16384, free_bytes // 4096, free_bytes // 4096, 0, 0, 0, 0, 255))
+
+    return statvfs
+
+
+def full_message(needed: int, free_mb: str) -> str:
+    return (
+        f"/dev/shm has {free_mb}, less than the {needed / 2**20:.0f} MB more this DataLoader worker's batches need: "
+        "give it more (docker run --shm-size=2g), or use fewer workers (--num_workers), a smaller --prefetch_factor "
+        "or --batch_size, or smaller frames (--robodata.frame_size=224x224)"
+    )
+
+
+def test_a_too_small_dev_shm_is_a_one_line_error(monkeypatch):
+    from robodata.torch import _handover
+
+    free = 12 << 20  # less than a batch of 8 frames of 480x640, more than the headroom
+    monkeypatch.setattr(_handover.os, "statvfs", tmpfs_with(free))
+    shared = SharedOutputs()
+    shape = (8, 3, 480, 640)
+    with pytest.raises(_handover.SharedMemoryFullError) as full:
+        shared(shape)
+    needed = int(np.prod(shape)) + _handover.SHM_HEADROOM_BYTES
+    assert str(full.value) == full_message(needed, f"{free / 2**20:.0f} MB free")
+    assert shared.held() == [] and shared.kept_bytes() == 0
+    small = shared((2, 8, 8, 3))  # what fits is still given
+    assert small.shape == (2, 8, 8, 3)
+
+    # Another process took the last bytes between the check and the allocation: PyTorch reserves
+    # the pages and says ENOSPC; said the same way.
+    monkeypatch.setattr(_handover.os, "statvfs", tmpfs_with(1 << 30))
+
+    def no_space(nbytes):
+        raise RuntimeError(
+            "unable to allocate shared memory(shm) for file </torch_1_2_3>: No space left on device (28)"
+        )
+
+    monkeypatch.setattr(torch.UntypedStorage, "_new_shared", no_space)
+    with pytest.raises(_handover.SharedMemoryFullError) as raced:
+        SharedOutputs()(shape)
+    assert str(raced.value) == full_message(int(np.prod(shape)), f"{(1 << 30) / 2**20:.0f} MB free")
+
+
+def test_a_lerobot_worker_on_a_too_small_dev_shm_says_so(short_dataset, monkeypatch):
+    """What a DataLoader worker of LeRobotCompatDataset (lerobot-train's) does on a 64 MB /dev/shm
+    already mostly taken: the one-line error, not a bus error, in either read path (frames decoded
+    into its slabs, or read by get_frames and moved into shared memory as the batch is sent)."""
+    from torch.utils.data._utils import worker as worker_state
+
+    from robodata.lerobot import LeRobotCompatDataset
+    from robodata.torch import _handover
+
+    ds = LeRobotCompatDataset(short_dataset, return_uint8=True)
+    monkeypatch.setattr(worker_state, "_worker_info", worker_state.WorkerInfo(id=0, num_workers=1, seed=0, dataset=ds))
+    monkeypatch.setattr(_handover.os, "statvfs", tmpfs_with(1 << 20))
+    for items in (list(range(8)), list(ds.item_sampler(batch_size=8, seed=3))[:8]):
+        with pytest.raises(
+            _handover.SharedMemoryFullError, match=r"^/dev/shm has 1 MB free, less than the \d+ MB more"
+        ):
+            ds.__getitems__(items)
