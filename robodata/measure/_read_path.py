@@ -19,6 +19,7 @@ from robodata.format._schema import camera_of
 from robodata.integrity._gop_checksums import gop_checksum
 from robodata.reader import RoboDataset
 from robodata.reader._dataset import gop_store
+from robodata.storage._failures import storage_call
 
 
 def sequential_decode_fps(ds: RoboDataset, column: str, threads: int | None = None, max_gops: int = 400) -> float:
@@ -26,11 +27,21 @@ def sequential_decode_fps(ds: RoboDataset, column: str, threads: int | None = No
     ``max_gops`` of them), one single-threaded decoder per core."""
     camera = camera_of(column, ds.cameras)
     gops = gop_store(ds).lance_dataset  # the reader's own table
-    table = gops.to_table(columns=["packet_sizes", "codec"], filter=camera_filter(camera), with_row_id=True)
+    options = ds.storage_options
+    table = storage_call(
+        "listing GOPs to decode",
+        gops.uri,
+        options,
+        gops.to_table,
+        columns=["packet_sizes", "codec"],
+        filter=camera_filter(camera),
+        with_row_id=True,
+    )
     row_ids = table["_rowid"].to_pylist()[:max_gops]
     sizes = table["packet_sizes"].to_pylist()[:max_gops]
     codecs = table["codec"].to_pylist()[:max_gops]
-    blobs = [data for _, data in gops.read_blobs("gop", ids=row_ids, preserve_order=True)]
+    read = storage_call("reading GOPs", gops.uri, options, gops.read_blobs, "gop", ids=row_ids, preserve_order=True)
+    blobs = [data for _, data in read]
     threads = threads or os.cpu_count() or 1
     jobs = list(zip(blobs, sizes, codecs, strict=True))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import lance
 
 from robodata.storage import fsspec_filesystem, is_remote, join_uri
+from robodata.storage._failures import storage_call
 
 REPORTS_DIR = "reports"
 
@@ -37,6 +38,8 @@ def write_report(dataset_uri: str, name: str, markdown: str, storage_options: di
     uri = join_uri(dataset_uri, REPORTS_DIR, f"{name}.md")
     fs = fsspec_filesystem(uri, storage_options)
     if not is_remote(uri):
-        fs.makedirs(uri.rsplit("/", 1)[0], exist_ok=True)
-    fs.pipe_file(uri, markdown.encode())
+        storage_call(
+            "creating the reports folder", uri, storage_options, fs.makedirs, uri.rsplit("/", 1)[0], exist_ok=True
+        )
+    storage_call("writing the report", uri, storage_options, fs.pipe_file, uri, markdown.encode())
     return uri

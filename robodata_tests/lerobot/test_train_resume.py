@@ -45,6 +45,8 @@ class Run:
                 batch_size=batch_size, num_workers=num_workers, seed=5, resume=checkpoint is not None
             )
             cfg.checkpoint_path = checkpoint
+            # a config LeRobot would read itself: the order alone is under test (pinning: test_train_pinning.py)
+            cfg.dataset = types.SimpleNamespace(repo_id="lerobot/elsewhere", root=None, revision=None)
             script = types.ModuleType("lerobot.scripts.lerobot_train")
             script.make_train_eval_datasets = lambda config: (dataset, None)
             script.EpisodeAwareSampler = FakeEpisodeAwareSampler
