@@ -22,7 +22,8 @@ HELPERS = {
     "storage_call",
     "_read",
     "retry_commit",
-}  # _read: RoboDataset's; retry_commit: each attempt
+    "retry_transient",
+}  # _read: RoboDataset's; retry_commit, retry_transient: each attempt
 DECORATORS = {"in_storage_step"}
 
 # Methods of a Lance dataset, scanner, builder or tags object that talk to storage.
@@ -55,7 +56,6 @@ UNWRAPPED: dict[tuple[str, str, str], str] = {
         "table.merge_insert",
     ): "builds a merge, no I/O: its execute runs under the caller's deadline (retry_commit, storage_call)",
     ("format/_tables.py", "append_or_create", "lance.LanceOperation.Append"): "builds an operation, no I/O",
-    ("format/_tables.py", "create_once", "lance.LanceOperation.Overwrite"): "builds an operation, no I/O",
     (
         "ingest/_video_source.py",
         "_open",
