@@ -99,12 +99,14 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
         yield
     except RoboDataError:
         raise
-    except Exception as exc:  # TimeoutError and DeadlineExceeded are OSErrors; botocore's are not
+    except BaseException as exc:  # TimeoutError and DeadlineExceeded are OSErrors; botocore's are not
+        if is_lance_panic(exc):  # pyo3's PanicException is a BaseException: Lance failed inside
+            raise _panic_error(exc, uri, action, storage_options) from None
         if not isinstance(exc, OSError | ValueError) and not _is_botocore_unreachable(exc):
             raise
-        explained = explain(exc, uri, action)  # a full disk, a damaged manifest, a missing file
+        explained = explain(exc, uri, action, storage_options)  # a full disk, a damaged file, a missing one
         if explained is not None:
-            raise StorageError(redact(str(explained), storage_options)) from None
+            raise type(explained)(redact(str(explained), storage_options)) from None
         default = "object storage" if is_remote(uri) else "the file system"
         where = canonical_options(storage_options).get("aws_endpoint") or default
         refused = _refused_by_store(exc, uri)
@@ -125,6 +127,25 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
         raise StorageUnreachableError(redact(message, storage_options)) from None
     finally:
         current_step.reset(token)
+
+
+def is_lance_panic(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Rust panic inside Lance (pyo3's ``PanicException``, matched by name:
+    it lives in no importable module)."""
+    return type(exc).__name__ == "PanicException"
+
+
+def _panic_error(exc: BaseException, uri: str, action: str, storage_options: dict | None) -> StorageError:
+    """A panic inside Lance while reading: damage it can name, else Lance's failure in one line."""
+    explained = explain(exc, uri, action, storage_options)
+    if explained is not None:
+        return type(explained)(redact(str(explained), storage_options))
+    detail = without_source_paths(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    message = (
+        f"{uri}: Lance failed while {action} ({detail}); the table may be damaged: `robodata verify` "
+        "checks every file, and a copy (a backup or a replica) restores it"
+    )
+    return StorageError(redact(message, storage_options))
 
 
 def storage_call(action: str, uri: str, storage_options: dict | None, fn: Callable[..., T], /, *args, **kwargs) -> T:
