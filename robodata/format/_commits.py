@@ -93,7 +93,8 @@ def missing_file_error(exc: BaseException, uri: str, action: str) -> StorageErro
     ...     "Not found: ds/frames.lance/_versions/7.manifest, /home/runner/work/lance/x.rs:1:2"), "ds/frames.lance", "adding labels"))
     ds/frames.lance: ds/frames.lance/_versions/7.manifest is missing while adding labels, though each attempt was planned on the newest version; restore it from a backup or a replica
     """
-    explained = explain(exc, uri, action)
+    # A manifest gone on every attempt is no concurrent cleanup's doing any more: said as missing.
+    explained = None if "_versions/" in str(exc) else explain(exc, uri, action)
     if explained is not None:
         return explained
     found = re.search(r"Not found: (\S+?)(?:,|\s|$)", str(exc))

@@ -68,6 +68,31 @@ def store_answer(error: str) -> str:
     return answer
 
 
+# object_store's account of a request that got no answer: "Error performing GET http://host/b/k
+# in 2.0s - HTTP error: error sending request" (retries and the URL with it).
+_UNANSWERED = re.compile(r"Error performing (\w+) (\S+?)(?: in [\d.]+\s*\S+?)?(?:,| -) (.*)", re.S)
+_REASON_PREFIX = re.compile(r"^(?:HTTP error:\s*|request or response body error:\s*|Generic \w+ error:\s*)+")
+
+
+def unanswered_request(error: str) -> str:
+    """The request that got no answer and why, in robodata's words: the object key (no endpoint,
+    which the message names already) and the transport's reason, without object_store's wording,
+    retry counts or Lance's source paths.
+
+    >>> unanswered_request("LanceError(IO): Generic S3 error: Error performing GET http://127.0.0.1:9/lab/ds/frames.lance/data/a.lance "
+    ...     "in 2.0s, after 3 retries - HTTP error: error sending request, /home/runner/work/lance/x.rs:1:2")
+    'no answer to GET lab/ds/frames.lance/data/a.lance (error sending request)'
+    """
+    found = _UNANSWERED.search(error)
+    if found is None:
+        return without_source_paths(error)
+    method, url, reason = found.groups()
+    key = re.sub(r"^[a-z0-9+]+://[^/]+/", "", url)
+    reason = _REASON_PREFIX.sub("", without_source_paths(reason.split(" - ")[-1])).strip().rstrip(",")
+    reason = re.sub(r"^after \d+ retries[^-]*-?\s*", "", reason)
+    return f"no answer to {method} {key}" + (f" ({reason})" if reason else "")
+
+
 def _refused_by_store(exc: BaseException, uri: str) -> str | None:
     """What the store answered, when ``exc`` is s3fs's translation of a refusal on a remote
     ``uri`` (``[Errno 22] The security token included in the request is invalid``, access
@@ -118,7 +143,7 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
         if _ANSWERED_MARKER in str(exc):
             message = f"{uri}: {where} refused a request while {action}: {store_answer(str(exc))}"
             raise StorageError(redact(message, storage_options)) from None
-        message = f"{uri}: could not reach {where} while {action}: {without_source_paths(str(exc))}"
+        message = f"{uri}: could not reach {where} while {action}: {unanswered_request(str(exc))}"
         if "Commit result" in str(exc) or (isinstance(exc, TimeoutError) and "commit" in action):
             message += (
                 " (the commit may or may not have landed; re-running the ingest is safe: it replaces "

@@ -4,6 +4,9 @@ machine (``/home/runner/work/lance/...rs:172:20``).
 
 >>> str(explain(OSError("LanceError(IO): file size is too small, /home/runner/work/lance/lance/rust/lance-io/src/utils.rs:172:20"), "ds/gops.lance", "opening the table"))
 'ds/gops.lance: the table is damaged: its manifest cannot be read while opening the table (file size is too small); restore the table from a backup or a replica'
+>>> str(explain(OSError("Dataset at path ds/gops.lance/_versions/18446744073709551613.manifest was not found: Not found: "
+...     "ds/gops.lance/_versions/18446744073709551613.manifest, /home/runner/work/lance/x.rs:1:2"), "ds/gops.lance", "reading GOP ids"))
+'ds/gops.lance: version 2 of the table was removed while reading GOP ids (a version cleanup, `robodata compact --older-than`, ran meanwhile); run it again on the versions listed now'
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from robodata.errors import DamagedFileError, StorageError
 _SOURCE_PATH = re.compile(r",?\s*(?:/home/runner/work/\S+|/rustc/\S+|\S+\.rs:\d+:\d+)")
 _LANCE_PREFIX = re.compile(r"^(?:LanceError\(\w+\):\s*|External error:\s*|Generic \w+ error:\s*)+")
 _NOT_FOUND = re.compile(r"Not found: (\S+?)(?:,|\s|$)")
+# A version's manifest: _versions/<n>.manifest (n = u64::MAX - version in Lance's newer naming).
+_MANIFEST = re.compile(r"_versions/(\d+)\.manifest$")
 # The HTTP status of an error the store answered with ("... non-2xx status code: 403 Forbidden: ...").
 ANSWER_STATUS = re.compile(r"non-2xx status code: (\d{3}(?: [A-Za-z ]+)?)")
 _NO_SPACE = ("No space left on device", "os error 28")
@@ -132,6 +137,14 @@ def explain(
             f"{table_uri}: no space left on the device holding {where} while {action}; free some space and run it again"
         )
     missing = _NOT_FOUND.search(text)
+    removed = _MANIFEST.search(missing.group(1)) if missing else None
+    if removed is not None:
+        number = int(removed.group(1))
+        version = number if number < 2**63 else 2**64 - 1 - number  # Lance's two manifest namings
+        return StorageError(
+            f"{table_uri}: version {version} of the table was removed while {action} (a version cleanup, "
+            "`robodata compact --older-than`, ran meanwhile); run it again on the versions listed now"
+        )
     if missing and (missing.group(1).endswith(".lance") or "/data/" in missing.group(1)):
         path = missing.group(1)
         path = path if path.startswith(("/", "s3://")) or "://" in table_uri else "/" + path
