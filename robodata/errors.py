@@ -125,6 +125,15 @@ class CommitConflictError(RoboDataError, RuntimeError):
     The message names the table, the write and the other writer's kind of commit."""
 
 
+class MissingGopsError(RoboDataError, KeyError):
+    """Rows point at GOPs gops.lance does not hold (a damaged or swapped manifest, GOPs removed
+    outside robodata): the message names the table, how many and which, and the fix. A KeyError,
+    as the lookup that finds it was one."""
+
+    def __str__(self) -> str:  # KeyError's own quotes the message
+        return str(self.args[0]) if self.args else ""
+
+
 class LoaderWorkerError(RoboDataError, RuntimeError):
     """A DataLoader worker process died (killed, out of memory) while the training loop waited
     for batches: the message names the dataset, its version, the worker's pid and how it ended,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import robodata
-from robodata.errors import DamagedFileError
+from robodata.errors import DamagedFileError, MissingGopsError
 from robodata.integrity._verify import verify_dataset
 
 
@@ -49,3 +49,19 @@ def test_two_swapped_gop_data_files_are_named_as_damaged(dataset_copy):
         robodata.open(dataset_copy).get_frames(np.arange(0, 300, 7))
     _assert_names_damage(raised, first)
     assert "(and 1 more damaged data files)" in str(raised.value)
+
+
+def test_rows_pointing_at_gops_a_swapped_manifest_lost_are_named(dataset_copy):
+    """gops.lance's newest manifest swapped with an older one: the rows of the last episode point
+    at GOPs the table no longer lists; said as such, not as a bare KeyError of ref_ids."""
+    newest, older = sorted((Path(dataset_copy) / "gops.lance" / "_versions").glob("*.manifest"))[:2]
+    a, b = newest.read_bytes(), older.read_bytes()
+    newest.write_bytes(b)
+    older.write_bytes(a)
+    with pytest.raises(MissingGopsError) as raised:
+        robodata.open(dataset_copy).get_frames(np.arange(0, 591, 7))
+    message = str(raised.value)
+    assert (
+        message.startswith(f"{dataset_copy}/gops.lance version ") and "GOPs the rows point at are not stored" in message
+    )
+    assert "restore gops.lance from a copy" in message and "\n" not in message
