@@ -73,6 +73,11 @@ UNWRAPPED: dict[tuple[str, str, str], str] = {
         "frames.get_fragments",
     ): "the fragments of the manifest already read: no request",
     ("integrity/_frames_checksums.py", "record_frames_checksums", "fs.makedirs"): "local only",
+    (
+        "storage/_lance_errors.py",
+        "damaged_data_files",
+        "table.get_fragments",
+    ): "the fragments of the manifest lance.dataset read (under the deadline): no request",
     ("integrity/_gop_leases.py", "write_record", "fs.makedirs"): "local only",
     ("lerobot/_export.py", "_plan", "ds.to_table"): "a RoboDataset method: under the deadline inside",
     ("storage/_put_folder.py", "put_folder", "fs.makedirs"): "local only",
