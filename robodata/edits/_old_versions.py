@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from robodata.format._tables import open_table
-from robodata.storage import fsspec_filesystem, join_uri
+from robodata.storage import fsspec_filesystem, is_remote, join_uri
 from robodata.storage._failures import storage_call
 
 MANIFEST = "manifest"
@@ -133,6 +133,10 @@ def _remove(table_uri: str, paths: list[str], storage_options: dict | None) -> N
     if not paths:
         return
     fs = fsspec_filesystem(table_uri, storage_options)
+    if is_remote(table_uri):  # one DeleteObjects request per 1000 keys; a key already gone is no error
+        uris = [join_uri(table_uri, path) for path in paths]
+        storage_call("removing old versions' files", table_uri, storage_options, fs.rm, uris)
+        return
     for path in paths:
         uri = join_uri(table_uri, path)
         try:
