@@ -29,6 +29,12 @@ class StorageUnreachableError(StorageError):
     """The dataset's storage could not be reached, or did not answer, during a step."""
 
 
+class DamagedFileError(StorageError):
+    """A file of the dataset is damaged (cut short, overwritten, another file in its place, a
+    manifest that does not decode): the message names the file where it can be told, the step,
+    and the fix (restore it from a copy)."""
+
+
 class CorruptGopError(RoboDataError, ValueError):
     """Stored GOP bytes whose checksum differs from the one written with them: the message names
     the dataset, its version, the episode, the camera and the GOP.
@@ -117,6 +123,21 @@ class CommitConflictError(RoboDataError, RuntimeError):
     """Concurrent writers kept committing first: the write was planned again on each newer
     version a bounded number of times and still lost. Nothing of it was committed; run it again.
     The message names the table, the write and the other writer's kind of commit."""
+
+
+class MissingGopsError(RoboDataError, KeyError):
+    """Rows point at GOPs gops.lance does not hold (a damaged or swapped manifest, GOPs removed
+    outside robodata): the message names the table, how many and which, and the fix. A KeyError,
+    as the lookup that finds it was one."""
+
+    def __str__(self) -> str:  # KeyError's own quotes the message
+        return str(self.args[0]) if self.args else ""
+
+
+class LoaderWorkerError(RoboDataError, RuntimeError):
+    """A DataLoader worker process died (killed, out of memory) while the training loop waited
+    for batches: the message names the dataset, its version, the worker's pid and how it ended,
+    and how to go on (resume from the last ``state_dict()``)."""
 
 
 class CorruptRowsError(RoboDataError, ValueError):

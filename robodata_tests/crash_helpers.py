@@ -1,8 +1,9 @@
 """Child processes for the crash and storm tests: each runs one robodata call in a process of
 its own (Lance is not fork-safe, so never a fork of the test process) and says when it is about
 to start; given ``kill_at`` it SIGKILLs itself before, during or after one of its storage steps
-(lease write, data file write, commit, merge, lease release), the points where a crash leaves
-different things behind.
+(lease write, data file write, commit, merge, lease release, and any function named in
+``hooks``), the points where a crash leaves different things behind; given ``kill_on_delete`` it
+SIGKILLs itself the moment a file of that folder is deleted (a point inside Lance's native code).
 
 Each child is forked from a zygote: one interpreter per test process that imports robodata,
 Lance and PyArrow once and never opens a dataset (no Lance runtime exists to be forked, as with
@@ -38,22 +39,41 @@ from datetime import timedelta
 import robodata
 from robodata.edits._upkeep import upkeep_dataset
 op, root, options, args = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]) or None, json.loads(sys.argv[4])
+import os, signal, threading
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+if args.get("kill_on_delete"):
+    # kill -9 this process the moment a file of the folder kill_on_delete (under the root) is
+    # deleted (inotify): a kill inside a native call (Lance's cleanup), at a point of its own.
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    watch_fd = libc.inotify_init()
+    assert libc.inotify_add_watch(watch_fd, os.path.join(root, args["kill_on_delete"]).encode(), 0x200) >= 0
+    def on_delete():
+        os.read(watch_fd, 4096)  # IN_DELETE
+        die()
+    threading.Thread(target=on_delete, daemon=True).start()
 if args.get("kill_at"):
-    # kill -9 this process at the kill_at[0]-th storage step: before it, after it, or a few
-    # milliseconds into it (kill_at[1]), as a crash or an OOM kill would.
-    import os, signal, threading, lance
+    # kill -9 this process at the kill_at[0]-th storage step (an int), or at the n-th call of the
+    # step named "name#n" ("name": the first): before it, after it, or a few milliseconds into
+    # it (kill_at[1]), as a crash or an OOM kill would. "hooks" adds steps ("module:function",
+    # "module:Class.method").
+    import importlib, lance
     from lance.dataset import MergeInsertBuilder
     import robodata.format._tables, robodata.integrity._gop_leases, robodata.ingest._writer
     step, phase, into_s = args["kill_at"]
     seen = []
-    def die():
-        os.kill(os.getpid(), signal.SIGKILL)
+    def is_hit(name):
+        if isinstance(step, int):
+            return len(seen) == step
+        wanted, _, nth = step.partition("#")
+        return name == wanted and seen.count(name) == int(nth or 1)
     def hooked(owner, name):
         real = getattr(owner, name)
         def call(*a, **k):
             seen.append(name)
             print("step " + name, flush=True)
-            hit = len(seen) == step
+            hit = is_hit(name)
             if hit and phase == "before":
                 die()
             if hit and phase == "during":
@@ -68,6 +88,13 @@ if args.get("kill_at"):
     hooked(MergeInsertBuilder, "execute")
     hooked(robodata.integrity._gop_leases, "write_record")
     hooked(robodata.ingest._writer, "release")
+    for extra in args.get("hooks", []):  # "module:function" or "module:Class.method"
+        module, _, attribute = extra.partition(":")
+        owner = importlib.import_module(module)
+        *classes, function = attribute.split(".")
+        for name in classes:
+            owner = getattr(owner, name)
+        hooked(owner, function)
 print("ready", flush=True)
 try:
     if op == "ingest":

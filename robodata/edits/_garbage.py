@@ -16,6 +16,7 @@ from robodata.integrity._leftovers import (
     duplicate_gop_rows,
     referenced_ref_ids,
     row_ids_filter,
+    still_listed,
     unreferenced_data_files,
 )
 from robodata.storage._failures import storage_call
@@ -103,10 +104,24 @@ def collect_garbage(
 
 
 class _Preempted(Exception):
-    pass
+    """A concurrent commit or cleanup changed the versions gc decided on: decide again."""
 
 
 def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta | None) -> GarbageReport:
+    read: list[int] = []  # the gops.lance versions read
+    try:
+        return _collect_on_versions(uri, dry_run, storage_options, min_age, read)
+    except (OSError, ValueError) as exc:
+        if all(still_listed(gops_uri(uri), v, storage_options) for v in read):
+            raise
+        # A concurrent cleanup (compact --older-than) removed a version read here, manifest
+        # first, then its files: no damage, decide again on the versions listed now.
+        raise _Preempted() from exc
+
+
+def _collect_on_versions(
+    uri: str, dry_run: bool, storage_options, min_age: timedelta | None, read: list[int]
+) -> GarbageReport:
     # The order is what makes this safe beside running ingests (docs/reliability.md): gops.lance
     # first (the version the delete is planned on), then the leases, then frames.lance. An ingest
     # takes its lease before its GOP commit and drops it after its frames commit, so each GOP it
@@ -115,6 +130,7 @@ def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta |
     gops = open_table(gops_uri(uri), storage_options)
     if gops is None:
         return GarbageReport(0, 0, 0)
+    read.append(gops.version)
     records = read_records(uri, storage_options)
     referenced = set(records.staged)  # staged by gop_blobs, waiting for aligned_frames
     referenced |= referenced_ref_ids(uri, storage_options)
@@ -125,7 +141,7 @@ def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta |
     # written too recently (writers of older robodata versions take no lease).
     in_flight = records.protected(min_age) - records.staged
     if min_age is not None:
-        settled = _ref_ids_stored_before(gops, min_age)
+        settled = _ref_ids_stored_before(gops, min_age, read)
         in_flight |= {r for r in orphans if r not in settled}
     too_recent = sum(r in in_flight for r in orphans)
     orphans = [r for r in orphans if r not in in_flight]
@@ -166,12 +182,13 @@ def _collect_once(uri: str, dry_run: bool, storage_options, min_age: timedelta |
     )
 
 
-def _ref_ids_stored_before(gops, min_age: timedelta) -> set[int]:
+def _ref_ids_stored_before(gops, min_age: timedelta, read: list[int]) -> set[int]:
     """GOPs already present in the newest gops.lance version at least ``min_age`` old."""
     old = [v for v in gops.versions() if _age(v["timestamp"]) >= min_age]
     if not old:
         return set()
-    version = gops.checkout_version(max(v["version"] for v in old))
+    read.append(max(v["version"] for v in old))
+    version = gops.checkout_version(read[-1])
     return set(version.to_table(columns=["ref_id"])["ref_id"].to_pylist())
 
 

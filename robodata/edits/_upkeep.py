@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from robodata.edits._garbage import GarbageReport, collect_garbage
+from robodata.edits._old_versions import remove_old_versions
 from robodata.errors import NotFoundError
 from robodata.format._commits import retry_commit
 from robodata.format._tables import frames_uri, gops_uri, open_table
 from robodata.integrity._frames_checksums import record_frames_checksums
 from robodata.integrity._gop_leases import holding_writes, read_records
-from robodata.storage._failures import storage_call
 
 # The columns reads filter on: frames by episode (integrity checks, re-ingest, episode reads),
 # gops by ref_id (integrity, GC) and by episode (re-ingest reuses stored GOPs).
@@ -143,22 +143,16 @@ def _remove_old_versions(
     lease_min_age: timedelta,
     storage_options,
 ) -> None:
-    """Lance's cleanup of versions older than ``older_than``, but never of a version committed
-    since a running write began (see ``kept_for_running_writes``)."""
+    """Remove versions older than ``older_than``, but never a version committed since a running
+    write began (see ``kept_for_running_writes``); their manifests before their files
+    (``_old_versions``), so a kill at any point leaves every listed version readable."""
     older_than = max(older_than, kept_for_running_writes(root, lease_min_age, storage_options))
-    table = open_table(table_uri, storage_options)
-    report.version = table.version
-    stats = storage_call(
-        "removing old versions",
-        table_uri,
-        storage_options,
-        table.cleanup_old_versions,
-        older_than=older_than,
-        retain_versions=retain_versions,
-        error_if_tagged_old_versions=False,
+    removed = remove_old_versions(
+        table_uri, older_than=older_than, retain_versions=retain_versions, storage_options=storage_options
     )
-    report.versions_removed = stats.old_versions
-    report.bytes_removed = stats.bytes_removed
+    report.version = open_table(table_uri, storage_options).version
+    report.versions_removed = len(removed.versions)
+    report.bytes_removed = removed.bytes_removed
 
 
 def kept_for_running_writes(root: str, lease_min_age: timedelta, storage_options: dict | None) -> timedelta:

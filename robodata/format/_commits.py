@@ -6,6 +6,10 @@ manifest or files "Not found"), is planned again on the newer version, a bounded
 with jittered exponential backoff, and only then reported as one ``CommitConflictError`` line
 naming the table, the write and what it lost to; never Lance's raw text or its source paths.
 
+A table's first commit (``format._tables.create_once``: a conditional PUT of its first
+manifest, which neither Lance nor the object store client retries) goes through
+``retry_transient``: sent again after a reset or refused connection, unless it landed anyway.
+
 The callable passed in must open the table again (or re-plan on ``latest``) on every attempt:
 a retry on the version that lost would lose again.
 
@@ -22,7 +26,8 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from robodata.errors import CommitConflictError, RoboDataError, StorageError
-from robodata.storage._deadlines import call_with_deadline
+from robodata.storage._deadlines import DeadlineExceeded, call_with_deadline
+from robodata.storage._failures import is_storage_failure
 from robodata.storage._lance_errors import explain
 
 T = TypeVar("T")
@@ -88,7 +93,8 @@ def missing_file_error(exc: BaseException, uri: str, action: str) -> StorageErro
     ...     "Not found: ds/frames.lance/_versions/7.manifest, /home/runner/work/lance/x.rs:1:2"), "ds/frames.lance", "adding labels"))
     ds/frames.lance: ds/frames.lance/_versions/7.manifest is missing while adding labels, though each attempt was planned on the newest version; restore it from a backup or a replica
     """
-    explained = explain(exc, uri, action)
+    # A manifest gone on every attempt is no concurrent cleanup's doing any more: said as missing.
+    explained = None if "_versions/" in str(exc) else explain(exc, uri, action)
     if explained is not None:
         return explained
     found = re.search(r"Not found: (\S+?)(?:,|\s|$)", str(exc))
@@ -144,6 +150,64 @@ def retry_commit(
                     f"{uri}: {action} lost to {conflict_summary(exc)} {attempts} times in a row, "
                     "each time planned again on the newer version; nothing of it was committed, run it again"
                 ) from None
+            delay = min(max_delay_s, base_delay_s * 2 ** (number - 1))
+            time.sleep(delay * random.uniform(0.5, 1.5))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is a request the store never answered (a reset connection, a refused
+    one): sending it again may succeed. A deadline that ran out is not retried here (each
+    attempt would wait as long again), nor is a conflict or an answer the store gave.
+
+    >>> is_transient(OSError("LanceError(IO): Error performing PUT http://s3/x.manifest - HTTP error: error sending request"))
+    True
+    >>> is_transient(OSError("LanceError(IO): Retryable commit conflict for version 7: ... Please retry"))
+    False
+    """
+    return (
+        is_storage_failure(exc)
+        and not isinstance(exc, DeadlineExceeded | RoboDataError)
+        and not is_commit_conflict(exc)
+        and "non-2xx status code" not in str(exc)
+    )
+
+
+def retry_transient(
+    action: str,
+    uri: str,
+    attempt: Callable[[], T],
+    landed: Callable[[], T | None],
+    *,
+    storage_options: dict | None = None,
+    attempts: int = ATTEMPTS,
+    base_delay_s: float = BASE_DELAY_S,
+    max_delay_s: float = MAX_DELAY_S,
+) -> T:
+    """Run ``attempt`` (one commit Lance does not retry itself, such as a table's first
+    manifest: a conditional PUT) again after a transient store error, with the same backoff as
+    ``retry_commit``. Before each retry ``landed()`` says whether the failed attempt's commit
+    reached the store anyway (its answer was lost): its result is returned then. Any other error,
+    or the last attempt's, propagates.
+
+    >>> calls = []
+    >>> def flaky():
+    ...     calls.append(1)
+    ...     if len(calls) < 3:
+    ...         raise OSError("LanceError(IO): Error performing PUT - HTTP error: error sending request")
+    ...     return "committed"
+    >>> retry_transient("creating t.lance", "t.lance", flaky, lambda: None, base_delay_s=0.001)
+    'committed'
+    """
+    for number in range(1, attempts + 1):
+        try:
+            return call_with_deadline(uri, storage_options, attempt)
+        except Exception as exc:
+            if number == attempts or not is_transient(exc):
+                raise
+            found = landed()
+            if found is not None:
+                return found
             delay = min(max_delay_s, base_delay_s * 2 ** (number - 1))
             time.sleep(delay * random.uniform(0.5, 1.5))
     raise AssertionError("unreachable")  # pragma: no cover

@@ -7,6 +7,7 @@ import pyarrow as pa
 from lance.fragment import write_fragments
 
 from robodata.errors import NotFoundError
+from robodata.format._commits import retry_transient
 from robodata.format._schema import FRAMES_TABLE, GOPS_TABLE
 from robodata.storage import join_uri
 from robodata.storage._dataset_root import check_dataset_location
@@ -103,11 +104,9 @@ def create_once(
         return None
     options = lance_options(uri, storage_options)
     fragments = _write_data_files(uri, table, schema, storage_options)
-    try:
-        return call_with_deadline(
-            uri,
-            storage_options,
-            lance.LanceDataset.commit,
+
+    def commit() -> lance.LanceDataset:
+        return lance.LanceDataset.commit(
             uri,
             lance.LanceOperation.Overwrite(schema, fragments),
             read_version=0,
@@ -115,6 +114,16 @@ def create_once(
             storage_options=options,
             enable_stable_row_ids=True,
         )
+
+    def landed() -> lance.LanceDataset | None:  # our commit reached the store, its answer did not
+        created = open_table(uri, storage_options)
+        ours = {f.path for fragment in fragments for f in fragment.files}
+        if created is None or {f.path for fragment in created.get_fragments() for f in fragment.data_files()} != ours:
+            return None
+        return created
+
+    try:
+        return retry_transient(f"creating {uri}", uri, commit, landed, storage_options=storage_options)
     except (OSError, ValueError):
         if open_table(uri, storage_options) is None:
             raise  # nobody else created it: a real failure

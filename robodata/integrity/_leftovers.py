@@ -93,15 +93,24 @@ def referenced_ref_ids(dataset_uri: str, storage_options: dict | None = None) ->
         except (OSError, ValueError):
             # A concurrent cleanup (compact --older-than) removed this version while it was
             # read: it protects nothing any more. Any other failure is raised.
-            latest = open_table(uri, storage_options)
-            if info["version"] in {
-                v["version"] for v in storage_call("listing versions", uri, storage_options, latest.versions)
-            }:
+            if still_listed(uri, info["version"], storage_options):
                 raise
             continue
         for column in table.column_names:
             referenced.update(np.unique(table[column].to_numpy()).tolist())
     return referenced
+
+
+def still_listed(table_uri: str, version: int, storage_options: dict | None = None) -> bool:
+    """Whether ``version`` of the table is still listed: a read of a version that failed because a
+    concurrent cleanup removed it (its manifest goes before its files) is no damage.
+
+    >>> still_listed("data/demo/frames.lance", 3), still_listed("data/demo/frames.lance", 99)
+    (True, False)
+    """
+    latest = open_table(table_uri, storage_options)
+    listed = storage_call("listing versions", table_uri, storage_options, latest.versions) if latest else []
+    return version in {v["version"] for v in listed}
 
 
 def _references_of(frames, version: int):
@@ -132,7 +141,12 @@ def unreferenced_data_files(table_uri: str, storage_options: dict | None, min_ag
         return []
     listed: set[str] = set()
     for info in storage_call("listing versions", table_uri, storage_options, table.versions):
-        at = storage_call("reading a version", table_uri, storage_options, table.checkout_version, info["version"])
+        try:
+            at = storage_call("reading a version", table_uri, storage_options, table.checkout_version, info["version"])
+        except (OSError, ValueError):
+            if still_listed(table_uri, info["version"], storage_options):
+                raise
+            continue  # a concurrent cleanup removed it: its files are no version's any more
         for fragment in at.get_fragments():  # from the manifest just read: no request
             listed.update(f.path.rsplit("/", 1)[-1] for f in fragment.data_files())
     folder = join_uri(table_uri, DATA_DIR)
@@ -188,4 +202,11 @@ def row_ids_filter(row_ids: list[int]) -> str:
     return f"_rowid IN ({', '.join(str(int(r)) for r in row_ids)})"
 
 
-__all__ = ["Leftovers", "duplicate_gop_rows", "find_leftovers", "referenced_ref_ids", "unreferenced_data_files"]
+__all__ = [
+    "Leftovers",
+    "duplicate_gop_rows",
+    "find_leftovers",
+    "referenced_ref_ids",
+    "still_listed",
+    "unreferenced_data_files",
+]

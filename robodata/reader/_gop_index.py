@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from robodata.errors import MissingGopsError
 from robodata.format._renditions import RENDITION_COLUMN, SOURCE_COLUMN
 from robodata.integrity._gop_checksums import CHECKSUM_COLUMN, ROW_CHECKSUM_COLUMN, row_problem
 
@@ -27,6 +28,7 @@ class GopIndex:
         self.has_row_checksums = ROW_CHECKSUM_COLUMN in gops.schema.names
         columns += [*_ROW_ONLY, ROW_CHECKSUM_COLUMN] if self.has_row_checksums else []
         table = gops.to_table(columns=columns, with_row_id=True)
+        self._where = f"{gops.uri} version {gops.version}"
         ref_ids = table["ref_id"].to_numpy()
         order = np.argsort(ref_ids, kind="stable")
         self._row_values = {name: _compact(table[name], order) for name in columns if name in _ROW_ONLY}
@@ -107,7 +109,12 @@ class GopIndex:
         pos = np.clip(pos, 0, max(len(self._ref_ids) - 1, 0))
         if len(self._ref_ids) == 0 or (self._ref_ids[pos] != ref_ids).any():
             missing = ref_ids if len(self._ref_ids) == 0 else ref_ids[self._ref_ids[pos] != ref_ids]
-            raise KeyError(f"GOP references not found in gops.lance: {missing[:5].tolist()}")
+            raise MissingGopsError(
+                f"{self._where}: {len(missing)} GOPs the rows point at are not stored (ref_ids "
+                f"{', '.join(map(str, missing[:5].tolist()))}{', ...' if len(missing) > 5 else ''}): the table is damaged "
+                "or changed outside robodata; `robodata verify` lists the rows; restore gops.lance from a copy "
+                "(a backup or a replica)"
+            )
         return pos
 
     def rendition_positions(self, ref_ids: np.ndarray, name: str) -> np.ndarray:

@@ -68,6 +68,31 @@ def store_answer(error: str) -> str:
     return answer
 
 
+# object_store's account of a request that got no answer: "Error performing GET http://host/b/k
+# in 2.0s - HTTP error: error sending request" (retries and the URL with it).
+_UNANSWERED = re.compile(r"Error performing (\w+) (\S+?)(?: in [\d.]+\s*\S+?)?(?:,| -) (.*)", re.S)
+_REASON_PREFIX = re.compile(r"^(?:HTTP error:\s*|request or response body error:\s*|Generic \w+ error:\s*)+")
+
+
+def unanswered_request(error: str) -> str:
+    """The request that got no answer and why, in robodata's words: the object key (no endpoint,
+    which the message names already) and the transport's reason, without object_store's wording,
+    retry counts or Lance's source paths.
+
+    >>> unanswered_request("LanceError(IO): Generic S3 error: Error performing GET http://127.0.0.1:9/lab/ds/frames.lance/data/a.lance "
+    ...     "in 2.0s, after 3 retries - HTTP error: error sending request, /home/runner/work/lance/x.rs:1:2")
+    'no answer to GET lab/ds/frames.lance/data/a.lance (error sending request)'
+    """
+    found = _UNANSWERED.search(error)
+    if found is None:
+        return without_source_paths(error)
+    method, url, reason = found.groups()
+    key = re.sub(r"^[a-z0-9+]+://[^/]+/", "", url)
+    reason = _REASON_PREFIX.sub("", without_source_paths(reason.split(" - ")[-1])).strip().rstrip(",")
+    reason = re.sub(r"^after \d+ retries[^-]*-?\s*", "", reason)
+    return f"no answer to {method} {key}" + (f" ({reason})" if reason else "")
+
+
 def _refused_by_store(exc: BaseException, uri: str) -> str | None:
     """What the store answered, when ``exc`` is s3fs's translation of a refusal on a remote
     ``uri`` (``[Errno 22] The security token included in the request is invalid``, access
@@ -99,12 +124,14 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
         yield
     except RoboDataError:
         raise
-    except Exception as exc:  # TimeoutError and DeadlineExceeded are OSErrors; botocore's are not
+    except BaseException as exc:  # TimeoutError and DeadlineExceeded are OSErrors; botocore's are not
+        if is_lance_panic(exc):  # pyo3's PanicException is a BaseException: Lance failed inside
+            raise _panic_error(exc, uri, action, storage_options) from None
         if not isinstance(exc, OSError | ValueError) and not _is_botocore_unreachable(exc):
             raise
-        explained = explain(exc, uri, action)  # a full disk, a damaged manifest, a missing file
+        explained = explain(exc, uri, action, storage_options)  # a full disk, a damaged file, a missing one
         if explained is not None:
-            raise StorageError(redact(str(explained), storage_options)) from None
+            raise type(explained)(redact(str(explained), storage_options)) from None
         default = "object storage" if is_remote(uri) else "the file system"
         where = canonical_options(storage_options).get("aws_endpoint") or default
         refused = _refused_by_store(exc, uri)
@@ -116,7 +143,7 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
         if _ANSWERED_MARKER in str(exc):
             message = f"{uri}: {where} refused a request while {action}: {store_answer(str(exc))}"
             raise StorageError(redact(message, storage_options)) from None
-        message = f"{uri}: could not reach {where} while {action}: {without_source_paths(str(exc))}"
+        message = f"{uri}: could not reach {where} while {action}: {unanswered_request(str(exc))}"
         if "Commit result" in str(exc) or (isinstance(exc, TimeoutError) and "commit" in action):
             message += (
                 " (the commit may or may not have landed; re-running the ingest is safe: it replaces "
@@ -125,6 +152,25 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
         raise StorageUnreachableError(redact(message, storage_options)) from None
     finally:
         current_step.reset(token)
+
+
+def is_lance_panic(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Rust panic inside Lance (pyo3's ``PanicException``, matched by name:
+    it lives in no importable module)."""
+    return type(exc).__name__ == "PanicException"
+
+
+def _panic_error(exc: BaseException, uri: str, action: str, storage_options: dict | None) -> StorageError:
+    """A panic inside Lance while reading: damage it can name, else Lance's failure in one line."""
+    explained = explain(exc, uri, action, storage_options)
+    if explained is not None:
+        return type(explained)(redact(str(explained), storage_options))
+    detail = without_source_paths(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    message = (
+        f"{uri}: Lance failed while {action} ({detail}); the table may be damaged: `robodata verify` "
+        "checks every file, and a copy (a backup or a replica) restores it"
+    )
+    return StorageError(redact(message, storage_options))
 
 
 def storage_call(action: str, uri: str, storage_options: dict | None, fn: Callable[..., T], /, *args, **kwargs) -> T:

@@ -7,10 +7,12 @@ same pieces behind a PyTorch DataLoader with worker processes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import numpy as np
 
+from robodata.errors import LoaderWorkerError
 from robodata.torch._batch_reader import BatchReader
 from robodata.torch._block_order import BlockSampler
 from robodata.torch._sampler import RowSampler
@@ -93,15 +95,53 @@ class ResumableLoader:
     def __iter__(self) -> Iterator[dict]:
         self._resume_pending = False
         self._yielded = 0
-        for batch in self._batches():
-            self._yielded += 1
-            yield batch
+        try:
+            for batch in self._batches():
+                self._yielded += 1
+                yield batch
+        except (RuntimeError, ConnectionError, EOFError) as exc:
+            how = worker_death(exc, getattr(self, "num_workers", 0))
+            if how is None:
+                raise
+            raise LoaderWorkerError(
+                f"{self.reader.uri} version {self.dataset_version}: {how} after {self._yielded} batches of epoch "
+                f"{self.row_sampler.epoch}; the batches it held are lost: resume from the last state_dict() "
+                "(a worker killed by signal 9 is often the out-of-memory killer: fewer workers or a smaller "
+                "frame_buffer_bytes use less memory)"
+            ) from None
         # A finished pass moves on to the next epoch, so the state names its first sample.
         self.row_sampler.set_epoch(self.row_sampler.epoch + 1)
         self._yielded = 0
 
     def _batches(self) -> Iterator[dict]:
         raise NotImplementedError
+
+
+# PyTorch's words for a worker that died: its SIGCHLD handler's, and its status check's.
+_WORKER_DIED = re.compile(
+    r"DataLoader worker \(pid\(?s?\)? ([\d, ]+)\) (is killed by signal: [^.]+|exited unexpectedly)"
+)
+
+
+def worker_death(exc: BaseException, num_workers: int) -> str | None:
+    """What PyTorch's ``exc`` says about a DataLoader worker that died, in a few words; None
+    when it says nothing of the kind. A connection that closed under a batch being received
+    (``ConnectionResetError``, ``EOFError``) means the same when workers send the batches.
+
+    >>> worker_death(RuntimeError("DataLoader worker (pid(s) 5676) exited unexpectedly"), 2)
+    'DataLoader worker (pid 5676) exited unexpectedly'
+    >>> worker_death(RuntimeError("DataLoader worker (pid 12) is killed by signal: Killed. "), 2)
+    'DataLoader worker (pid 12) was killed by signal: Killed'
+    >>> worker_death(ConnectionResetError(104, "Connection reset by peer"), 0) is None
+    True
+    """
+    found = _WORKER_DIED.search(str(exc))
+    if found is not None:
+        how = found.group(2).replace("is killed", "was killed").strip()
+        return f"DataLoader worker (pid {found.group(1).strip()}) {how}"
+    if num_workers > 0 and isinstance(exc, ConnectionError | EOFError):
+        return f"a DataLoader worker's connection closed while it sent a batch ({type(exc).__name__}: the worker died)"
+    return None
 
 
 class TrainingLoader(ResumableLoader):

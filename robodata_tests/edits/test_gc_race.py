@@ -111,3 +111,52 @@ def test_a_reingest_while_gc_waits_before_its_delete(monkeypatch, eight_short_up
     assert report.deleted == 0  # GC's delete was overtaken, planned again, and found them in use
     assert open_table(gops_uri(root)).count_rows() == gops
     assert _all_frames_decode(root) == result.rows
+
+
+def test_gc_whose_version_a_cleanup_removes_meanwhile_decides_again(monkeypatch, eight_short_uploads, tmp_path):
+    """gc reads the newest gops.lance version at least ``min_age`` old; a compaction's cleanup
+    removes that version (manifest first, then its files) after gc listed it and before gc reads
+    it. gc decides again on the versions listed now instead of failing on a healthy dataset."""
+    import robodata.edits._garbage as garbage
+    import robodata.edits._upkeep as upkeep
+
+    monkeypatch.setattr(upkeep, "CLOCK_SKEW", timedelta(0))  # one host: versions from before gc began go
+    root = str(tmp_path / "ds")
+    orphans = _orphaned_episode(root, eight_short_uploads[0])
+    robodata.ingest_episode(str(eight_short_uploads[1]), root)
+    settled = open_table(gops_uri(root)).version  # gc's "at least min_age old" version below
+    stamp = open_table(gops_uri(root)).versions()[-1]["timestamp"]
+    monkeypatch.setattr(garbage, "_age", lambda timestamp: stamp - timestamp)  # ages as of that commit
+    upkeep._compact(gops_uri(root), None)  # rewrites its fragments: its files are its own now
+    hold = Hold()
+    real_checkout = lance.LanceDataset.checkout_version
+
+    def checkout_version(self, version):
+        if threading.current_thread().name == "held-gc" and self.uri.rstrip("/").endswith("gops.lance"):
+            hold.wait()  # gc has listed gops.lance's versions and picked the settled one
+        return real_checkout(self, version)
+
+    monkeypatch.setattr(lance.LanceDataset, "checkout_version", checkout_version)
+    outcome = {}
+
+    def gc():
+        try:
+            outcome["report"] = robodata.collect_garbage(root, min_age=timedelta(0))
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=gc, name="held-gc")
+    thread.start()
+    try:
+        assert hold.reached.wait(120)
+        cleaned = upkeep.TableUpkeep(0, 0, 0, 0)
+        upkeep._remove_old_versions(root, gops_uri(root), cleaned, timedelta(0), None, timedelta(0), None)
+        assert settled not in [v["version"] for v in open_table(gops_uri(root)).versions()]
+    finally:
+        hold.release.set()
+        thread.join(120)
+    assert "error" not in outcome, outcome.get("error")
+    # Decided again: no version is old enough any more, so every orphan counts as too recent.
+    report = outcome["report"]
+    assert (report.unreferenced, report.too_recent, report.deleted) == (orphans, orphans, 0)
+    assert _all_frames_decode(root) == len(robodata.open(root))

@@ -120,3 +120,23 @@ def test_kill_ingest_local(tmp_path, eight_short_uploads):
 
 def test_kill_ingest_s3(tmp_path, eight_short_uploads, s3):
     _trials(tmp_path, eight_short_uploads, s3.storage_options, lambda i: s3.fresh_uri(f"kill{i}"), s3)
+
+
+@pytest.mark.parametrize(
+    ("kind", "gop_commit"),
+    [("empty", "commit"), ("other episode", "execute")],  # creating gops.lance; a merge into it
+)
+def test_kill_between_the_gop_commit_and_the_rows_commit(tmp_path, eight_short_uploads, kind, gop_commit):
+    """The window random kills rarely land in: the episode's GOPs committed, its rows not. The
+    dataset reads as before, the GOPs stay leased until gc finds the lease dead, then go."""
+    base = str(tmp_path / "base")
+    robodata.ingest_episode(str(eight_short_uploads[0]), base)
+    root = str(tmp_path / "ds")
+    _prepare(kind, root, base, None)
+    was_killed, steps = killed(
+        start("ingest", root, None, upload=str(eight_short_uploads[1]), kill_at=[gop_commit, "after", 0])
+    )
+    assert was_killed and steps[-1] == gop_commit, steps
+    assert len(lease_files(root, None)) == 1
+    where = _check(root, kind, eight_short_uploads, None, {0: len(robodata.open(base))})
+    assert where == "between its GOP and rows commits"

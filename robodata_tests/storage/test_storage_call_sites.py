@@ -22,7 +22,8 @@ HELPERS = {
     "storage_call",
     "_read",
     "retry_commit",
-}  # _read: RoboDataset's; retry_commit: each attempt
+    "retry_transient",
+}  # _read: RoboDataset's; retry_commit, retry_transient: each attempt
 DECORATORS = {"in_storage_step"}
 
 # Methods of a Lance dataset, scanner, builder or tags object that talk to storage.
@@ -55,7 +56,6 @@ UNWRAPPED: dict[tuple[str, str, str], str] = {
         "table.merge_insert",
     ): "builds a merge, no I/O: its execute runs under the caller's deadline (retry_commit, storage_call)",
     ("format/_tables.py", "append_or_create", "lance.LanceOperation.Append"): "builds an operation, no I/O",
-    ("format/_tables.py", "create_once", "lance.LanceOperation.Overwrite"): "builds an operation, no I/O",
     (
         "ingest/_video_source.py",
         "_open",
@@ -73,6 +73,11 @@ UNWRAPPED: dict[tuple[str, str, str], str] = {
         "frames.get_fragments",
     ): "the fragments of the manifest already read: no request",
     ("integrity/_frames_checksums.py", "record_frames_checksums", "fs.makedirs"): "local only",
+    (
+        "storage/_lance_errors.py",
+        "damaged_data_files",
+        "table.get_fragments",
+    ): "the fragments of the manifest lance.dataset read (under the deadline): no request",
     ("integrity/_gop_leases.py", "write_record", "fs.makedirs"): "local only",
     ("lerobot/_export.py", "_plan", "ds.to_table"): "a RoboDataset method: under the deadline inside",
     ("storage/_put_folder.py", "put_folder", "fs.makedirs"): "local only",
