@@ -12,7 +12,7 @@ frames of a window or a DataLoader slab are packed back to back, so no frame but
 be given room for that: kept safe, it could not apply where it saved time. Its A/B against this
 module (``benchmarks/pixel_conversions.py``, CPU time): its rgb24 and rgbp conversions at
 640x480 took 22% and 33% less, an 8-frame window x 3 cameras at 640x480 10-13% less; its
-yuv420p took more (docs/benchmark_levers.md).
+yuv420p took more (CHANGELOG.md).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ class EncoderSettings:
     """
 
     # G=4, CRF 20, preset faster: in the G x CRF x preset sweep on gym-aloha footage at 640x480
-    # (docs/benchmark_history.md, 2026-12-04 18:33) the cheapest random read (a random frame decodes 2.5 frames
+    # (CHANGELOG.md, 2026-12-04) the cheapest random read (a random frame decodes 2.5 frames
     # on average, 4.5 at G=8: 4.27 against 5.75 ms of CPU per sampled row at the old G=8 veryfast)
     # within the bytes per frame of LeRobot 0.6.1's own writer (0.98x) and above its PSNR against
     # the source (+0.49 dB). At veryfast G=4 was 0.3% over LeRobot's bytes; medium saved 1% more

@@ -16,7 +16,7 @@ the order the dataset lists its cameras in (``RoboDataset.cameras``, LeRobot's `
 as the first episode ingested into the dataset lists them.
 
 Only regular files inside the folder are read, each under a size and a time limit
-(``_upload_limits``); docs/bad_input.md states every rule an upload must follow.
+(``_upload_limits``); docs/reliability.md ("What bad input gets") states every rule an upload must follow.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 around Lance's public ``read_blobs``, checked where it starts and falling back on any doubt.
 
 Lance's ``read_blobs`` costs about 0.7-1 ms of CPU a call on a local disk whatever it reads
-(planning, its runtime's thread hand-offs; docs/lance_read_blobs_cost.md), as much as decoding
+(planning, its runtime's thread hand-offs; docs/upstream/lance-read-blobs-cost.md), as much as decoding
 three frames: for an 8-frame window that is an eighth of the read. A blob v2 column keeps a small
 blob inline, in the fragment's data file, and a scan of the column returns its descriptor
 ``(kind, position, size)`` (the descriptor is part of Lance's public Arrow surface): so robodata
