@@ -68,7 +68,9 @@ class Webserver:
         body = json.dumps({"query": query, "variables": variables or {}}).encode()
         url = f"http://127.0.0.1:{self.port}/graphql"
         request = urllib.request.Request(url, body, {"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=30) as response:
+        # A bound for a hung server, not a timing: a launch mutation loads the code location in the
+        # webserver, which took over 30 s with the suite's other workers on both cores.
+        with urllib.request.urlopen(request, timeout=120) as response:
             payload = json.loads(response.read())
         assert "errors" not in payload, payload["errors"]
         return payload["data"]
