@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.s3_store import LatencyProxy, StoreFigures, server_cpu_seconds
+
 MIB = 1 << 20
 BOTTLENECK_CPU_SHARE = 0.8  # server CPU s per wall s above which the server, not robodata, is the limit
 
@@ -46,7 +48,7 @@ class EpochFigures:
     wall_s: float
     first_batch_s: float
     first_batch_samples: int
-    store: object | None = None  # benchmarks.s3_store.StoreFigures for s3://
+    store: StoreFigures | None = None  # for s3://: what the store did
 
 
 @dataclass
@@ -76,10 +78,10 @@ def needed_gop_bytes(dataset: str) -> int:
     return int(pc.sum(pc.list_flatten(sizes)).as_py() or 0)
 
 
-def run_epoch(loader, where: str, epoch: int, proxy=None, server_pid: int | None = None) -> EpochFigures:
+def run_epoch(
+    loader, where: str, epoch: int, proxy: LatencyProxy | None = None, server_pid: int | None = None
+) -> EpochFigures:
     """Iterate one whole epoch of ``loader``; with ``proxy``, what the store did meanwhile."""
-    from benchmarks.s3_store import StoreFigures, server_cpu_seconds
-
     loader.set_epoch(epoch)
     mark = proxy.mark() if proxy is not None else 0
     cpu_before = server_cpu_seconds(server_pid) if server_pid else 0.0
@@ -102,7 +104,7 @@ def compare(
     local: str,
     s3_uri: str,
     storage_options: dict[str, str],
-    proxy,
+    proxy: LatencyProxy,
     server_pid: int | None,
     *,
     epochs: int,
@@ -137,8 +139,8 @@ def format_comparison(result: Comparison) -> str:
         f"{'bytes/needed':>12} {'gops/needed':>11} {'server CPU s':>12} {'CPU/wall':>8}",
     ]
     flagged, needed = False, max(result.needed_gop_bytes, 1)
-    for epoch, figures in enumerate(s3):
-        store = figures.store
+    stores = [figures.store for figures in s3 if figures.store is not None]
+    for epoch, (figures, store) in enumerate(zip(s3, stores, strict=True)):
         gops_gets = store.gets_by_kind()["gops.lance data"]
         gops_bytes = store.bytes_by_kind()["gops.lance data"]
         share = store.server_cpu_s / figures.wall_s
@@ -148,26 +150,23 @@ def format_comparison(result: Comparison) -> str:
             f"{store.mean_bytes_per_get / MIB:>8.3f} {gops_gets:>9} {gops_bytes / MIB:>9.2f} "
             f"{store.body_bytes / needed:>12.2f} {gops_bytes / needed:>11.2f} {store.server_cpu_s:>12.2f} {share:>8.2f}"
         )
-    kinds = s3[-1].store.gets_by_kind()
+    kinds = stores[-1].gets_by_kind()
     lines.append("")
     lines.append("GETs by path, last epoch: " + ", ".join(f"{kind} {n}" for kind, n in kinds.most_common()))
-    lines.append(
-        "requests by method, last epoch: " + ", ".join(f"{m} {n}" for m, n in s3[-1].store.by_method().items())
-    )
+    lines.append("requests by method, last epoch: " + ", ".join(f"{m} {n}" for m, n in stores[-1].by_method().items()))
     if flagged:
         lines.append(
             f"WARNING: the S3 server used more than {BOTTLENECK_CPU_SHARE:.0%} of a core in an epoch: it is a likely "
             "bottleneck, and the s3:// figure understates robodata"
         )
     else:
-        worst = max(e.store.server_cpu_s / e.wall_s for e in s3)
+        worst = max(store.server_cpu_s / e.wall_s for e, store in zip(s3, stores, strict=True))
         lines.append(f"server CPU at most {worst:.0%} of a core per epoch: not the bottleneck")
     return "\n".join(lines)
 
 
 def main(args: argparse.Namespace) -> int:
     from benchmarks.moto_server import local_s3, upload_tree
-    from benchmarks.s3_store import LatencyProxy
 
     with tempfile.TemporaryDirectory(prefix="robodata-s3-epoch-") as tmp:
         if args.dataset:
