@@ -54,6 +54,7 @@ class EpochFigures:
 @dataclass
 class Comparison:
     needed_gop_bytes: int
+    gops: int  # full-resolution GOPs of every camera: what one epoch decodes
     epochs: list[EpochFigures] = field(default_factory=list)
 
     def of(self, where: str) -> list[EpochFigures]:
@@ -76,6 +77,13 @@ def needed_gop_bytes(dataset: str) -> int:
     gops = open_table(gops_uri(dataset))
     sizes = gops.to_table(columns=["packet_sizes"], filter=full_resolution_only(gops))["packet_sizes"]
     return int(pc.sum(pc.list_flatten(sizes)).as_py() or 0)
+
+
+def full_resolution_gops(dataset: str) -> int:
+    from robodata.format import full_resolution_only, gops_uri, open_table
+
+    gops = open_table(gops_uri(dataset))
+    return gops.count_rows(filter=full_resolution_only(gops))
 
 
 def run_epoch(
@@ -120,7 +128,7 @@ def compare(
         "s3": make_dataloader(s3_uri, batch_size=batch_size, num_workers=workers, storage_options=options),
         "local": make_dataloader(local, batch_size=batch_size, num_workers=workers),
     }
-    result = Comparison(needed_gop_bytes(local))
+    result = Comparison(needed_gop_bytes(local), full_resolution_gops(local))
     for epoch in range(epochs):
         result.epochs.append(run_epoch(loaders["s3"], "s3", epoch, proxy, server_pid))
         result.epochs.append(run_epoch(loaders["local"], "local", epoch))
@@ -133,7 +141,7 @@ def format_comparison(result: Comparison) -> str:
     lines = [
         f"samples/s after the first batch: s3:// {s3_rate:.1f}, local {local_rate:.1f}, ratio {s3_rate / local_rate:.2f}x",
         f"first batch (epoch 0, workers starting): s3:// {s3[0].first_batch_s:.2f} s, local {local[0].first_batch_s:.2f} s",
-        f"GOP bytes an epoch needs: {result.needed_gop_bytes / MIB:.2f} MiB",
+        f"GOP bytes an epoch needs: {result.needed_gop_bytes / MIB:.2f} MiB in {result.gops} GOPs",
         "",
         f"{'epoch':>5} {'wall s':>7} {'GETs':>6} {'MiB':>8} {'MiB/GET':>8} {'gops GETs':>9} {'gops MiB':>9} "
         f"{'bytes/needed':>12} {'gops/needed':>11} {'server CPU s':>12} {'CPU/wall':>8}",

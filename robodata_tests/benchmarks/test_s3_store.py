@@ -91,6 +91,7 @@ def test_one_epoch_is_measured_with_the_servers_own_count(s3, stored, proxy):
     assert len(opening) + len(store.requests) == len(logged) and store.gets > 0
     assert store.bytes_by_kind()["gops.lance data"] >= result.needed_gop_bytes
     gops = open_table(gops_uri(local)).to_table(columns=["packet_sizes"])
+    assert result.gops == 3 * EPISODES
     assert result.needed_gop_bytes == pc.sum(pc.list_flatten(gops["packet_sizes"])).as_py() > 0
     text = format_comparison(result)
     assert text.splitlines()[5].split()[:3] == ["0", f"{s3_epoch.wall_s:.2f}", str(store.gets)]
