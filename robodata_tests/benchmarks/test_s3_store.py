@@ -11,8 +11,8 @@ import pyarrow.compute as pc
 import pytest
 
 import robodata
-from benchmarks.s3_epoch import compare, format_comparison, needed_gop_bytes
-from benchmarks.s3_store import LatencyProxy, StoreFigures, request_kind, server_cpu_seconds
+from benchmarks.s3_epoch import Comparison, EpochFigures, compare, format_comparison, needed_gop_bytes
+from benchmarks.s3_store import LatencyProxy, ProxiedRequest, StoreFigures, request_kind, server_cpu_seconds
 from benchmarks.tiny_episodes import episode_level, frame_level, identify, tiny_episode
 from robodata.format import frames_uri, gops_uri, open_table, ref_columns
 from robodata.ingest import write_episode
@@ -123,6 +123,19 @@ def test_the_proxy_holds_a_response_back_by_its_latency_and_paces_it_to_its_band
         assert [(r.method, r.status, r.body_bytes) for r in delayed.requests] == [("GET", 200, len(body))]
     with LatencyProxy(("127.0.0.1", s3.port), latency_s=0.0, bandwidth=1 << 20) as capped:
         assert timed_get(capped) >= len(body) / (1 << 20)  # 0.25 s at 1 MiB/s
+
+
+def test_a_server_busier_than_80_percent_of_a_core_is_flagged_as_the_likely_bottleneck():
+    def comparison(server_cpu_s: float) -> Comparison:
+        store = StoreFigures((ProxiedRequest("GET", "gops.lance data", 206, 1000),), server_cpu_s)
+        return Comparison(
+            1000, 1, [EpochFigures("s3", 64, 10.0, 1.0, 32, store), EpochFigures("local", 64, 5.0, 1.0, 32)]
+        )
+
+    busy, idle = format_comparison(comparison(8.5)), format_comparison(comparison(7.5))
+    assert "WARNING: the S3 server used more than 80% of a core" in busy and "WARNING" not in idle
+    assert "server CPU at most 75% of a core per epoch: not the bottleneck" in idle
+    assert "ratio 0.44x" in busy  # (64 - 32) rows / (10 - 1) s against (64 - 32) / (5 - 1) s
 
 
 def test_server_cpu_seconds_reads_a_process_cpu_time():
