@@ -45,6 +45,11 @@ SCENARIOS: dict[str, Scenario] = {
         "benchmarks.s3_client",
         "CPU per storage call on a local moto S3 server: one aiobotocore session per process against one per call",
     ),
+    "s3-epoch": Scenario(
+        "benchmarks.s3_epoch",
+        "training epochs from s3:// (moto behind a latency/bandwidth proxy) against the local disk, with the "
+        "store's GETs, bytes per GET and server CPU per epoch",
+    ),
     "upkeep": Scenario(
         "benchmarks.upkeep_scale",
         "open, ds[i], a 64-row batch and an episode filter before and after upkeep, local and s3://",

@@ -20,6 +20,7 @@ class LocalS3:
     endpoint: str
     storage_options: dict[str, str]
     environ: dict[str, str]
+    pid: int  # the server process (its CPU time: benchmarks.s3_store.server_cpu_seconds)
 
     def uri(self, prefix: str) -> str:
         return f"s3://{BUCKET}/{prefix.strip('/')}"
@@ -70,7 +71,20 @@ def local_s3() -> Iterator[LocalS3]:
             "AWS_ENDPOINT_URL": endpoint,
             "AWS_REGION": "us-east-1",
         }
-        yield LocalS3(endpoint, options, environ)
+        yield LocalS3(endpoint, options, environ, process.pid)
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def upload_tree(local: str, uri: str, storage_options: dict[str, str]) -> None:
+    """Copy the files under the local folder ``local`` to ``uri``, object by object."""
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    from robodata.storage import fsspec_filesystem
+
+    fs = fsspec_filesystem(uri, storage_options)
+    files = [p for p in Path(local).rglob("*") if p.is_file()]
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda p: fs.put_file(str(p), f"{uri}/{p.relative_to(local).as_posix()}"), files))

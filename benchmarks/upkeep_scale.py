@@ -40,11 +40,11 @@ def main(args: argparse.Namespace) -> int:
             f"{'batch64 ms':>11} {'filter ms':>10} {'upkeep s':>9}"
         )
         if "s3" in args.where:
-            from benchmarks.moto_server import local_s3
+            from benchmarks.moto_server import local_s3, upload_tree
 
             with local_s3() as s3:
                 uri = s3.uri("upkeep/ds")
-                _copy_tree(local, uri, s3.storage_options)
+                upload_tree(local, uri, s3.storage_options)
                 _compare("s3", uri, args.episodes, s3.storage_options)
         if "local" in args.where:
             _compare("local", local, args.episodes, None)
@@ -115,14 +115,3 @@ def _timed(action) -> float:
     start = time.perf_counter()
     action()
     return time.perf_counter() - start
-
-
-def _copy_tree(local: str, uri: str, options) -> None:
-    from concurrent.futures import ThreadPoolExecutor
-
-    from robodata.storage import fsspec_filesystem
-
-    fs = fsspec_filesystem(uri, options)
-    files = [p for p in Path(local).rglob("*") if p.is_file()]
-    with ThreadPoolExecutor(16) as pool:
-        list(pool.map(lambda p: fs.put_file(str(p), f"{uri}/{p.relative_to(local).as_posix()}"), files))
