@@ -5,7 +5,7 @@
   partitioning chosen there, once.
 - ``cluster``: what deploy/dagster.yaml names for a cluster (storage, run launcher) and
   ``deploy/cluster.sh wait``.
-- the instance (``prepare_dagster_home``, the shipped ``dagster.yaml``), the ``robodata``
+- the instance (``write_dagster_home``, ``prepare_dagster_home``, the shipped ``dagster.yaml``), the ``robodata``
   commands that act on it, the upload sensor's plan and the demo, in private modules; their
   public names are importable from here, loaded on first use so that importing this package
   (as Dagster does to load ``cluster``) loads no definitions.
@@ -20,6 +20,7 @@ from typing import Any
 _PUBLIC = {
     "INSTANCE_CONFIG": "_instance",
     "prepare_dagster_home": "_instance",
+    "write_dagster_home": "_instance",
     "home_instance": "_instance",
     "migrate_partitioning": "_repartition",
     "register_uploads_from_cli": "_cli_commands",

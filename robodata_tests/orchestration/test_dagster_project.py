@@ -11,7 +11,6 @@ import zipfile
 from pathlib import Path
 
 import dagster as dg
-import yaml
 
 import robodata
 from robodata import orchestration as instance
@@ -60,14 +59,39 @@ def test_the_shipped_instance_config_is_the_root_one():
     assert INSTANCE_IN_PACKAGE.read_bytes() == (REPO / "dagster.yaml").read_bytes()
 
 
-def test_the_root_config_loads_as_an_instance_with_its_files_under_dot_dagster(tmp_path, monkeypatch):
-    # The root dagster.yaml as DAGSTER_HOME=$PWD reads it, in a copy of the root (the tests never
-    # write into the checkout).
-    shutil.copy(REPO / "dagster.yaml", tmp_path / "dagster.yaml")
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
-    monkeypatch.chdir(tmp_path)
+def _one_run(dagster_instance: dg.DagsterInstance) -> None:
+    @dg.asset
+    def marker() -> int:
+        return 1
+
+    assert dg.materialize([marker], instance=dagster_instance).success
+
+
+def test_the_instance_is_the_same_whatever_the_working_directory(tmp_path, monkeypatch):
+    """One DAGSTER_HOME, one instance: a run recorded from one folder is seen from another, and
+    neither folder gets storage of its own (a relative base_dir made a second, empty instance)."""
+    home = tmp_path / "home"
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("robodata")), "dagster-home", str(home)],
+        cwd=tmp_path, env=_env_without_dagster_home(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"export DAGSTER_HOME={home}\n"
+    assert (home / "dagster.yaml").read_bytes() == INSTANCE_IN_PACKAGE.read_bytes()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    here, there = tmp_path / "here", tmp_path / "there"
+    for folder in (here, there):
+        folder.mkdir()
+    monkeypatch.chdir(here)
     with dg.DagsterInstance.get() as dagster_instance:
-        assert os.path.abspath(dagster_instance.root_directory) == str(tmp_path / ".dagster")
+        _one_run(dagster_instance)
+        dagster_instance.add_dynamic_partitions("episodes", ["episode_000000"])
+    monkeypatch.chdir(there)
+    with dg.DagsterInstance.get() as dagster_instance:
+        assert len(dagster_instance.get_runs()) == 1
+        assert dagster_instance.get_dynamic_partitions("episodes") == ["episode_000000"]
+        assert dagster_instance.storage_directory() == str(home / "storage")
+        # what the instance config sets besides its storage
         assert dagster_instance.run_monitoring_enabled
         assert dagster_instance.run_monitoring_start_timeout_seconds == 180
         assert dagster_instance.run_retries_enabled and dagster_instance.run_retries_max_retries == 2
@@ -75,14 +99,8 @@ def test_the_root_config_loads_as_an_instance_with_its_files_under_dot_dagster(t
         assert dagster_instance.get_concurrency_config().pool_config.default_pool_limit == 2
         assert isinstance(dagster_instance.run_coordinator, dg.QueuedRunCoordinator)
         assert dagster_instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 4
-        dagster_instance.add_dynamic_partitions("episodes", ["episode_000000"])
-        storage = tmp_path / ".dagster"
-        assert os.path.abspath(dagster_instance.storage_directory()) == str(storage / "storage")
-    # Every SQLite file is under .dagster/, nothing beside dagster.yaml at the instance's root.
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".dagster", "dagster.yaml"]
-    databases = sorted(str(p.relative_to(storage)) for p in storage.rglob("*.db"))
-    assert databases == ["history/runs.db", "history/runs/index.db", "schedules/schedules.db"]
-    assert (REPO / ".gitignore").read_text().splitlines().count("/.dagster/") == 1
+    assert list(here.iterdir()) == list(there.iterdir()) == []
+    assert (home / "history" / "runs.db").is_file() and (home / "schedules" / "schedules.db").is_file()
 
 
 def test_instance_config_ships_in_the_wheel(tmp_path):
@@ -103,25 +121,12 @@ def test_instance_config_ships_in_the_wheel(tmp_path):
         assert archive.read("robodata/orchestration/dagster.yaml") == (REPO / "dagster.yaml").read_bytes()
 
 
-def test_prepared_home_holds_the_packaged_config_with_its_folders_inside(tmp_path, monkeypatch):
-    monkeypatch.setenv("DAGSTER_HOME", "")  # restored after the test: prepare_dagster_home sets it
-    home = instance.prepare_dagster_home(tmp_path / "home")
-    written = yaml.safe_load((home / "dagster.yaml").read_text())
-    shipped = yaml.safe_load(INSTANCE_IN_PACKAGE.read_text())
-    assert written["storage"] == {"sqlite": {"base_dir": str(home / ".dagster")}}
-    assert written["compute_logs"]["config"] == {"base_dir": str(home / ".dagster" / "logs")}
-    assert {k: v for k, v in written.items() if k not in ("storage", "local_artifact_storage", "compute_logs")} == {
-        k: v for k, v in shipped.items() if k not in ("storage", "local_artifact_storage", "compute_logs")
-    }
-    with dg.DagsterInstance.get() as dagster_instance:
-        assert dagster_instance.root_directory == str(home / ".dagster")
-        assert dagster_instance.storage_directory() == str(home / ".dagster" / "storage")  # SQLite inside the home
-        # No run hangs: stuck starts and cancels time out, a dead worker's run fails and is
-        # retried (twice), but a failed step is not re-run as a whole run (a bad upload fails once).
-        assert dagster_instance.run_monitoring_enabled
-        assert dagster_instance.run_monitoring_start_timeout_seconds == 180
-        assert dagster_instance.run_retries_enabled and dagster_instance.run_retries_max_retries == 2
-        assert dagster_instance.run_retries_retry_on_asset_or_op_failure is False
+def test_a_written_home_keeps_a_dagster_yaml_already_there(tmp_path):
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    home, written = instance.write_dagster_home(tmp_path / "home")
+    assert (home, written) == (tmp_path / "home", False)
+    assert (home / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
 
 
 def _configured(store: resources.DatasetStore) -> dict:
