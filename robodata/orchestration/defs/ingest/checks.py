@@ -45,10 +45,26 @@ def _result(store: DatasetStore, name: str, outcome: IntegrityResult) -> dg.Asse
         check_name=name,
         passed=outcome.passed,
         description=store.redact(outcome.description),
-        metadata={
-            key: value if isinstance(value, int | float | str) else str(value) for key, value in outcome.details.items()
-        },
+        metadata=check_metadata(outcome.details),
     )
+
+
+def check_metadata(details: dict) -> dict[str, int | float | str]:
+    """A check's details as metadata Dagster can plot: numbers stay numbers, and a number per
+    camera (``max_error_ms``) becomes one entry per camera plus the worst of them.
+
+    >>> check_metadata({"max_error_ms": {"top": 1.5, "wrist": 4.0}, "gops_checked": 12})
+    {'max_error_ms': 4.0, 'max_error_ms/top': 1.5, 'max_error_ms/wrist': 4.0, 'gops_checked': 12}
+    """
+    metadata: dict[str, int | float | str] = {}
+    for key, value in details.items():
+        if isinstance(value, dict) and all(isinstance(v, int | float) for v in value.values()):
+            if value:
+                metadata[key] = max(value.values())
+            metadata.update({f"{key}/{part}": number for part, number in value.items()})
+        else:
+            metadata[key] = value if isinstance(value, int | float | str) else str(value)
+    return metadata
 
 
 def _gops_match_checksums(store: DatasetStore, episode_index: int) -> IntegrityResult:

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from robodata._source_checkout import require_benchmarks
 from robodata.orchestration.defs.ingest.episodes import aligned_frames
-from robodata.orchestration.defs.lineage import CODE_VERSION, lineage_result
+from robodata.orchestration.defs.lineage import code_version_of, lineage_result
 from robodata.orchestration.defs.resources import DatasetStore
 from robodata.reader import open_dataset
 from robodata.storage import is_remote, join_uri
@@ -39,7 +39,7 @@ class BenchmarkConfig(dg.Config):
 @dg.asset(
     deps=[aligned_frames],
     group_name="reports",
-    code_version=CODE_VERSION,
+    code_version=code_version_of(__file__, "benchmark_report"),
     kinds={"python"},
     description="Random-read benchmark of the current dataset version; the table (and, with full, the plots) "
     "are in the metadata.",
