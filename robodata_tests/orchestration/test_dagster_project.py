@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -103,7 +104,18 @@ def test_the_instance_is_the_same_whatever_the_working_directory(tmp_path, monke
     assert (home / "history" / "runs.db").is_file() and (home / "schedules" / "schedules.db").is_file()
 
 
-def test_instance_config_ships_in_the_wheel(tmp_path):
+def test_the_packaged_dg_config_is_the_project_s(tmp_path):
+    """definitions.py loads the defs folder with the package's dg.toml (a wheel has no
+    pyproject.toml); the `dg` command reads pyproject's [tool.dg.project]: the same modules."""
+    packaged = tomllib.loads((REPO / "robodata" / "orchestration" / "dg.toml").read_text())
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["dg"]["project"]
+    assert packaged["directory_type"] == "project"
+    assert packaged["project"] == {key: project[key] for key in ("root_module", "defs_module")}
+
+
+def test_an_installed_wheel_writes_its_instance_and_loads_the_location_outside_a_checkout(tmp_path):
+    """The wheel as a user installs it, run from a folder that is no checkout: the instance
+    config comes from `robodata dagster-home`, and the code location loads under its one name."""
     source = tmp_path / "src"
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -119,6 +131,31 @@ def test_instance_config_ships_in_the_wheel(tmp_path):
     [wheel] = tmp_path.glob("robodata-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         assert archive.read("robodata/orchestration/dagster.yaml") == (REPO / "dagster.yaml").read_bytes()
+        assert "robodata/orchestration/dg.toml" in archive.namelist()
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    user = tmp_path / "user"
+    user.mkdir()
+    env = {**_env_without_dagster_home(), "PYTHONPATH": str(site)}
+
+    def run(*command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(command, cwd=user, env=env, capture_output=True, text=True, timeout=300)
+
+    home = run(sys.executable, "-m", "robodata.cli", "dagster-home", "dagster_home")
+    assert home.returncode == 0, home.stderr
+    assert home.stdout == f"export DAGSTER_HOME={user / 'dagster_home'}\n"
+    env["DAGSTER_HOME"] = str(user / "dagster_home")
+    where = run(sys.executable, "-c", "import robodata.orchestration.definitions as d; print(d.__file__)")
+    assert where.stdout.strip() == str(site / "robodata" / "orchestration" / "definitions.py"), where.stderr
+    dagster = str(Path(sys.executable).with_name("dagster"))
+    valid = run(dagster, "definitions", "validate", "-m", "robodata.orchestration.definitions")
+    assert valid.returncode == 0, valid.stderr[-3000:]
+    assert "Validation successful for code location robodata.orchestration.definitions" in valid.stderr + valid.stdout
 
 
 def test_a_written_home_keeps_a_dagster_yaml_already_there(tmp_path):

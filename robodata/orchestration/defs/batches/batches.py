@@ -37,6 +37,7 @@ from robodata.orchestration.defs.resources import (
     DatasetStore,
     partitioning_refusal,
     sensor_interval_s,
+    with_partitioning,
 )
 from robodata.orchestration.defs.retries import storage_retries
 from robodata.storage._upload_batches import UploadBatch, scan_upload_batches
@@ -301,4 +302,6 @@ def register_upload_batches(instance: dg.DagsterInstance, store: DatasetStore) -
     return keys
 
 
-defs = dg.Definitions(assets=BATCH_ASSETS, sensors=[upload_batch_sensor], jobs=[ingest_batch_job])
+defs = with_partitioning(
+    PER_BATCH, dg.Definitions(assets=BATCH_ASSETS, sensors=[upload_batch_sensor], jobs=[ingest_batch_job])
+)

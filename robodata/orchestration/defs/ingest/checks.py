@@ -22,7 +22,7 @@ from robodata.integrity._episode_checks import (
 )
 from robodata.integrity._verify import verify_dataset
 from robodata.orchestration.defs.ingest.episodes import aligned_frames, episode_partitions
-from robodata.orchestration.defs.resources import DatasetStore
+from robodata.orchestration.defs.resources import PER_EPISODE, DatasetStore, with_partitioning
 from robodata.reader import open_dataset
 
 DECODE_SAMPLES = 8
@@ -121,4 +121,4 @@ def episode_integrity(context: dg.AssetCheckExecutionContext, store: DatasetStor
 
 episode_checks = [episode_integrity]
 
-defs = dg.Definitions(asset_checks=episode_checks)
+defs = with_partitioning(PER_EPISODE, dg.Definitions(asset_checks=episode_checks))

@@ -29,6 +29,7 @@ from robodata.orchestration.defs.resources import (
     PER_EPISODE,
     DatasetStore,
     partitioning_refusal,
+    with_partitioning,
 )
 from robodata.orchestration.defs.retries import storage_retries
 from robodata.storage import fsspec_filesystem
@@ -260,4 +261,4 @@ def register_uploads(instance: dg.DagsterInstance, store: DatasetStore) -> list[
 
 # With batch partitioning (ROBODATA_PARTITIONING=batch), batches/batches.py defines these keys.
 EPISODE_ASSETS = [raw_episodes, gop_blobs, aligned_frames]
-defs = dg.Definitions(assets=EPISODE_ASSETS)
+defs = with_partitioning(PER_EPISODE, dg.Definitions(assets=EPISODE_ASSETS))

@@ -13,7 +13,7 @@ from robodata.format._schema import GOPS_TABLE
 from robodata.ingest._renditions import add_rendition_to_episode, declare_rendition
 from robodata.orchestration.defs.ingest.episodes import aligned_frames, episode_partitions
 from robodata.orchestration.defs.lineage import code_version_of, failure, lineage_result
-from robodata.orchestration.defs.resources import DatasetStore
+from robodata.orchestration.defs.resources import PER_EPISODE, DatasetStore, with_partitioning
 
 
 class RenditionConfig(dg.Config):
@@ -54,4 +54,4 @@ def gop_renditions(
     )
 
 
-defs = dg.Definitions(assets=[gop_renditions])
+defs = with_partitioning(PER_EPISODE, dg.Definitions(assets=[gop_renditions]))

@@ -12,6 +12,7 @@ import dagster as dg
 from pydantic import Field
 
 from robodata._source_checkout import require_benchmarks
+from robodata.orchestration.defs.automation import report_automation
 from robodata.orchestration.defs.ingest.episodes import aligned_frames
 from robodata.orchestration.defs.lineage import code_version_of, lineage_result
 from robodata.orchestration.defs.resources import DatasetStore
@@ -40,6 +41,7 @@ class BenchmarkConfig(dg.Config):
     deps=[aligned_frames],
     group_name="reports",
     code_version=code_version_of(__file__, "benchmark_report"),
+    automation_condition=report_automation(),
     kinds={"python"},
     description="Random-read benchmark of the current dataset version; the table (and, with full, the plots) "
     "are in the metadata.",
