@@ -7,7 +7,7 @@ were committed (robodata.integrity._audit); these confirm what landed, with the 
 every episode of the batch and reports each check once for the batch."""
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import dagster as dg
 
@@ -49,7 +49,7 @@ def _result(store: DatasetStore, name: str, outcome: IntegrityResult) -> dg.Asse
     )
 
 
-def check_metadata(details: dict) -> dict[str, int | float | str]:
+def check_metadata(details: Mapping[str, object]) -> dict[str, int | float | str]:
     """A check's details as metadata Dagster can plot: numbers stay numbers, and a number per
     camera (``max_error_ms``) becomes one entry per camera plus the worst of them.
 
