@@ -57,7 +57,7 @@ class Walkthrough:
     """The cluster the docs' walk-through started, and the process ids it left running."""
 
     cluster: Cluster
-    pids: list[int]
+    pids: dict[str, int]  # supervisord and each program it runs, by name
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def walkthrough():
     try:
         run_bash(docs_block("walk-through"), env, timeout=1500)
         cluster = Cluster(loaded_env(env))
-        yield Walkthrough(cluster, list(supervised_pids(cluster.env).values()))
+        yield Walkthrough(cluster, supervised_pids(cluster.env))
     finally:
         teardown(loaded_env(env))
 
@@ -200,7 +200,7 @@ def test_the_docs_walkthrough_ingests_six_episodes_into_s3(walkthrough, instance
     logs = cluster.worker_logs()
     done = {n: len(re.findall(r"Task execute_job\[[^\]]+\] succeeded", p.read_text())) for n, p in logs.items()}
     assert sum(done.values()) == 6 and min(done.values()) >= 1, done  # both workers took runs
-    assert len(walkthrough.pids) == 6  # redis, moto, daemon, webserver, two workers
+    assert sorted(walkthrough.pids) == ["daemon", "redis", "s3", "supervisord", "webserver", "worker-w1", "worker-w2"]
 
 
 def test_the_webserver_answers_every_request_across_a_postgres_restart(cluster):
@@ -391,7 +391,7 @@ def test_the_docs_stop_block_stops_every_process(walkthrough):
     """Last: docs/cluster.md's stop block leaves no process behind (a killed worker's neither)."""
     state = walkthrough.cluster.state
     run_bash(docs_block("stop"), walkthrough.cluster.env, timeout=300)
-    assert not [pid for pid in walkthrough.pids if _alive(pid)]
+    assert not [pid for pid in walkthrough.pids.values() if _alive(pid)]
     assert not (state / "postgres" / "data" / "postmaster.pid").exists()
     assert not list((state / "run").glob("*.pid"))
     assert supervised_pids(walkthrough.cluster.env) == {}  # supervisord and every program it ran
