@@ -117,10 +117,14 @@ start_bg() {  # NAME: start the supervised program NAME (already running: say so
 }
 running() { supervisor_up && ctl status "$1" 2>/dev/null | grep -q " RUNNING "; }
 stop_bg() {  # NAME: supervisord's stop (SIGTERM, then SIGKILL to the group after its stopwaitsecs)
-    local name=$1
+    local name=$1 pid
     supervisor_up || return 0
     ctl status "$name" >/dev/null 2>&1 || [ $? -ne 4 ] || return 0  # 4: no such program
+    pid=$(ctl pid "$name" 2>/dev/null || true)
     ctl stop "$name" >/dev/null 2>&1 || true
+    # Whatever is left of its process group (a code server, a Celery pool process): supervisord
+    # kills the group only when the process itself outlives stopwaitsecs.
+    if [ "${pid:-0}" -gt 0 ] 2>/dev/null; then kill -KILL -- "-$pid" 2>/dev/null || true; fi
     say "$name stopped"
 }
 wait_port() {  # HOST PORT WHAT [NAME]: until HOST:PORT accepts connections (60 s)
