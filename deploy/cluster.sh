@@ -310,8 +310,11 @@ cmd_down() {
     done
     # Nothing left to supervise: supervisord goes too.
     if supervisor_up && ! ctl status 2>/dev/null | grep -Eq " (RUNNING|STARTING|BACKOFF|STOPPING) "; then
+        local supervisord
+        supervisord=$(cat "$RUN/supervisord.pid" 2>/dev/null || true)
         ctl shutdown >/dev/null 2>&1 || true
-        for _ in $(seq 150); do [ -e "$RUN/supervisord.pid" ] || break; sleep 0.2; done
+        # until the process is gone (it removes its pid file before it has exited)
+        for _ in $(seq 150); do [ -n "$supervisord" ] && kill -0 "$supervisord" 2>/dev/null || break; sleep 0.2; done
     fi
 }
 cmd_status() {

@@ -391,7 +391,9 @@ def test_the_docs_stop_block_stops_every_process(walkthrough):
     """Last: docs/cluster.md's stop block leaves no process behind (a killed worker's neither)."""
     state = walkthrough.cluster.state
     run_bash(docs_block("stop"), walkthrough.cluster.env, timeout=300)
-    assert not [pid for pid in walkthrough.pids.values() if _alive(pid)]
+    log = state / "logs" / "supervisord.log"
+    alive = {name: pid for name, pid in walkthrough.pids.items() if _alive(pid)}
+    assert not alive, (alive, log.read_text()[-3000:] if log.exists() else "")
     assert not (state / "postgres" / "data" / "postmaster.pid").exists()
     assert not list((state / "run").glob("*.pid"))
     assert supervised_pids(walkthrough.cluster.env) == {}  # supervisord and every program it ran
