@@ -33,7 +33,8 @@ is_root() { [ "$(id -u)" -eq 0 ]; }
 
 # --- processes: supervisord (from robodata's cluster requirements) runs redis, moto, the daemon,
 # the webserver and the workers, each in a process group of its own, restarts any of them that
-# exits or is killed, and writes its output to $LOGS/NAME.log. Its config is written on every `up`.
+# exits or is killed, and writes its output to $LOGS/NAME.log. Its config is written when `up`
+# starts it.
 SUPERVISOR_CONF=$DIR/supervisord.conf
 ctl() { supervisorctl -c "$SUPERVISOR_CONF" "$@"; }
 supervisor_up() { [ -S "$RUN/supervisor.sock" ] && ctl pid >/dev/null 2>&1; }
@@ -101,10 +102,10 @@ CONF
 }
 ensure_supervisor() {
     need supervisord "bash scripts/install_cluster.sh (robodata's cluster requirements)"
-    write_supervisor_conf
-    if supervisor_up; then
-        ctl reread >/dev/null && ctl update >/dev/null
-    else
+    # A running supervisord keeps its config and its environment (`supervisorctl update` would
+    # stop a changed program without starting it again): a new config takes `down`, then `up`.
+    if ! supervisor_up; then
+        write_supervisor_conf
         supervisord -c "$SUPERVISOR_CONF"
         for _ in $(seq 150); do supervisor_up && return 0; sleep 0.2; done
         die "supervisord did not start; see $LOGS/supervisord.log"
