@@ -31,32 +31,101 @@ die() { printf 'cluster: error: %s\n' "$*" >&2; exit 1; }
 need() { command -v "$1" >/dev/null || die "$1 not found on PATH ($2)"; }
 is_root() { [ "$(id -u)" -eq 0 ]; }
 
-# --- processes: each in its own session, its id in $RUN/NAME.pid, its output in $LOGS/NAME.log
-start_bg() {  # NAME COMMAND...
-    local name=$1; shift
-    if running "$name"; then say "$name already running (pid $(cat "$RUN/$name.pid"))"; return; fi
-    (cd "$DIR" && exec setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null) &
-    echo $! >"$RUN/$name.pid"
+# --- processes: supervisord (from robodata's cluster requirements) runs redis, moto, the daemon,
+# the webserver and the workers, each in a process group of its own, restarts any of them that
+# exits or is killed, and writes its output to $LOGS/NAME.log. Its config is written when `up`
+# starts it.
+SUPERVISOR_CONF=$DIR/supervisord.conf
+ctl() { supervisorctl -c "$SUPERVISOR_CONF" "$@"; }
+supervisor_up() { [ -S "$RUN/supervisor.sock" ] && ctl pid >/dev/null 2>&1; }
+program() {  # NAME STOPWAIT COMMAND...: one [program:NAME] section
+    local name=$1 stopwait=$2; shift 2
+    local command
+    command=$(printf '%q ' "$@")
+    # autostart=false: `up COMPONENT` starts what it is asked to. SIGTERM to the process only (a
+    # Celery worker then finishes its runs, the daemon and the webserver stop their code servers;
+    # a SIGTERM to a run's own process would interrupt it mid-step); after STOPWAIT s, SIGKILL to
+    # its whole group (a Celery pool process, a code server). startsecs: running that long counts
+    # as started; a crash loop is retried with a growing back-off, then given up on (status FATAL).
+    cat <<CONF
+[program:$name]
+command=${command% }
+directory=$DIR
+autostart=false
+autorestart=true
+startsecs=3
+startretries=20
+stopsignal=TERM
+stopwaitsecs=$stopwait
+stopasgroup=false
+killasgroup=true
+redirect_stderr=true
+stdout_logfile=$LOGS/$name.log
+stdout_logfile_maxbytes=50MB
+stdout_logfile_backups=3
+
+CONF
 }
-running() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
-stop_bg() {  # NAME TIMEOUT: SIGTERM to the process, SIGKILL to its process group after TIMEOUT s
-    local name=$1 timeout=$2 pid
-    [ -f "$RUN/$name.pid" ] || return 0
-    pid=$(cat "$RUN/$name.pid")
-    if kill -0 "$pid" 2>/dev/null; then
-        # The process only: a Celery worker then finishes its runs (warm shutdown) and the
-        # daemon and the webserver stop their code servers; a SIGTERM to a run's own process
-        # would interrupt it mid-step.
-        kill -TERM "$pid" 2>/dev/null || true
-        for _ in $(seq $((timeout * 5))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-        if kill -0 "$pid" 2>/dev/null; then
-            say "$name did not stop within $timeout s: killing it"
-            kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+write_supervisor_conf() {
+    local i tmp=$SUPERVISOR_CONF.new
+    {
+        cat <<CONF
+[unix_http_server]
+file=$RUN/supervisor.sock
+chmod=0700
+
+[supervisord]
+logfile=$LOGS/supervisord.log
+pidfile=$RUN/supervisord.pid
+directory=$DIR
+
+[rpcinterface:supervisor]
+supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface
+
+[supervisorctl]
+serverurl=unix://$RUN/supervisor.sock
+
+CONF
+        program redis 30 redis-server --bind "$(url_host "$DAGSTER_CELERY_BROKER_URL")" \
+            --port "$(url_port "$DAGSTER_CELERY_BROKER_URL" 6379)" --dir "$DIR/redis" --save "" --appendonly yes
+        if [ "${ROBODATA_S3_SERVER:-}" = moto ]; then
+            program s3 30 moto_server -H "$(url_host "$AWS_ENDPOINT_URL")" -p "$(url_port "$AWS_ENDPOINT_URL" 80)"
         fi
+        program daemon 30 dagster-daemon run -m robodata.orchestration.definitions
+        program webserver 30 dagster-webserver -m robodata.orchestration.definitions \
+            -h "${ROBODATA_WEBSERVER_HOST:-127.0.0.1}" -p "${ROBODATA_WEBSERVER_PORT:-3000}"
+        for i in $(seq "$WORKERS"); do
+            program "worker-w$i" "$STOP_TIMEOUT" bash "$REPO/deploy/worker.sh" "w$i" "$CONCURRENCY"
+        done
+    } >"$tmp"
+    mv "$tmp" "$SUPERVISOR_CONF"
+}
+ensure_supervisor() {
+    need supervisord "bash scripts/install_cluster.sh (robodata's cluster requirements)"
+    # A running supervisord keeps its config and its environment (`supervisorctl update` would
+    # stop a changed program without starting it again): a new config takes `down`, then `up`.
+    if ! supervisor_up; then
+        write_supervisor_conf
+        supervisord -c "$SUPERVISOR_CONF"
+        for _ in $(seq 150); do supervisor_up && return 0; sleep 0.2; done
+        die "supervisord did not start; see $LOGS/supervisord.log"
     fi
-    # Whatever is left of its process group (a Celery pool process, a code server).
-    kill -KILL -- "-$pid" 2>/dev/null || true
-    rm -f "$RUN/$name.pid"
+}
+start_bg() {  # NAME: start the supervised program NAME (already running: say so)
+    local name=$1
+    if running "$name"; then say "$name already running (pid $(ctl pid "$name"))"; return; fi
+    ctl start "$name" >/dev/null || die "$name did not start; see $LOGS/$name.log"
+}
+running() { supervisor_up && ctl status "$1" 2>/dev/null | grep -q " RUNNING "; }
+stop_bg() {  # NAME: supervisord's stop (SIGTERM, then SIGKILL to the group after its stopwaitsecs)
+    local name=$1 pid
+    supervisor_up || return 0
+    ctl status "$name" >/dev/null 2>&1 || [ $? -ne 4 ] || return 0  # 4: no such program
+    pid=$(ctl pid "$name" 2>/dev/null || true)
+    ctl stop "$name" >/dev/null 2>&1 || true
+    # Whatever is left of its process group (a code server, a Celery pool process): supervisord
+    # kills the group only when the process itself outlives stopwaitsecs.
+    if [ "${pid:-0}" -gt 0 ] 2>/dev/null; then kill -KILL -- "-$pid" 2>/dev/null || true; fi
     say "$name stopped"
 }
 wait_port() {  # HOST PORT WHAT [NAME]: until HOST:PORT accepts connections (60 s)
@@ -125,7 +194,7 @@ up_redis() {
     local host port
     host=$(url_host "$DAGSTER_CELERY_BROKER_URL"); port=$(url_port "$DAGSTER_CELERY_BROKER_URL" 6379)
     mkdir -p "$DIR/redis"
-    start_bg redis redis-server --bind "$host" --port "$port" --dir "$DIR/redis" --save "" --appendonly yes
+    start_bg redis
     wait_port "$host" "$port" redis-server redis
     say "redis on $host:$port"
 }
@@ -136,7 +205,7 @@ up_s3() {
         need moto_server "robodata's test extra"
         local host port
         host=$(url_host "$AWS_ENDPOINT_URL"); port=$(url_port "$AWS_ENDPOINT_URL" 80)
-        start_bg s3 moto_server -H "$host" -p "$port"
+        start_bg s3
         wait_port "$host" "$port" moto_server s3
     fi
     python - "$ROBODATA_ROOT" "$ROBODATA_UPLOADS" <<'PY'
@@ -168,14 +237,23 @@ up_daemon() {
     # Creates the tables once, and sets the pool's limit before any run: two runs creating the
     # pool's row at once collide in PostgreSQL.
     dagster instance concurrency set video_encode "${ROBODATA_ENCODE_SLOTS:-$((WORKERS * CONCURRENCY))}" >/dev/null
-    start_bg daemon dagster-daemon run -m robodata.orchestration.definitions
-    say "daemon started (log $LOGS/daemon.log)"
+    start_bg daemon
+    # Ready when the daemon itself says so: a heartbeat it wrote after this start.
+    local since
+    since=$(date +%s)
+    for _ in $(seq 900); do
+        heartbeat_after "$since" && break
+        running daemon || die "daemon exited; see $LOGS/daemon.log"
+        sleep 0.2
+    done
+    heartbeat_after "$since" || die "daemon wrote no heartbeat within 180 s; see $LOGS/daemon.log"
+    say "daemon running (log $LOGS/daemon.log)"
 }
 up_webserver() {
     need dagster-webserver "activate robodata's virtualenv"
     prepare_dagster_home
     local host=${ROBODATA_WEBSERVER_HOST:-127.0.0.1} port=${ROBODATA_WEBSERVER_PORT:-3000}
-    start_bg webserver dagster-webserver -m robodata.orchestration.definitions -h "$host" -p "$port"
+    start_bg webserver
     wait_port "$host" "$port" dagster-webserver webserver
     say "webserver on http://$host:$port"
 }
@@ -183,22 +261,36 @@ up_workers() {
     need celery "activate robodata's virtualenv"
     prepare_dagster_home
     local i
-    for i in $(seq "$WORKERS"); do start_bg "worker-w$i" bash "$REPO/deploy/worker.sh" "w$i" "$CONCURRENCY"; done
+    for i in $(seq "$WORKERS"); do start_bg "worker-w$i"; done
+    # Ready when the worker itself answers Celery's ping (not a line of an older log).
     for i in $(seq "$WORKERS"); do
-        for _ in $(seq 900); do
-            grep -q " ready\." "$LOGS/worker-w$i.log" 2>/dev/null && break
+        for _ in $(seq 180); do
+            worker_answers "w$i" && break
             running "worker-w$i" || die "worker w$i exited; see $LOGS/worker-w$i.log"
-            sleep 0.2
         done
-        grep -q " ready\." "$LOGS/worker-w$i.log" || die "worker w$i not ready after 180 s; see $LOGS/worker-w$i.log"
+        worker_answers "w$i" || die "worker w$i not ready after 180 s; see $LOGS/worker-w$i.log"
     done
     say "$WORKERS workers ready, $CONCURRENCY run(s) each"
 }
-worker_names() { for f in "$RUN"/worker-*.pid; do [ -e "$f" ] && basename "$f" .pid; done; }
+worker_answers() {  # NAME: the worker NAME@this host answers a ping (1 s)
+    celery -A dagster_celery.app --broker "$DAGSTER_CELERY_BROKER_URL" inspect ping \
+        --destination "$1@$(hostname)" --timeout 1 >/dev/null 2>&1
+}
+heartbeat_after() {  # EPOCH_S: the daemon wrote a heartbeat after EPOCH_S
+    python - "$1" <<'PY'
+import sys
+import dagster as dg
+with dg.DagsterInstance.get() as instance:
+    beats = instance.get_daemon_heartbeats()
+    sys.exit(0 if any(beat.timestamp > float(sys.argv[1]) for beat in beats.values()) else 1)
+PY
+}
+worker_names() { supervisor_up && ctl status 2>/dev/null | awk '/^worker-/ {print $1}'; }
 
 cmd_up() {
     mkdir -p "$DIR" "$RUN" "$LOGS"
     if is_root; then chmod o+x "$DIR"; fi  # PostgreSQL (the postgres user) enters $DIR/postgres
+    ensure_supervisor
     local c
     for c in "$@"; do
         case $c in
@@ -211,12 +303,20 @@ cmd_down() {
     local c w
     for c in $(printf '%s\n' "$@" | tac); do
         case $c in
-            workers) for w in $(worker_names); do stop_bg "$w" "$STOP_TIMEOUT"; done ;;
+            workers) for w in $(worker_names); do stop_bg "$w"; done ;;
             postgres) down_postgres ;;
-            redis | s3 | daemon | webserver) stop_bg "$c" 30 ;;
+            redis | s3 | daemon | webserver) stop_bg "$c" ;;
             *) die "unknown component $c (one of: ${ALL[*]})" ;;
         esac
     done
+    # Nothing left to supervise: supervisord goes too.
+    if supervisor_up && ! ctl status 2>/dev/null | grep -Eq " (RUNNING|STARTING|BACKOFF|STOPPING) "; then
+        local supervisord
+        supervisord=$(cat "$RUN/supervisord.pid" 2>/dev/null || true)
+        ctl shutdown >/dev/null 2>&1 || true
+        # until the process is gone (it removes its pid file before it has exited)
+        for _ in $(seq 150); do [ -n "$supervisord" ] && kill -0 "$supervisord" 2>/dev/null || break; sleep 0.2; done
+    fi
 }
 cmd_status() {
     local c w down=0
@@ -225,11 +325,11 @@ cmd_status() {
             postgres) if status_postgres; then say "postgres running"; else say "postgres stopped"; down=1; fi ;;
             workers)
                 for w in $(worker_names); do
-                    if running "$w"; then say "$w running (pid $(cat "$RUN/$w.pid"))"; else say "$w stopped"; down=1; fi
+                    if running "$w"; then say "$w running (pid $(ctl pid "$w"))"; else say "$w stopped"; down=1; fi
                 done ;;
             s3) [ "${ROBODATA_S3_SERVER:-}" = moto ] || continue
-                if running s3; then say "s3 (moto) running (pid $(cat "$RUN/s3.pid"))"; else say "s3 (moto) stopped"; down=1; fi ;;
-            *) if running "$c"; then say "$c running (pid $(cat "$RUN/$c.pid"))"; else say "$c stopped"; down=1; fi ;;
+                if running s3; then say "s3 (moto) running (pid $(ctl pid s3))"; else say "s3 (moto) stopped"; down=1; fi ;;
+            *) if running "$c"; then say "$c running (pid $(ctl pid "$c"))"; else say "$c stopped"; down=1; fi ;;
         esac
     done
     return $down

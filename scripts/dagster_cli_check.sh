@@ -8,7 +8,7 @@ export PATH="$PWD/.venv/bin:$PATH"
 ci_tmp=$(mktemp -d)
 trap 'rm -rf "$ci_tmp"' EXIT
 export DAGSTER_HOME="$ci_tmp/dagster_home" ROBODATA_ROOT="$ci_tmp/dataset" ROBODATA_UPLOADS="$ci_tmp/uploads"
-mkdir -p "$DAGSTER_HOME" && cp dagster.yaml "$DAGSTER_HOME/"  # the root instance config (its files go to .dagster/ under it)
+robodata dagster-home "$DAGSTER_HOME"  # the instance config (its storage under $DAGSTER_HOME)
 dagster definitions validate -m robodata.orchestration.definitions
 robodata sample-data "$ROBODATA_UPLOADS" --episodes 1 --seconds 1
 robodata register-uploads

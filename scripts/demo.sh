@@ -5,6 +5,6 @@ cd "$(dirname "$0")/.."
 bash scripts/install.sh
 .venv/bin/robodata demo --workdir demo
 echo
-echo "Next, the Dagster UI (from the repository root) on this demo's instance, or DAGSTER_HOME=\$PWD for the root one:"
+echo "Next, the Dagster UI on this demo's instance:"
 echo "  source .venv/bin/activate"
-echo "  DAGSTER_HOME=\$PWD/demo/dagster_home dg dev"
+echo "  DAGSTER_HOME=\$PWD/demo/dagster_home dagster dev -m robodata.orchestration.definitions"

@@ -27,6 +27,7 @@ LISTED = (
     "tag",
     "gc",
     "demo",
+    "dagster-home",
     "export-lerobot",
     "import-lerobot",
     "import-hdf5",

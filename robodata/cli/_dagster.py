@@ -1,9 +1,11 @@
-"""The commands that run Dagster or change its instance: ``demo``, ``register-uploads``,
-``repartition`` and ``register-imports`` (each imports Dagster only when it runs)."""
+"""The commands that run Dagster or change its instance: ``demo``, ``dagster-home``,
+``register-uploads``, ``repartition`` and ``register-imports`` (each imports Dagster only when it runs)."""
 
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 
 from robodata.cli._registry import command
 
@@ -20,6 +22,22 @@ def _demo(args: argparse.Namespace) -> int:
     from robodata.orchestration import run_demo
 
     run_demo(args.workdir, episodes=args.episodes, seconds=args.seconds)
+    return 0
+
+
+def _dagster_home_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", help="the instance folder (made if missing; an existing dagster.yaml is kept)")
+
+
+@command("dagster-home", _dagster_home_args)
+def _dagster_home(args: argparse.Namespace) -> int:
+    """Write robodata's Dagster instance config (SQLite under DIR, run queue, pools, run
+    monitoring and retries) into DIR and print the DAGSTER_HOME to export."""
+    from robodata.orchestration import write_dagster_home
+
+    home, written = write_dagster_home(args.dir)
+    print(f"{home / 'dagster.yaml'} {'written' if written else 'already there: kept'}", file=sys.stderr)
+    print(f"export DAGSTER_HOME={shlex.quote(str(home))}")
     return 0
 
 

@@ -5,9 +5,9 @@
   partitioning chosen there, once.
 - ``cluster``: what deploy/dagster.yaml names for a cluster (storage, run launcher) and
   ``deploy/cluster.sh wait``.
-- the instance (``prepare_dagster_home``, the shipped ``dagster.yaml``), the ``robodata``
-  commands that act on it, the upload sensor's plan (its cursor, ``UploadCursor``) and the demo,
-  in private modules; their public names are importable from here, loaded on first use so that
+- the instance (``write_dagster_home``, ``prepare_dagster_home``, the shipped ``dagster.yaml``),
+  the ``robodata`` commands that act on it, the upload sensor's plan (its cursor, ``UploadCursor``)
+  and the demo, in private modules; their public names are importable from here, loaded on first use so that
   importing this package (as Dagster does to load ``cluster``) loads no definitions.
 """
 
@@ -19,6 +19,7 @@ from robodata._lazy_exports import lazy_exports
 _EXPORTS = {
     "INSTANCE_CONFIG": "robodata.orchestration._instance",
     "prepare_dagster_home": "robodata.orchestration._instance",
+    "write_dagster_home": "robodata.orchestration._instance",
     "home_instance": "robodata.orchestration._instance",
     "migrate_partitioning": "robodata.orchestration._repartition",
     "register_uploads_from_cli": "robodata.orchestration._cli_commands",

@@ -4,6 +4,7 @@ materialized in-process against a local DAGSTER_HOME -> summary, one decoded fra
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def run_demo(workdir: str, episodes: int = 4, seconds: float = 4.0) -> dict:
         partitions = register_uploads(instance, store)
         reports = materialize_all(instance, store, partitions, labels, run_name)
     summary = report(store.root, root)
-    print(f"Dagster instance: DAGSTER_HOME={home}; see the runs with `DAGSTER_HOME={home} dagster dev`")
+    print(f"The Dagster UI on this demo's instance: {ui_command(home)}")
     print(
         f"Lance versions: frames.lance {summary['version']}, gops.lance {summary['gops_version']}, "
         f"tag {run_name!r} -> version {summary['tags'].get(run_name)}"
@@ -56,6 +57,16 @@ def run_demo(workdir: str, episodes: int = 4, seconds: float = 4.0) -> dict:
     if "benchmark_report" in reports:
         print(f"benchmark report: {reports['benchmark_report']} (also in the benchmark_report asset's metadata)")
     return summary
+
+
+def ui_command(home: Path) -> str:
+    """The one command that opens the Dagster UI (and its daemon) on instance ``home``, from a
+    checkout or an installed package alike (the README and docs/dagster.md give the same).
+
+    >>> ui_command(Path("/srv/demo/dagster_home"))
+    'DAGSTER_HOME=/srv/demo/dagster_home dagster dev -m robodata.orchestration.definitions'
+    """
+    return f"DAGSTER_HOME={shlex.quote(str(home))} dagster dev -m robodata.orchestration.definitions"
 
 
 def materialize_all(instance, store, partitions: list[str], labels_path: str, run_name: str) -> dict[str, str]:

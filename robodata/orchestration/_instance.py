@@ -1,6 +1,6 @@
 """The Dagster instance robodata runs against, apart from the definitions: the shipped
 ``dagster.yaml`` (a copy of the repository root's, checked equal by the tests: SQLite storage in
-the instance folder, run queue, run monitoring and retries, the video_encode pool), preparing a
+the instance folder, run queue, run monitoring and retries, the video_encode pool), writing a
 ``$DAGSTER_HOME`` with it, and opening the instance it names."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
-import yaml
 
 from robodata.errors import InvalidArgumentError
 
@@ -28,11 +27,29 @@ IN_FLIGHT = [
 ]
 
 
+def write_dagster_home(path: str | os.PathLike) -> tuple[Path, bool]:
+    """Create the instance folder ``path`` with robodata's dagster.yaml in it (``robodata
+    dagster-home DIR``). A dagster.yaml already there is kept: it may be a deployment's own.
+    Returns the folder, absolute (DAGSTER_HOME must be), and whether the file was written.
+    Dagster keeps the instance's storage under the folder, whatever the working directory.
+
+    >>> write_dagster_home("lab_home")
+    (PosixPath('.../lab_home'), True)
+    >>> write_dagster_home("lab_home")[1]  # kept
+    False
+    """
+    home = Path(path).resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if config.exists():
+        return home, False
+    config.write_bytes(INSTANCE_CONFIG.read_bytes())
+    return home, True
+
+
 def prepare_dagster_home(path: str | os.PathLike) -> Path:
-    """Create ``path`` with robodata's dagster.yaml (kept if one is there) and point
-    DAGSTER_HOME at it for this process and its children. The shipped file names its storage
-    folders relative to the working directory (the repository root, for ``DAGSTER_HOME=$PWD``);
-    this copy names them under ``path``, wherever the process runs.
+    """``write_dagster_home(path)``, and DAGSTER_HOME pointed at it for this process and its
+    children.
 
     >>> home = prepare_dagster_home("demo/dagster_home")
     >>> home
@@ -40,31 +57,9 @@ def prepare_dagster_home(path: str | os.PathLike) -> Path:
     >>> os.environ["DAGSTER_HOME"] == str(home), (home / "dagster.yaml").is_file()
     (True, True)
     """
-    home = Path(path).resolve()
-    home.mkdir(parents=True, exist_ok=True)
-    if not (home / "dagster.yaml").exists():
-        (home / "dagster.yaml").write_text(instance_config_in(home))
+    home, _ = write_dagster_home(path)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
-
-
-def instance_config_in(home: Path) -> str:
-    """The shipped dagster.yaml with every relative ``base_dir`` made absolute under ``home``.
-
-    >>> print(instance_config_in(Path("/srv/lab")).split("storage:")[1].split("local_")[0].strip())
-    sqlite:
-        base_dir: /srv/lab/.dagster
-    """
-
-    def under_home(node):
-        if isinstance(node, dict):
-            return {
-                key: str(home / value) if key == "base_dir" and not os.path.isabs(value) else under_home(value)
-                for key, value in node.items()
-            }
-        return node
-
-    return yaml.safe_dump(under_home(yaml.safe_load(INSTANCE_CONFIG.read_text())), sort_keys=False)
 
 
 @contextmanager

@@ -12,7 +12,7 @@ import robodata
 from robodata.format._tables import gops_uri
 from robodata.orchestration.defs.ingest import episodes
 from robodata.orchestration.defs.labels import annotations
-from robodata.orchestration.defs.lineage import CODE_VERSION
+from robodata.orchestration.defs.lineage import CODE_VERSION, code_version_of
 from robodata.orchestration.defs.reports import benchmark
 from robodata.orchestration.defs.resources import DatasetStore
 from robodata.orchestration.defs.training import snapshots
@@ -120,7 +120,10 @@ def test_every_materialization_carries_lineage_and_data_version(pipeline):
         e for e in tail.get_asset_materialization_events() if e.asset_key.to_user_string() == "training_snapshot"
     ]
     assert snapshot.materialization.tags["dagster/input_data_version/annotations"] == "frames.lance@3"
-    assert snapshot.materialization.tags["dagster/code_version"] == CODE_VERSION
+    assert (
+        snapshot.materialization.tags["dagster/code_version"]
+        == snapshots.training_snapshot.code_versions_by_key[snapshots.training_snapshot.key]
+    )
 
 
 def test_frames_materializations_show_the_table_schema(pipeline):
@@ -141,7 +144,31 @@ def test_imported_episodes_sit_in_the_lineage_graph():
     graph = defs().get_repository_def().asset_graph
     downstream = {k.to_user_string() for k in graph.get(dg.AssetKey("imported_episodes")).child_keys}
     assert {"annotations", "training_snapshot"} <= downstream
-    assert all(graph.get(key).code_version == CODE_VERSION for key in graph.get_all_asset_keys())
+    # each asset its own code version: the storage format's, plus its own function's digest
+    versions = [graph.get(key).code_version for key in graph.get_all_asset_keys()]
+    assert all(version.startswith(f"{CODE_VERSION}-") for version in versions)
+    assert len(set(versions)) == len(versions)
+
+
+def test_an_asset_s_code_version_follows_its_own_code_only(tmp_path):
+    module = tmp_path / "assets.py"
+    source = '''
+def first(store):
+    """Doc."""
+    return store.root
+
+
+def second(store):
+    return store.uploads_root
+'''
+    module.write_text(source)
+    before = {name: code_version_of(str(module), name) for name in ("first", "second")}
+    module.write_text(source.replace("return store.root", "return store.root + '/x'"))
+    edited = {name: code_version_of(str(module), name) for name in ("first", "second")}
+    assert edited["first"] != before["first"] and edited["second"] == before["second"]
+    # a comment, a docstring or formatting is not a change of code
+    module.write_text(source.replace('"""Doc."""', '"""Other doc."""  # note').replace("(store):", "( store ):"))
+    assert {name: code_version_of(str(module), name) for name in ("first", "second")} == before
 
 
 def test_annotations_add_label_columns_without_touching_video(pipeline):

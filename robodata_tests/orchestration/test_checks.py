@@ -27,6 +27,12 @@ def test_checks_pass_on_a_good_episode(store):
     assert sorted(found) == CHECK_NAMES
     assert all(e.passed for e in found.values()), {n: e.description for n, e in found.items()}
     assert found["row_count_matches_upload"].metadata["rows"].value == 97
+    # the alignment error as numbers Dagster plots: the worst, and one per camera
+    alignment = found["alignment_within_half_period"].metadata
+    cameras = robodata.open(store.root).cameras
+    per_camera = {key: alignment[f"max_error_ms/{key}"] for key in cameras}
+    assert all(isinstance(value, dg.FloatMetadataValue) for value in [*per_camera.values(), alignment["max_error_ms"]])
+    assert alignment["max_error_ms"].value == max(value.value for value in per_camera.values())
 
 
 def test_the_episode_checks_run_as_one_step(store):

@@ -37,6 +37,7 @@ from robodata_tests.fixtures.cluster import (
     docs_block,
     loaded_env,
     run_bash,
+    supervised_pids,
     teardown,
     wait_until,
 )
@@ -56,7 +57,7 @@ class Walkthrough:
     """The cluster the docs' walk-through started, and the process ids it left running."""
 
     cluster: Cluster
-    pids: list[int]
+    pids: dict[str, int]  # supervisord and each program it runs, by name
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +67,7 @@ def walkthrough():
     try:
         run_bash(docs_block("walk-through"), env, timeout=1500)
         cluster = Cluster(loaded_env(env))
-        yield Walkthrough(cluster, [int(p.read_text()) for p in (cluster.state / "run").glob("*.pid")])
+        yield Walkthrough(cluster, supervised_pids(cluster.env))
     finally:
         teardown(loaded_env(env))
 
@@ -199,7 +200,7 @@ def test_the_docs_walkthrough_ingests_six_episodes_into_s3(walkthrough, instance
     logs = cluster.worker_logs()
     done = {n: len(re.findall(r"Task execute_job\[[^\]]+\] succeeded", p.read_text())) for n, p in logs.items()}
     assert sum(done.values()) == 6 and min(done.values()) >= 1, done  # both workers took runs
-    assert len(walkthrough.pids) == 6  # redis, moto, daemon, webserver, two workers
+    assert sorted(walkthrough.pids) == ["daemon", "redis", "s3", "supervisord", "webserver", "worker-w1", "worker-w2"]
 
 
 def test_the_webserver_answers_every_request_across_a_postgres_restart(cluster):
@@ -300,11 +301,14 @@ def test_a_killed_worker_s_run_is_retried_once_and_a_bad_upload_fails_once(clust
     retried = wait_until(retry, 600, "retry finished")
     assert retried.status == dg.DagsterRunStatus.SUCCESS, failed_after
     assert retried.tags["dagster/retry_number"] == "1"
-    other = next(n for n in cluster.worker_logs() if n != worker)
-    # Celery logs the task's success once the run's process has returned, a moment after Dagster
-    # recorded the run's success.
+    # supervisord started the killed worker again (a new process), and a worker (the other, or
+    # the restarted one) ran the retry; Celery logs the task's success once the run's process has
+    # returned, a moment after Dagster recorded the run's success.
+    assert wait_until(lambda: supervised_pids(cluster.env).get(f"worker-{worker}"), 120, "the worker restarted")
     succeeded = f"execute_job[{retried.tags['dagster-celery/task_id']}] succeeded"
-    wait_until(lambda: succeeded in cluster.worker_logs()[other].read_text(), 60, "the other worker's task log")
+    wait_until(
+        lambda: any(succeeded in log.read_text() for log in cluster.worker_logs().values()), 60, "the retry's task log"
+    )
     episodes, pairs = stored(cluster.env)
     assert episodes[20] == expected_rows(tmp_path, 20, 4.0)
     assert sum(1 for e, _ in pairs if e == 20) == episodes[20]
@@ -343,13 +347,56 @@ def _sensor_cursor(instance: dg.DagsterInstance, what: str, key: str) -> dict | 
     return cursor if key not in cursor.get("pending", {}) else None
 
 
+def test_a_daemon_killed_mid_backfill_is_restarted_and_the_backfill_finishes(cluster, instance):
+    """SIGKILL to the daemon (its whole process group) while a CLI backfill's runs wait in the
+    queue: supervisord starts it again, and every run of the backfill is launched and succeeds.
+    The six episodes are the walk-through's, already stored: each run finds its episode and
+    writes nothing, so the runs are short and the queue (two run slots) holds the rest."""
+    keys = [f"episode_{i:06d}" for i in range(6)]
+    earlier = {run.run_id for run in instance.get_runs()}
+    daemon = cluster.pid("daemon")
+    cluster.run(
+        "dagster", "job", "backfill", "-m", "robodata.orchestration.definitions", "-j", "ingest_episode",
+        "--partitions", ",".join(keys), "--noprompt",
+    )  # fmt: skip
+
+    def backfill_runs() -> list[dg.DagsterRun]:
+        return [run for run in instance.get_runs() if run.run_id not in earlier and "dagster/backfill" in run.tags]
+
+    wait_until(
+        lambda: (
+            len(backfill_runs()) == len(keys) and any(r.status != dg.DagsterRunStatus.QUEUED for r in backfill_runs())
+        ),
+        300,
+        "the backfill's first run leaving the queue",
+    )
+    os.killpg(daemon, signal.SIGKILL)
+    queued = sum(run.status == dg.DagsterRunStatus.QUEUED for run in backfill_runs())
+    print(f"daemon killed with {queued} of {len(keys)} runs queued")
+    restarted = wait_until(
+        lambda: (pid := supervised_pids(cluster.env).get("daemon")) and pid != daemon and pid, 120, "daemon restarted"
+    )
+    assert restarted != daemon
+    done = wait_until(
+        lambda: (runs := backfill_runs()) and all(run.status in FINISHED for run in runs) and runs,
+        900,
+        "every backfill run finished",
+    )
+    assert {run.tags["dagster/partition"]: run.status for run in done} == {
+        key: dg.DagsterRunStatus.SUCCESS for key in keys
+    }
+
+
 def test_the_docs_stop_block_stops_every_process(walkthrough):
     """Last: docs/cluster.md's stop block leaves no process behind (a killed worker's neither)."""
     state = walkthrough.cluster.state
     run_bash(docs_block("stop"), walkthrough.cluster.env, timeout=300)
-    assert not [pid for pid in walkthrough.pids if _alive(pid)]
+    log = state / "logs" / "supervisord.log"
+    alive = {name: pid for name, pid in walkthrough.pids.items() if _alive(pid)}
+    assert not alive, (alive, log.read_text()[-3000:] if log.exists() else "")
     assert not (state / "postgres" / "data" / "postmaster.pid").exists()
     assert not list((state / "run").glob("*.pid"))
+    assert supervised_pids(walkthrough.cluster.env) == {}  # supervisord and every program it ran
 
 
 def _alive(pid: int) -> bool:

@@ -7,11 +7,11 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
 import dagster as dg
-import yaml
 
 import robodata
 from robodata import orchestration as instance
@@ -60,14 +60,39 @@ def test_the_shipped_instance_config_is_the_root_one():
     assert INSTANCE_IN_PACKAGE.read_bytes() == (REPO / "dagster.yaml").read_bytes()
 
 
-def test_the_root_config_loads_as_an_instance_with_its_files_under_dot_dagster(tmp_path, monkeypatch):
-    # The root dagster.yaml as DAGSTER_HOME=$PWD reads it, in a copy of the root (the tests never
-    # write into the checkout).
-    shutil.copy(REPO / "dagster.yaml", tmp_path / "dagster.yaml")
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
-    monkeypatch.chdir(tmp_path)
+def _one_run(dagster_instance: dg.DagsterInstance) -> None:
+    @dg.asset
+    def marker() -> int:
+        return 1
+
+    assert dg.materialize([marker], instance=dagster_instance).success
+
+
+def test_the_instance_is_the_same_whatever_the_working_directory(tmp_path, monkeypatch):
+    """One DAGSTER_HOME, one instance: a run recorded from one folder is seen from another, and
+    neither folder gets storage of its own (a relative base_dir made a second, empty instance)."""
+    home = tmp_path / "home"
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("robodata")), "dagster-home", str(home)],
+        cwd=tmp_path, env=_env_without_dagster_home(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"export DAGSTER_HOME={home}\n"
+    assert (home / "dagster.yaml").read_bytes() == INSTANCE_IN_PACKAGE.read_bytes()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    here, there = tmp_path / "here", tmp_path / "there"
+    for folder in (here, there):
+        folder.mkdir()
+    monkeypatch.chdir(here)
     with dg.DagsterInstance.get() as dagster_instance:
-        assert os.path.abspath(dagster_instance.root_directory) == str(tmp_path / ".dagster")
+        _one_run(dagster_instance)
+        dagster_instance.add_dynamic_partitions("episodes", ["episode_000000"])
+    monkeypatch.chdir(there)
+    with dg.DagsterInstance.get() as dagster_instance:
+        assert len(dagster_instance.get_runs()) == 1
+        assert dagster_instance.get_dynamic_partitions("episodes") == ["episode_000000"]
+        assert dagster_instance.storage_directory() == str(home / "storage")
+        # what the instance config sets besides its storage
         assert dagster_instance.run_monitoring_enabled
         assert dagster_instance.run_monitoring_start_timeout_seconds == 180
         assert dagster_instance.run_retries_enabled and dagster_instance.run_retries_max_retries == 2
@@ -75,17 +100,22 @@ def test_the_root_config_loads_as_an_instance_with_its_files_under_dot_dagster(t
         assert dagster_instance.get_concurrency_config().pool_config.default_pool_limit == 2
         assert isinstance(dagster_instance.run_coordinator, dg.QueuedRunCoordinator)
         assert dagster_instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 4
-        dagster_instance.add_dynamic_partitions("episodes", ["episode_000000"])
-        storage = tmp_path / ".dagster"
-        assert os.path.abspath(dagster_instance.storage_directory()) == str(storage / "storage")
-    # Every SQLite file is under .dagster/, nothing beside dagster.yaml at the instance's root.
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".dagster", "dagster.yaml"]
-    databases = sorted(str(p.relative_to(storage)) for p in storage.rglob("*.db"))
-    assert databases == ["history/runs.db", "history/runs/index.db", "schedules/schedules.db"]
-    assert (REPO / ".gitignore").read_text().splitlines().count("/.dagster/") == 1
+    assert list(here.iterdir()) == list(there.iterdir()) == []
+    assert (home / "history" / "runs.db").is_file() and (home / "schedules" / "schedules.db").is_file()
 
 
-def test_instance_config_ships_in_the_wheel(tmp_path):
+def test_the_packaged_dg_config_is_the_project_s(tmp_path):
+    """definitions.py loads the defs folder with the package's dg.toml (a wheel has no
+    pyproject.toml); the `dg` command reads pyproject's [tool.dg.project]: the same modules."""
+    packaged = tomllib.loads((REPO / "robodata" / "orchestration" / "dg.toml").read_text())
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["dg"]["project"]
+    assert packaged["directory_type"] == "project"
+    assert packaged["project"] == {key: project[key] for key in ("root_module", "defs_module")}
+
+
+def test_an_installed_wheel_writes_its_instance_and_loads_the_location_outside_a_checkout(tmp_path):
+    """The wheel as a user installs it, run from a folder that is no checkout: the instance
+    config comes from `robodata dagster-home`, and the code location loads under its one name."""
     source = tmp_path / "src"
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -101,27 +131,39 @@ def test_instance_config_ships_in_the_wheel(tmp_path):
     [wheel] = tmp_path.glob("robodata-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         assert archive.read("robodata/orchestration/dagster.yaml") == (REPO / "dagster.yaml").read_bytes()
+        assert "robodata/orchestration/dg.toml" in archive.namelist()
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    user = tmp_path / "user"
+    user.mkdir()
+    env = {**_env_without_dagster_home(), "PYTHONPATH": str(site)}
+
+    def run(*command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(command, cwd=user, env=env, capture_output=True, text=True, timeout=300)
+
+    home = run(sys.executable, "-m", "robodata.cli", "dagster-home", "dagster_home")
+    assert home.returncode == 0, home.stderr
+    assert home.stdout == f"export DAGSTER_HOME={user / 'dagster_home'}\n"
+    env["DAGSTER_HOME"] = str(user / "dagster_home")
+    where = run(sys.executable, "-c", "import robodata.orchestration.definitions as d; print(d.__file__)")
+    assert where.stdout.strip() == str(site / "robodata" / "orchestration" / "definitions.py"), where.stderr
+    dagster = str(Path(sys.executable).with_name("dagster"))
+    valid = run(dagster, "definitions", "validate", "-m", "robodata.orchestration.definitions")
+    assert valid.returncode == 0, valid.stderr[-3000:]
+    assert "Validation successful for code location robodata.orchestration.definitions" in valid.stderr + valid.stdout
 
 
-def test_prepared_home_holds_the_packaged_config_with_its_folders_inside(tmp_path, monkeypatch):
-    monkeypatch.setenv("DAGSTER_HOME", "")  # restored after the test: prepare_dagster_home sets it
-    home = instance.prepare_dagster_home(tmp_path / "home")
-    written = yaml.safe_load((home / "dagster.yaml").read_text())
-    shipped = yaml.safe_load(INSTANCE_IN_PACKAGE.read_text())
-    assert written["storage"] == {"sqlite": {"base_dir": str(home / ".dagster")}}
-    assert written["compute_logs"]["config"] == {"base_dir": str(home / ".dagster" / "logs")}
-    assert {k: v for k, v in written.items() if k not in ("storage", "local_artifact_storage", "compute_logs")} == {
-        k: v for k, v in shipped.items() if k not in ("storage", "local_artifact_storage", "compute_logs")
-    }
-    with dg.DagsterInstance.get() as dagster_instance:
-        assert dagster_instance.root_directory == str(home / ".dagster")
-        assert dagster_instance.storage_directory() == str(home / ".dagster" / "storage")  # SQLite inside the home
-        # No run hangs: stuck starts and cancels time out, a dead worker's run fails and is
-        # retried (twice), but a failed step is not re-run as a whole run (a bad upload fails once).
-        assert dagster_instance.run_monitoring_enabled
-        assert dagster_instance.run_monitoring_start_timeout_seconds == 180
-        assert dagster_instance.run_retries_enabled and dagster_instance.run_retries_max_retries == 2
-        assert dagster_instance.run_retries_retry_on_asset_or_op_failure is False
+def test_a_written_home_keeps_a_dagster_yaml_already_there(tmp_path):
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    home, written = instance.write_dagster_home(tmp_path / "home")
+    assert (home, written) == (tmp_path / "home", False)
+    assert (home / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
 
 
 def _configured(store: resources.DatasetStore) -> dict:

@@ -2,6 +2,7 @@
 CANCELED without retrying it; aligned_frames can be materialized (backfilled) on its own."""
 
 import json
+import logging
 from pathlib import Path
 
 import dagster as dg
@@ -69,13 +70,38 @@ def test_a_bad_upload_fails_at_once_without_retries(store):
     meta["control_hz"] = 10  # the states are at 100 Hz
     with open(meta_path, "w") as handle:
         json.dump(meta, handle)
-    result = materialize_episode(
-        new_instance(store), store, EPISODE_KEYS[1], assets=EPISODE_ASSETS, raise_on_error=False
-    )
+    instance = new_instance(store)
+    result = materialize_episode(instance, store, EPISODE_KEYS[1], assets=EPISODE_ASSETS, raise_on_error=False)
     assert not result.success
     assert _events(result, dg.DagsterEventType.STEP_UP_FOR_RETRY, "raw_episodes") == []
     [failed] = _events(result, dg.DagsterEventType.STEP_FAILURE, "raw_episodes")
     assert "'control_hz' is 10 Hz" in failed.event_specific_data.error.message
+    # The run's log gives the reason as one ERROR line before Dagster's "Steps failed" summary
+    # and its stack: the step's last message.
+    reason = failed.event_specific_data.user_failure_data.description
+    logs = [e for e in instance.all_logs(result.run_id) if e.step_key == "raw_episodes"]
+    last_message = [e for e in logs if not e.is_dagster_event][-1]
+    assert (last_message.level, last_message.user_message) == (logging.ERROR, reason)
+    assert "\n" not in reason and "'control_hz' is 10 Hz" in reason
+
+
+def test_an_unexpected_error_fails_at_once_with_its_stack(store, monkeypatch):
+    """Only a transient storage failure is retried: a bug is not, and keeps its traceback."""
+    calls = []
+
+    def broken(*args, **kwargs):
+        calls.append(1)
+        raise TypeError("stage_gops() got an unexpected keyword argument 'gop'")
+
+    monkeypatch.setattr(episodes, "stage_gops", broken)
+    result = materialize_episode(
+        new_instance(store), store, EPISODE_KEYS[0], assets=EPISODE_ASSETS, raise_on_error=False
+    )
+    assert not result.success and calls == [1]
+    assert _events(result, dg.DagsterEventType.STEP_UP_FOR_RETRY, "gop_blobs") == []
+    [failed] = _events(result, dg.DagsterEventType.STEP_FAILURE, "gop_blobs")
+    error = failed.event_specific_data.error
+    assert error.cause.cls_name == "TypeError" and any("in broken" in frame for frame in error.cause.stack)
 
 
 def test_aligned_frames_backfilled_alone_restages_without_new_gops(store):

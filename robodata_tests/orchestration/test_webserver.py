@@ -2,19 +2,14 @@
 lists the assets over GraphQL, launches a run for each of three partitions at once (each run in
 a process of its own, all committing to one dataset) and sees every episode land exactly once."""
 
-import subprocess
-
 import dagster as dg
 import pytest
 
 import robodata
 from robodata_tests.orchestration.conftest import EPISODE_KEYS, make_store
 from robodata_tests.orchestration.webserver import (
-    REPO,
-    clean_clone,
     instance_home,
     running_daemon,
-    running_dagster_dev,
     running_webserver,
 )
 
@@ -27,25 +22,6 @@ EXPECTED_ASSETS = {
     "training_snapshot",
 }
 ASSETS = "{ assetNodes { assetKey { path } } }"
-
-
-def test_dagster_dev_in_a_clean_clone_loads_the_code_location_with_the_root_instance(tmp_path):
-    """The README's command, ``DAGSTER_HOME=$PWD dagster dev`` from the root of a fresh clone:
-    the code location loads, and the instance's SQLite files land in .dagster/ (git-ignored),
-    not beside the repository's files."""
-    checkout = clean_clone(tmp_path / "robodata")
-    before = sorted(p.name for p in checkout.iterdir())
-    with running_dagster_dev(checkout, {}, tmp_path / "dagster-dev.log") as server:
-        assert server.location == "robodata.orchestration.definitions"
-        keys = {"/".join(node["assetKey"]["path"]) for node in server.graphql(ASSETS)["assetNodes"]}
-        assert EXPECTED_ASSETS <= keys
-    assert (checkout / ".dagster" / "history" / "runs.db").is_file()
-    assert (checkout / ".dagster" / "schedules" / "schedules.db").is_file()
-    new = sorted(p.name + ("/" if p.is_dir() else "") for p in checkout.iterdir() if p.name not in before)
-    ignored = subprocess.run(
-        ["git", "check-ignore", "--no-index", *new], cwd=REPO, capture_output=True, text=True
-    ).stdout.split()
-    assert ".dagster/" in new and sorted(ignored) == new  # whatever Dagster adds there, git ignores
 
 
 def test_webserver_lists_assets_and_runs_partitions_at_once(tmp_path, short_uploads, monkeypatch):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from robodata.orchestration._instance import instance_config_in
+from robodata.orchestration import INSTANCE_CONFIG
 
 REPO = Path(__file__).resolve().parents[2]
 WEBSERVER = Path(sys.executable).with_name("dagster-webserver")
@@ -46,10 +46,10 @@ DAGSTER = Path(sys.executable).with_name("dagster")
 
 
 def instance_home(path: Path) -> Path:
-    """The repository's instance config (its folders under ``path``, as ``robodata demo`` writes
-    it), but runs launch at once: these tests start no daemon to dequeue them (``dagster dev``
+    """The repository's instance config (its storage under ``path``, as ``robodata dagster-home``
+    writes it), but runs launch at once: these tests start no daemon to dequeue them (``dagster dev``
     does)."""
-    config = yaml.safe_load(instance_config_in(path))
+    config = yaml.safe_load(INSTANCE_CONFIG.read_text())
     config["run_coordinator"] = {"module": "dagster.core.run_coordinator", "class": "DefaultRunCoordinator"}
     config["concurrency"].pop("runs")
     path.mkdir()
@@ -177,13 +177,16 @@ def _stop_group(process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def running_dagster_dev(
-    checkout: Path, env: dict[str, str], log: Path, load_timeout: float = 300
+def running_dev(
+    command: list[str], checkout: Path, home: Path, env: dict[str, str], log: Path, load_timeout: float = 300
 ) -> Iterator[Webserver]:
-    """``DAGSTER_HOME=$PWD dagster dev`` in ``checkout`` (its root dagster.yaml and
-    workspace.yaml, its own robodata first on the path), in a process session of its own, its
-    code location loaded; the whole session is stopped on exit."""
-    with _serving(["dev"], checkout, checkout, env, log, load_timeout) as server:
+    """``command`` (``["dg", "dev"]``, ``["dagster", "dev", ...]``: the webserver and a daemon) in
+    ``checkout`` with instance ``home`` (its own robodata first on the path), in a process
+    session of its own, its code location loaded; the whole session is stopped on exit."""
+    program, *arguments = command
+    with _serving(
+        arguments, checkout, home, env, log, load_timeout, program=Path(sys.executable).with_name(program)
+    ) as server:
         yield server
 
 

@@ -10,6 +10,13 @@
   marked CANCELING, the task revoked with SIGKILL (the pool starts a fresh process: the worker is
   free again), and the run marked CANCELED once Celery confirms the task stopped (or it never
   started).
+
+Dagster offers no public way to report a run worker's health: ``CheckRunHealthResult`` and
+``WorkerStatus`` live in ``dagster._core.launcher`` (the run launcher base class is documented,
+its health types are not), and a launcher reaches its instance through ``self._instance``. They
+are imported here only, and robodata_tests/orchestration/test_cluster_extension_points.py fails
+loudly, naming them, when a Dagster release changes their shape (the upstream request:
+docs/dagster_upstream.md).
 """
 
 from __future__ import annotations

@@ -4,12 +4,15 @@ after the write, what was written, the tag if one was made; Dagster's standard k
 (its table, or its own output: a report, a tag); and a data version naming that output
 (``gops.lance@N``, ``frames.lance@N``, a report's or a tag's own name)."""
 
+import ast
+import hashlib
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pyarrow as pa
 
-from robodata.errors import RoboDataError, StorageError
+from robodata.errors import StorageError
 from robodata.format._schema import FORMAT_VERSION, FRAMES_TABLE, GOPS_TABLE, REF_SUFFIXES, read_metadata, ref_columns
 from robodata.format._tables import open_table
 from robodata.format._versions import current_versions
@@ -20,6 +23,23 @@ from robodata.storage._failures import storage_call
 # Assets that write the dataset produce what this format version says; a new format makes
 # every earlier materialization stale.
 CODE_VERSION = f"robodata-format-{FORMAT_VERSION}"
+
+
+def code_version_of(module_file: str, function: str) -> str:
+    """The code version of the asset computed by ``function`` of ``module_file`` (pass
+    ``__file__``): the storage format's, plus a digest of that function's own code (its
+    signature and body as Python parses them: comments, formatting and its docstring do not
+    count). Editing one asset marks only its own materializations stale; a new storage format
+    marks all of them.
+
+    >>> code_version_of(__file__, "code_version_of")  # doctest: +ELLIPSIS
+    'robodata-format-2-...'
+    """
+    tree = ast.parse(Path(module_file).read_text(encoding="utf-8"))
+    [node] = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == function]
+    body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+    code = ast.dump(node.args) + "".join(ast.dump(statement) for statement in body)
+    return f"{CODE_VERSION}-{hashlib.sha256(code.encode()).hexdigest()[:12]}"
 
 
 def data_version(table: str, version: int | None) -> dg.DataVersion:
@@ -142,15 +162,17 @@ def classified_failure(reason: str, metadata: dict[str, Any], *, retryable: bool
 def failure(store: DatasetStore, exc: Exception) -> dg.Failure:
     """A Dagster failure whose message is one line naming the file and the problem, credentials
     redacted; an episode audit's failure also lists each check's outcome as metadata. Only a
-    storage failure (or an unexpected error) may be retried (``retries.storage_retries``): a bad
-    upload, an incompatible episode or a failed audit (robodata's other errors) fails the same
-    way every time, so it fails once, classified ``bad input``."""
+    transient failure may be retried (``retries.storage_retries``): robodata's StorageError (a
+    timeout, a 503, a dropped connection) or a file not found (yet). A bad upload, an
+    incompatible episode or a failed audit (robodata's other errors) and anything else the
+    asset turns into a failure fail the same way every time, so they fail once, classified
+    ``bad input``."""
     audit = getattr(exc, "results", None) or {}
     metadata = {
         f"check {name}": ("passed: " if outcome.passed else "FAILED: ") + store.redact(outcome.description)
         for name, outcome in audit.items()
     }
-    retryable = isinstance(exc, StorageError) or not isinstance(exc, RoboDataError)
+    retryable = isinstance(exc, (StorageError, FileNotFoundError))
     reason = " ".join(store.redact(str(exc)).split()) or type(exc).__name__
     return classified_failure(reason, metadata, retryable=retryable)
 

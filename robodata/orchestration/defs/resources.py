@@ -71,6 +71,24 @@ def partitioning() -> str:
     return value
 
 
+def with_partitioning(mode: str, definitions: dg.Definitions) -> object:
+    """``definitions`` (one partitioning's ingestion: ``defs/ingest/`` per episode,
+    ``defs/batches/`` per batch) as a module's ``defs``, built only when the code location loads
+    with partitioning ``mode``: a ``@dg.definitions`` function, which Dagster's defs-folder loading
+    calls when it builds the location. Both partitionings define the same asset keys, so the
+    other one's definitions are left out.
+
+    >>> defs = with_partitioning(PER_BATCH, dg.Definitions(jobs=[]))
+    >>> defs().jobs  # with ROBODATA_PARTITIONING unset: per episode, so nothing of the batches
+    """
+
+    @dg.definitions
+    def defs() -> dg.Definitions:
+        return definitions if partitioning() == mode else dg.Definitions()
+
+    return defs
+
+
 def partitioning_refusal(instance: dg.DagsterInstance, mode: str | None = None) -> str:
     """Why the instance cannot run in partitioning ``mode`` (default: this location's), or ``""``.
 

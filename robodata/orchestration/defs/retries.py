@@ -1,11 +1,14 @@
-"""Storage hiccups retried within the step, and a terminated run left to stop.
+"""Transient storage failures retried within the step; everything else fails at once.
 
 Dagster's ``RetryPolicy`` retries whatever a step raises, including the interrupt that
 terminating a run raises in its running step (``op_execution_error_boundary`` turns it into a
 retry request); with the in-process executor the run then went on as if nothing had been asked.
 So the assets that talk to storage carry no ``RetryPolicy``: ``storage_retries`` requests the
-retry itself (``dg.RetryRequested``, on ``STORAGE_RETRY``'s schedule) for an error that may pass
-on a second try, and lets the interrupt through, so Dagster ends a terminated run CANCELED.
+retry itself (``dg.RetryRequested``, on ``STORAGE_RETRY``'s schedule) for a failure
+``lineage.failure`` classified as transient (robodata's ``StorageError``: a timeout, a 503, a
+dropped connection; a file not found yet), and only for that. Bad input fails once with its
+one-line reason logged first; an unexpected error (a bug) fails once with its whole stack; the
+interrupt goes through, so Dagster ends a terminated run CANCELED.
 """
 
 from __future__ import annotations
@@ -16,18 +19,19 @@ from typing import Any, TypeVar
 
 import dagster as dg
 
-# A storage hiccup (a timeout, a 503, a dropped connection: StorageError) or an unexpected error
-# is retried after 3, 6 and 12 s (+-50% jitter, so parallel runs do not retry in step); a bad
-# upload (``lineage.failure``: a Failure that does not allow retries) fails at once.
+# A transient storage failure is retried after 3, 6 and 12 s (+-50% jitter, so parallel runs do
+# not retry in step).
 STORAGE_RETRY = dg.RetryPolicy(max_retries=3, delay=3, backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS)
 
 Step = TypeVar("Step", bound=Callable[..., Any])
 
 
 def storage_retries(step: Step) -> Step:
-    """Decorate an asset's function (under ``@dg.asset``) to retry it as ``STORAGE_RETRY`` says,
-    except on a ``dg.Failure(allow_retries=False)`` (bad input), a Dagster framework error, or an
-    interrupt (terminate, Ctrl-C: a ``BaseException``, never caught here)."""
+    """Decorate an asset's function (under ``@dg.asset``) to retry it as ``STORAGE_RETRY`` says
+    when it raises a retryable ``dg.Failure`` (``lineage.failure`` of a transient storage error).
+    A non-retryable one (bad input) is logged as one ERROR line, the reason, before the step
+    fails, so the run's log shows the reason above Dagster's own "Steps failed" summary and
+    stack; any other exception propagates untouched (no retry)."""
 
     @functools.wraps(step)
     def retried(context: dg.AssetExecutionContext, *args: Any, **kwargs: Any) -> Any:
@@ -35,11 +39,8 @@ def storage_retries(step: Step) -> Step:
             return step(context, *args, **kwargs)
         except dg.Failure as exc:
             if not exc.allow_retries:
+                context.log.error(exc.description or "")
                 raise
-            cause: Exception = exc
-        except (dg.DagsterError, dg.RetryRequested):
-            raise
-        except Exception as exc:
             cause = exc
         # Past max_retries Dagster fails the step, keeping the cause's message and metadata.
         raise dg.RetryRequested(

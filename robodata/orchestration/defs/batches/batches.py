@@ -30,13 +30,14 @@ from robodata.orchestration._upload_queue import UploadCursor, plan_tick
 from robodata.orchestration.defs.ingest.episodes import FINGERPRINT_TAG, GopBlobsConfig
 from robodata.orchestration.defs.ingest.jobs import INGEST_SELECTION
 from robodata.orchestration.defs.ingest.sensor import UploadSensorSettings, _finished_runs, tick_result
-from robodata.orchestration.defs.lineage import CODE_VERSION, classified_failure, failure, lineage_result, refused
+from robodata.orchestration.defs.lineage import classified_failure, code_version_of, failure, lineage_result, refused
 from robodata.orchestration.defs.resources import (
     PARTITIONS_OF,
     PER_BATCH,
     DatasetStore,
     partitioning_refusal,
     sensor_interval_s,
+    with_partitioning,
 )
 from robodata.orchestration.defs.retries import storage_retries
 from robodata.storage._upload_batches import UploadBatch, scan_upload_batches
@@ -84,7 +85,7 @@ def _ids(uploads) -> str:
     name="raw_episodes",
     partitions_def=upload_batches,
     group_name="episodes",
-    code_version=CODE_VERSION,
+    code_version=code_version_of(__file__, "raw_batch_episodes"),
     kinds={"python"},
     description="The batch's validated, complete uploads (<uploads>/<batch>/<episode_id>/, episode.json "
     "written last); those the dataset already holds are listed, not read.",
@@ -120,7 +121,7 @@ def raw_batch_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -
     partitions_def=upload_batches,
     deps=[raw_batch_episodes],
     group_name="episodes",
-    code_version=CODE_VERSION,
+    code_version=code_version_of(__file__, "batch_gop_blobs"),
     kinds={"lance"},
     pool="video_encode",
     description="Every new episode of the batch cut into closed H.264 GOPs and staged in gops.lance "
@@ -160,7 +161,7 @@ def batch_gop_blobs(
     partitions_def=upload_batches,
     deps=[batch_gop_blobs],
     group_name="episodes",
-    code_version=CODE_VERSION,
+    code_version=code_version_of(__file__, "batch_aligned_frames"),
     kinds={"lance"},
     description="Each new episode of the batch audited and committed to frames.lance (one commit per "
     "episode, each replacing any earlier copy). Episodes already stored are skipped.",
@@ -301,4 +302,6 @@ def register_upload_batches(instance: dg.DagsterInstance, store: DatasetStore) -
     return keys
 
 
-defs = dg.Definitions(assets=BATCH_ASSETS, sensors=[upload_batch_sensor], jobs=[ingest_batch_job])
+defs = with_partitioning(
+    PER_BATCH, dg.Definitions(assets=BATCH_ASSETS, sensors=[upload_batch_sensor], jobs=[ingest_batch_job])
+)

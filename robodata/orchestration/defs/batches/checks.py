@@ -6,7 +6,7 @@ import dagster as dg
 from robodata.integrity._episode_checks import IntegrityResult
 from robodata.orchestration.defs.batches.batches import upload_batches
 from robodata.orchestration.defs.ingest.checks import CHECK_DESCRIPTIONS, _episode_outcomes, _result, _specs
-from robodata.orchestration.defs.resources import DatasetStore
+from robodata.orchestration.defs.resources import PER_BATCH, DatasetStore, with_partitioning
 from robodata.storage._uploads import list_complete_uploads
 
 
@@ -45,4 +45,4 @@ def combined(outcomes: list[IntegrityResult], episodes: list[str]) -> IntegrityR
 
 batch_checks = [batch_integrity]
 
-defs = dg.Definitions(asset_checks=batch_checks)
+defs = with_partitioning(PER_BATCH, dg.Definitions(asset_checks=batch_checks))

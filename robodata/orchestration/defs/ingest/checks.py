@@ -7,7 +7,7 @@ were committed (robodata.integrity._audit); these confirm what landed, with the 
 every episode of the batch and reports each check once for the batch."""
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import dagster as dg
 
@@ -22,7 +22,7 @@ from robodata.integrity._episode_checks import (
 )
 from robodata.integrity._verify import verify_dataset
 from robodata.orchestration.defs.ingest.episodes import aligned_frames, episode_partitions
-from robodata.orchestration.defs.resources import DatasetStore
+from robodata.orchestration.defs.resources import PER_EPISODE, DatasetStore, with_partitioning
 from robodata.reader import open_dataset
 
 DECODE_SAMPLES = 8
@@ -45,10 +45,26 @@ def _result(store: DatasetStore, name: str, outcome: IntegrityResult) -> dg.Asse
         check_name=name,
         passed=outcome.passed,
         description=store.redact(outcome.description),
-        metadata={
-            key: value if isinstance(value, int | float | str) else str(value) for key, value in outcome.details.items()
-        },
+        metadata=check_metadata(outcome.details),
     )
+
+
+def check_metadata(details: Mapping[str, object]) -> dict[str, int | float | str]:
+    """A check's details as metadata Dagster can plot: numbers stay numbers, and a number per
+    camera (``max_error_ms``) becomes one entry per camera plus the worst of them.
+
+    >>> check_metadata({"max_error_ms": {"top": 1.5, "wrist": 4.0}, "gops_checked": 12})
+    {'max_error_ms': 4.0, 'max_error_ms/top': 1.5, 'max_error_ms/wrist': 4.0, 'gops_checked': 12}
+    """
+    metadata: dict[str, int | float | str] = {}
+    for key, value in details.items():
+        if isinstance(value, dict) and all(isinstance(v, int | float) for v in value.values()):
+            if value:
+                metadata[key] = max(value.values())
+            metadata.update({f"{key}/{part}": number for part, number in value.items()})
+        else:
+            metadata[key] = value if isinstance(value, int | float | str) else str(value)
+    return metadata
 
 
 def _gops_match_checksums(store: DatasetStore, episode_index: int) -> IntegrityResult:
@@ -105,4 +121,4 @@ def episode_integrity(context: dg.AssetCheckExecutionContext, store: DatasetStor
 
 episode_checks = [episode_integrity]
 
-defs = dg.Definitions(asset_checks=episode_checks)
+defs = with_partitioning(PER_EPISODE, dg.Definitions(asset_checks=episode_checks))

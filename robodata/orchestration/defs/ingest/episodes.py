@@ -23,12 +23,13 @@ from robodata.ingest._upload_summary import describe_upload
 from robodata.integrity._gop_leases import staged_gops_uri
 from robodata.orchestration.defs.encoding import EncodingConfig
 from robodata.orchestration.defs.ingest.views import episode_view_metadata
-from robodata.orchestration.defs.lineage import CODE_VERSION, failure, lineage_result, refused
+from robodata.orchestration.defs.lineage import code_version_of, failure, lineage_result, refused
 from robodata.orchestration.defs.resources import (
     PARTITIONS_OF,
     PER_EPISODE,
     DatasetStore,
     partitioning_refusal,
+    with_partitioning,
 )
 from robodata.orchestration.defs.retries import storage_retries
 from robodata.storage import fsspec_filesystem
@@ -112,7 +113,7 @@ def _skipped(store: DatasetStore, stored: StoredUpload, table: str) -> dg.Materi
 @dg.asset(
     partitions_def=episode_partitions,
     group_name="episodes",
-    code_version=CODE_VERSION,
+    code_version=code_version_of(__file__, "raw_episodes"),
     kinds={"python"},
     description="A validated, complete upload (<uploads>/<episode_id>/ with episode.json written last).",
 )
@@ -148,7 +149,7 @@ def raw_episodes(context: dg.AssetExecutionContext, store: DatasetStore) -> dg.M
     partitions_def=episode_partitions,
     deps=[raw_episodes],
     group_name="episodes",
-    code_version=CODE_VERSION,
+    code_version=code_version_of(__file__, "gop_blobs"),
     kinds={"lance"},
     pool="video_encode",
     description="The episode's cameras cut into closed H.264 GOPs, appended to gops.lance as blobs.",
@@ -189,7 +190,7 @@ def gop_blobs(context: dg.AssetExecutionContext, config: GopBlobsConfig, store: 
     partitions_def=episode_partitions,
     deps=[gop_blobs],
     group_name="episodes",
-    code_version=CODE_VERSION,
+    code_version=code_version_of(__file__, "aligned_frames"),
     kinds={"lance"},
     description="The episode's control-rate rows in frames.lance, replacing any earlier copy in one commit. "
     "Materialized alone (a backfill of this asset only), it stages the episode's GOPs again first; "
@@ -260,4 +261,4 @@ def register_uploads(instance: dg.DagsterInstance, store: DatasetStore) -> list[
 
 # With batch partitioning (ROBODATA_PARTITIONING=batch), batches/batches.py defines these keys.
 EPISODE_ASSETS = [raw_episodes, gop_blobs, aligned_frames]
-defs = dg.Definitions(assets=EPISODE_ASSETS)
+defs = with_partitioning(PER_EPISODE, dg.Definitions(assets=EPISODE_ASSETS))

@@ -4,6 +4,7 @@ batch partitioning, ``batches/batches.py``'s ``ingest_batch`` runs the same asse
 import dagster as dg
 
 from robodata.orchestration.defs.ingest.episodes import aligned_frames, gop_blobs, raw_episodes
+from robodata.orchestration.defs.resources import PER_EPISODE, with_partitioning
 
 # The asset keys are the same in both partitionings (robodata.orchestration.defs.batches.batches keeps them).
 INGEST_SELECTION = dg.AssetSelection.assets(raw_episodes, gop_blobs, aligned_frames)
@@ -15,4 +16,4 @@ ingest_episode_job = dg.define_asset_job(
     description="Validate one upload, write its GOPs and its aligned rows, run the episode checks (one process).",
 )
 
-defs = dg.Definitions(jobs=[ingest_episode_job])
+defs = with_partitioning(PER_EPISODE, dg.Definitions(jobs=[ingest_episode_job]))

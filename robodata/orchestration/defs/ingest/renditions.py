@@ -12,8 +12,8 @@ from robodata.format._provenance import stored_uploads
 from robodata.format._schema import GOPS_TABLE
 from robodata.ingest._renditions import add_rendition_to_episode, declare_rendition
 from robodata.orchestration.defs.ingest.episodes import aligned_frames, episode_partitions
-from robodata.orchestration.defs.lineage import CODE_VERSION, failure, lineage_result
-from robodata.orchestration.defs.resources import DatasetStore
+from robodata.orchestration.defs.lineage import code_version_of, failure, lineage_result
+from robodata.orchestration.defs.resources import PER_EPISODE, DatasetStore, with_partitioning
 
 
 class RenditionConfig(dg.Config):
@@ -25,7 +25,7 @@ class RenditionConfig(dg.Config):
     partitions_def=episode_partitions,
     deps=[aligned_frames],
     group_name="episodes",
-    code_version=CODE_VERSION,
+    code_version=code_version_of(__file__, "gop_renditions"),
     kinds={"lance"},
     pool="video_encode",
     description="A training rendition of the episode's cameras (e.g. 224x224) as GOPs of their own in "
@@ -54,4 +54,4 @@ def gop_renditions(
     )
 
 
-defs = dg.Definitions(assets=[gop_renditions])
+defs = with_partitioning(PER_EPISODE, dg.Definitions(assets=[gop_renditions]))

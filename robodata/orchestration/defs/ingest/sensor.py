@@ -28,7 +28,7 @@ from robodata.orchestration.defs import resources
 from robodata.orchestration.defs.ingest.episodes import FINGERPRINT_TAG, episode_partitions
 from robodata.orchestration.defs.ingest.jobs import ingest_episode_job
 from robodata.orchestration.defs.lineage import BAD_INPUT, FAILURE_KIND
-from robodata.orchestration.defs.resources import DatasetStore
+from robodata.orchestration.defs.resources import PER_EPISODE, DatasetStore, with_partitioning
 from robodata.storage._uploads import UploadListing, scan_uploads
 
 ATTEMPT_TAG = "robodata/upload_attempt"
@@ -165,4 +165,4 @@ def bad_input_reason(instance: dg.DagsterInstance, run_id: str) -> str:
 
 
 # With batch partitioning, batches/batches.py has the sensor (one run per batch); resources.py has the settings of both.
-defs = dg.Definitions(sensors=[upload_sensor])
+defs = with_partitioning(PER_EPISODE, dg.Definitions(sensors=[upload_sensor]))

@@ -20,7 +20,7 @@ from robodata.errors import RoboDataError
 from robodata.interop import import_episodes
 from robodata.interop._sources import IMPORT_FORMATS, open_episode_source
 from robodata.orchestration.defs.encoding import EncodingConfig
-from robodata.orchestration.defs.lineage import CODE_VERSION, failure, lineage_result
+from robodata.orchestration.defs.lineage import code_version_of, failure, lineage_result
 from robodata.orchestration.defs.resources import DatasetStore
 
 IMPORT_PARTITIONS = "imported_episodes"
@@ -83,7 +83,7 @@ def register_import_partitions(
 @dg.asset(
     partitions_def=import_partitions,
     group_name="interop",
-    code_version=CODE_VERSION,
+    code_version=code_version_of(__file__, "imported_episodes"),
     kinds={"lance"},
     pool="video_encode",
     description="One source episode (LeRobot v3 or ALOHA HDF5, from run config) imported into the dataset; "

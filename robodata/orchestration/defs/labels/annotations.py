@@ -8,7 +8,7 @@ from robodata.edits._annotate import KEYS
 from robodata.edits._label_files import read_labels
 from robodata.orchestration.defs.ingest.episodes import aligned_frames
 from robodata.orchestration.defs.interop.imports import imported_episodes
-from robodata.orchestration.defs.lineage import CODE_VERSION, failure, lineage_result
+from robodata.orchestration.defs.lineage import code_version_of, failure, lineage_result
 from robodata.orchestration.defs.resources import DatasetStore
 
 
@@ -22,7 +22,7 @@ class AnnotationsConfig(dg.Config):
 @dg.asset(
     deps=[aligned_frames, imported_episodes],
     group_name="labels",
-    code_version=CODE_VERSION,
+    code_version=code_version_of(__file__, "annotations"),
     kinds={"lance"},
     description="Adds or corrects label columns in frames.lance; GOPs are never rewritten.",
 )

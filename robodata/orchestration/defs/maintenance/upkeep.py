@@ -10,7 +10,7 @@ from robodata.edits._upkeep import upkeep_dataset
 from robodata.errors import RoboDataError
 from robodata.format._versions import current_versions
 from robodata.orchestration.defs.ingest.episodes import aligned_frames
-from robodata.orchestration.defs.lineage import CODE_VERSION, failure, lineage_result
+from robodata.orchestration.defs.lineage import code_version_of, failure, lineage_result
 from robodata.orchestration.defs.resources import DatasetStore
 
 
@@ -29,7 +29,7 @@ class MaintenanceConfig(dg.Config):
 @dg.asset(
     deps=[aligned_frames],
     group_name="upkeep",
-    code_version=CODE_VERSION,
+    code_version=code_version_of(__file__, "dataset_maintenance"),
     kinds={"lance"},
     description="Compacts frames.lance and gops.lance, removes old versions no tag protects, collects "
     "unreferenced GOPs and refreshes the scalar indexes (episode_index, ref_id). Reads stay exact.",

@@ -14,8 +14,9 @@ from pydantic import Field
 
 from robodata._source_checkout import require_benchmarks
 from robodata.measure import figures_markdown, measure_reads, write_report
+from robodata.orchestration.defs.automation import report_automation
 from robodata.orchestration.defs.ingest.episodes import aligned_frames
-from robodata.orchestration.defs.lineage import CODE_VERSION, lineage_result
+from robodata.orchestration.defs.lineage import code_version_of, lineage_result
 from robodata.orchestration.defs.resources import DatasetStore
 from robodata.storage import is_remote, join_uri
 
@@ -42,7 +43,8 @@ class BenchmarkConfig(dg.Config):
 @dg.asset(
     deps=[aligned_frames],
     group_name="reports",
-    code_version=CODE_VERSION,
+    code_version=code_version_of(__file__, "benchmark_report"),
+    automation_condition=report_automation(),
     kinds={"python"},
     description="Read figures of the current dataset version (random reads, windows, training loader, decode "
     "bound); the table (and, with full, the plots) are in the metadata.",

@@ -8,7 +8,7 @@ from robodata.format._tables import frames_uri
 from robodata.orchestration.defs.ingest.episodes import aligned_frames
 from robodata.orchestration.defs.interop.imports import imported_episodes
 from robodata.orchestration.defs.labels.annotations import annotations
-from robodata.orchestration.defs.lineage import CODE_VERSION, failure, lineage_result
+from robodata.orchestration.defs.lineage import code_version_of, failure, lineage_result
 from robodata.orchestration.defs.resources import DatasetStore
 from robodata.reader import open_dataset
 from robodata.storage import join_uri
@@ -21,7 +21,7 @@ class TrainingSnapshotConfig(dg.Config):
 @dg.asset(
     deps=[aligned_frames, imported_episodes, annotations],
     group_name="training",
-    code_version=CODE_VERSION,
+    code_version=code_version_of(__file__, "training_snapshot"),
     kinds={"lance"},
     description="Tags the current dataset version with a training run's name: robodata.open(uri, "
     "version=<run name>) later returns exactly the rows and frames that run saw.",
