@@ -1,7 +1,7 @@
 """Find upload batches under an uploads root with one listing: ``<uploads>/<batch>/<episode_id>/``.
 
 A batch is a folder of upload folders (one per episode, each complete once its ``episode.json``
-is written, exactly as in ``robodata.storage._uploads``). Batch partitioning (docs/scale-1m.md)
+is written, exactly as in ``robodata.storage._uploads``). Batch partitioning (docs/cluster.md, "Scale")
 turns each batch into one Dagster partition. As for single uploads, the root is listed once,
 recursively (on S3 one paginated ListObjectsV2), and the files are grouped by their first two
 folders; files at other depths belong to no batch (an upload folder directly under the root is

@@ -1,6 +1,6 @@
 """What the cluster (robodata.orchestration.cluster) takes from Dagster, dagster-celery and
 dagster-postgres: public parts where there are some; the private ones the run launcher needs
-(docs/dagster_upstream.md) checked against the release they were tested with, so an upgrade that
+(docs/upstream/dagster-run-worker-health.md) checked against the release they were tested with, so an upgrade that
 changes them fails here, by name, not in a cluster's run monitoring."""
 
 import inspect

@@ -16,7 +16,7 @@ Dagster offers no public way to report a run worker's health: ``CheckRunHealthRe
 its health types are not), and a launcher reaches its instance through ``self._instance``. They
 are imported here only, and robodata_tests/orchestration/test_cluster_extension_points.py fails
 loudly, naming them, when a Dagster release changes their shape (the upstream request:
-docs/dagster_upstream.md).
+docs/upstream/dagster-run-worker-health.md).
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def sensor_interval_s() -> int:
 def partitioning() -> str:
     """How uploads become Dagster partitions, from ``$ROBODATA_PARTITIONING``: ``episode`` (the
     default: one partition and one run per upload) or ``batch`` (one per upload batch folder, for
-    deployments past ~50,000 episodes; see docs/scale-1m.md). Read when the code location loads,
+    deployments past ~50,000 episodes; see docs/cluster.md, "Scale"). Read when the code location loads,
     because a partitions definition is fixed for the life of the location.
 
     >>> partitioning()  # with ROBODATA_PARTITIONING unset

@@ -1,6 +1,6 @@
 """Batch partitioning (``ROBODATA_PARTITIONING=batch``): one partition per upload batch folder
 ``<uploads>/<batch>/<episode_id>/``, with episodes as rows. For deployments past ~50,000
-episodes, where one partition per episode outgrows Dagster (docs/scale-1m.md).
+episodes, where one partition per episode outgrows Dagster (docs/cluster.md, "Scale").
 
 The assets keep the keys of per-episode partitioning (``raw_episodes``, ``gop_blobs``,
 ``aligned_frames``), so everything downstream (annotations, snapshots, upkeep) is unchanged; a
