@@ -201,17 +201,25 @@ def _private_lerobot_imports(package: Path = PACKAGE, outside: list[Path] = OUTS
     files += [p for folder in outside for p in sorted(folder.rglob("*.py"))]
     for path in files:
         where = path.relative_to(package.parent)
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-            for name in names:
-                parts = name.split(".")
-                if parts[:2] == ["robodata", "lerobot"] and len(parts) > 2 and _private(parts[2]):
-                    found.append(f"{where}:{node.lineno} imports {name}")
+        for node, name in _absolute_imports(path):
+            parts = name.split(".")
+            if parts[:2] == ["robodata", "lerobot"] and len(parts) > 2 and _private(parts[2]):
+                found.append(f"{where}:{node.lineno} imports {name}")
     return found
+
+
+def _absolute_imports(path: Path):
+    """(node, dotted name) of every absolute import in ``path``: an ``import a.b`` gives a.b, a
+    ``from a.b import c`` gives a.b and a.b.c (c may be a module or a name)."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            yield node, name
 
 
 # The one exception, named with its reason: private modules a file outside the wheel may import.
@@ -233,19 +241,14 @@ def _private_outside_imports(
     found = []
     for path in [p for folder in outside for p in sorted(folder.rglob("*.py"))]:
         where = path.relative_to(root)
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-            for name in names:
-                parts = name.split(".")
-                if parts[0] == "robodata" and any(_private(part) for part in parts[1:]):
-                    module = next(".".join(parts[: i + 1]) for i in range(1, len(parts)) if _private(parts[i]))
-                    if module not in white_box.get(str(where), set()):
-                        found.append(f"{where}:{node.lineno} imports {name}")
-                    break
+        reported: set[int] = set()  # one finding per import statement
+        for node, name in _absolute_imports(path):
+            parts = name.split(".")
+            if id(node) not in reported and parts[0] == "robodata" and any(_private(part) for part in parts[1:]):
+                reported.add(id(node))
+                module = next(".".join(parts[: i + 1]) for i in range(1, len(parts)) if _private(parts[i]))
+                if module not in white_box.get(str(where), set()):
+                    found.append(f"{where}:{node.lineno} imports {name}")
     return found
 
 

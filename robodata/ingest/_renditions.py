@@ -39,16 +39,6 @@ from robodata.integrity._gop_checksums import (
 from robodata.storage._failures import storage_call
 
 RENDITION_GOPS_SCHEMA = pa.schema([*GOPS_SCHEMA, *RENDITION_FIELDS])
-_SOURCE_COLUMNS = [
-    "ref_id",
-    "episode_index",
-    "camera",
-    "gop_index",
-    "n_frames",
-    "timestamps_ns",
-    "packet_sizes",
-    "codec",
-]
 
 
 @dataclass
@@ -154,8 +144,8 @@ def add_rendition_to_episode(
     if todo.size == 0:
         return 0, 0, gops.version
     # Every column the source rows' checksum covers, so a rendition never vouches for a changed value.
-    wanted_columns = [*_SOURCE_COLUMNS, *ROW_CHECKSUM_FIELDS, CHECKSUM_COLUMN, ROW_CHECKSUM_COLUMN]
-    columns = [c for c in dict.fromkeys(wanted_columns) if c in gops.schema.names]
+    wanted_columns = [*ROW_CHECKSUM_FIELDS, ROW_CHECKSUM_COLUMN]  # gop_xxh3 among the fields
+    columns = [c for c in wanted_columns if c in gops.schema.names]
     table = pa.concat_tables(
         [
             storage_call(

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from robodata.errors import BadUploadError
+from robodata.storage._deadlines import positive_seconds
 
 MAX_EPISODE_JSON_BYTES = 1 << 20  # a real episode.json is a few hundred bytes
 MAX_JSON_DEPTH = 8  # episode.json is 3 deep: {"cameras": {"top": {"file": ...}}}
@@ -184,14 +185,7 @@ def _kind_of(path: str) -> str:
 def file_timeout_s() -> float:
     """Seconds one upload file may spend being read and decoded: ``$ROBODATA_UPLOAD_FILE_TIMEOUT_S``,
     else 1800."""
-    raw = os.environ.get(FILE_TIMEOUT_ENV) or DEFAULT_FILE_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{FILE_TIMEOUT_ENV} must be a number of seconds, got {raw!r}") from None
-    if not value > 0:
-        raise ValueError(f"{FILE_TIMEOUT_ENV} must be positive, got {raw!r}")
-    return value
+    return positive_seconds(os.environ.get(FILE_TIMEOUT_ENV) or DEFAULT_FILE_TIMEOUT_S, FILE_TIMEOUT_ENV)
 
 
 class FileClock:

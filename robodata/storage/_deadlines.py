@@ -38,12 +38,21 @@ def storage_timeout_s(storage_options: dict | None = None) -> float:
     """The deadline in seconds: ``storage_options["robodata_timeout_s"]``, else
     ``$ROBODATA_STORAGE_TIMEOUT_S``, else 60."""
     raw = (storage_options or {}).get(TIMEOUT_OPTION) or os.environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT_S
+    return positive_seconds(raw, f"{TIMEOUT_ENV} / {TIMEOUT_OPTION}")
+
+
+def positive_seconds(raw: object, setting: str) -> float:
+    """``raw`` (a setting's value) as a positive number of seconds; ValueError naming ``setting``.
+
+    >>> positive_seconds("2.5", "ROBODATA_X_S")
+    2.5
+    """
     try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{TIMEOUT_ENV} / {TIMEOUT_OPTION} must be a number of seconds, got {raw!r}") from None
+        value = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{setting} must be a number of seconds, got {raw!r}") from None
     if not value > 0:
-        raise ValueError(f"{TIMEOUT_ENV} / {TIMEOUT_OPTION} must be positive, got {raw!r}")
+        raise ValueError(f"{setting} must be positive, got {raw!r}")
     return value
 
 
