@@ -12,7 +12,6 @@ import dagster as dg
 import numpy as np
 from PIL import Image
 
-from robodata._source_checkout import benchmarks_available
 from robodata._summary import dataset_summary
 from robodata.codec._quality import jpeg_roundtrip, psnr
 from robodata.orchestration._instance import prepare_dagster_home
@@ -54,8 +53,7 @@ def run_demo(workdir: str, episodes: int = 4, seconds: float = 4.0) -> dict:
         f"Lance versions: frames.lance {summary['version']}, gops.lance {summary['gops_version']}, "
         f"tag {run_name!r} -> version {summary['tags'].get(run_name)}"
     )
-    if "benchmark_report" in reports:
-        print(f"benchmark report: {reports['benchmark_report']} (also in the benchmark_report asset's metadata)")
+    print(f"benchmark report: {reports['benchmark_report']} (also in the benchmark_report asset's metadata)")
     return summary
 
 
@@ -71,8 +69,7 @@ def ui_command(home: Path) -> str:
 
 def materialize_all(instance, store, partitions: list[str], labels_path: str, run_name: str) -> dict[str, str]:
     """Materialize every asset in-process: each episode partition (checks included), then
-    annotations, the training snapshot and the benchmark report (skipped, saying so, where the
-    benchmarks are absent: they ship with the source checkout). Returns the report's path, if any."""
+    annotations, the training snapshot and the benchmark report. Returns the report's path."""
     from tqdm import tqdm
 
     resources = {"store": store}
@@ -86,21 +83,15 @@ def materialize_all(instance, store, partitions: list[str], labels_path: str, ru
         "annotations": {"config": {"labels_path": labels_path}},
         "training_snapshot": {"config": {"run_name": run_name}},
     }
-    assets = [label_assets.annotations, snapshots.training_snapshot]
-    with_report = benchmarks_available()
-    if with_report:
-        assets.append(benchmark.benchmark_report)
-    else:
-        print("benchmark report skipped: the benchmarks ship with robodata's source checkout, not the package")
+    # the report measures through robodata.measure, which ships in the wheel
+    assets = [label_assets.annotations, snapshots.training_snapshot, benchmark.benchmark_report]
     result = run_named_job(
-        "demo_labels_snapshot_report" if with_report else "demo_labels_snapshot",
+        "demo_labels_snapshot_report",
         assets,
         instance=instance,
         resources=resources,
         run_config={**QUIET, "ops": config},
     )
-    if not with_report:
-        return {}
     bench = result.asset_materializations_for_node("benchmark_report")[0]
     return {"benchmark_report": str(bench.metadata["report_path"].value)}
 

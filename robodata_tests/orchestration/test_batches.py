@@ -84,7 +84,9 @@ def test_batch_partitioning_loads():
     assert done.returncode == 0, done.stderr[-2000:]
     module = json.loads(done.stdout.strip().splitlines()[-1])
     assert module["partitions"] == 'Dynamic partitions: "upload_batches"'
-    assert module["sensors"] == ["upload_batch_sensor"] and "ingest_batch" in module["jobs"]
+    # the batches' sensor instead of the episodes'; the automation sensor either way
+    assert module["sensors"] == ["robodata_automation_sensor", "upload_batch_sensor"]
+    assert "ingest_batch" in module["jobs"]
     assert "ingest_episode" not in module["jobs"] and module["checks"] == 6
 
 

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -68,10 +69,19 @@ class Webserver:
         body = json.dumps({"query": query, "variables": variables or {}}).encode()
         url = f"http://127.0.0.1:{self.port}/graphql"
         request = urllib.request.Request(url, body, {"Content-Type": "application/json"})
-        # A bound for a hung server, not a timing: a launch mutation loads the code location in the
-        # webserver, which took over 30 s with the suite's other workers on both cores.
-        with urllib.request.urlopen(request, timeout=120) as response:
-            payload = json.loads(response.read())
+        for attempt in range(5):
+            try:
+                # A bound for a hung server, not a timing: a launch mutation loads the code location
+                # in the webserver, which took over 30 s with the suite's other workers on both cores.
+                with urllib.request.urlopen(request, timeout=120) as response:
+                    payload = json.loads(response.read())
+                break
+            except urllib.error.HTTPError as error:
+                # the webserver answers 500 while its code server (re)starts under load; a request
+                # it still fails after that is the test's failure, with the server's words
+                if error.code < 500 or attempt == 4:
+                    raise AssertionError(f"{error}: {error.read()[-2000:]!r}") from error
+                time.sleep(3)
         assert "errors" not in payload, payload["errors"]
         return payload["data"]
 

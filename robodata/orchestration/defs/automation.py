@@ -5,24 +5,20 @@ running from the start, evaluates the conditions (Dagster's own default sensor s
 
 import dagster as dg
 
-from robodata._source_checkout import benchmarks_available
-
 # 04:00, after the nightly upkeep (03:00): the report measures the compacted dataset.
 REPORT_CRON = "0 4 * * *"
 
 
-def report_automation() -> dg.AutomationCondition | None:
+def report_automation() -> dg.AutomationCondition:
     """``benchmark_report``'s condition: at the nightly tick, when ``aligned_frames`` (any episode)
     was materialized since the report was last requested or materialized, and no report is
     running. (Dagster's ``on_cron`` waits after the tick for new upstream data, which would
-    measure the day's first episode.) None where the benchmarks are absent (a wheel install: they
-    ship with the source checkout), so no nightly run fails for that.
+    measure the day's first episode.) Its default run measures through ``robodata.measure``, which
+    ships in the wheel, so the condition holds on an installed robodata too.
 
-    >>> report_automation().get_label()  # in a checkout
+    >>> report_automation().get_label()
     'nightly after new episodes'
     """
-    if not benchmarks_available():
-        return None
     new_episodes = dg.AutomationCondition.any_deps_updated().since(
         dg.AutomationCondition.newly_requested() | dg.AutomationCondition.newly_updated()
     )
