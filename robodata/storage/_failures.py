@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from robodata.errors import RoboDataError, StorageError, StorageUnreachableError
 from robodata.storage._deadlines import DeadlineExceeded, call_with_deadline, current_step
-from robodata.storage._lance_errors import ANSWER_STATUS, explain, without_source_paths
+from robodata.storage._lance_errors import ANSWER_STATUS, explain, is_corrupt_file, without_source_paths
 from robodata.storage._uris import canonical_options, is_remote, redact
 
 F = TypeVar("F", bound=Callable)
@@ -127,7 +127,7 @@ def storage_step(action: str, uri: str, storage_options: dict | None = None) -> 
     except BaseException as exc:  # TimeoutError and DeadlineExceeded are OSErrors; botocore's are not
         if is_lance_panic(exc):  # pyo3's PanicException is a BaseException: Lance failed inside
             raise _panic_error(exc, uri, action, storage_options) from None
-        if not isinstance(exc, OSError | ValueError) and not _is_botocore_unreachable(exc):
+        if not isinstance(exc, OSError | ValueError) and not _is_botocore_unreachable(exc) and not is_corrupt_file(exc):
             raise
         explained = explain(exc, uri, action, storage_options)  # a full disk, a damaged file, a missing one
         if explained is not None:

@@ -7,6 +7,8 @@ machine (``/home/runner/work/lance/...rs:172:20``).
 >>> str(explain(OSError("Dataset at path ds/gops.lance/_versions/18446744073709551613.manifest was not found: Not found: "
 ...     "ds/gops.lance/_versions/18446744073709551613.manifest, /home/runner/work/lance/x.rs:1:2"), "ds/gops.lance", "reading GOP ids"))
 'ds/gops.lance: version 2 of the table was removed while reading GOP ids (a version cleanup, `robodata compact --older-than`, ran meanwhile); run it again on the versions listed now'
+>>> str(explain(OSError("Invalid range 0..2269 for object of size 1370 bytes"), "ds/frames.lance", "reading rows"))[:74]
+'ds/frames.lance: a file of the table (data or index) is damaged while read'
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from robodata.errors import DamagedFileError, StorageError
 # Where Lance's messages point into its own source: ", /home/runner/work/lance/.../x.rs:12:34".
 _SOURCE_PATH = re.compile(r",?\s*(?:/home/runner/work/\S+|/rustc/\S+|\S+\.rs:\d+:\d+)")
 _LANCE_PREFIX = re.compile(r"^(?:LanceError\(\w+\):\s*|External error:\s*|Generic \w+ error:\s*)+")
+# Lance's plea on an internal error: the cause here is a damaged file, not a bug to report.
+_BUG_REPORT = re.compile(r"Encountered internal error\. Please file a bug report at \S+\s*")
 _NOT_FOUND = re.compile(r"Not found: (\S+?)(?:,|\s|$)")
 # A version's manifest: _versions/<n>.manifest (n = u64::MAX - version in Lance's newer naming).
 _MANIFEST = re.compile(r"_versions/(\d+)\.manifest$")
@@ -34,6 +38,11 @@ _DAMAGED_DATA = (
     "out of range for slice",
     "range end index",
 )
+# A file shorter than the manifest says (a data or index file cut short): local object_store's
+# words, which read like a failed request but are not one.
+_SHORT_FILE = re.compile(r"Invalid range \d+\.\.\d+ for object of size \d+")
+# An index whose row ids no longer match the table (its bytes changed).
+_DAMAGED_INDEX = ("row-id sequence has no entry",)
 # A manifest (or a file's footer) that is cut short or does not decode.
 _DAMAGED = (
     "file size is too small",
@@ -44,12 +53,21 @@ _DAMAGED = (
     "unexpected end of file",
     "Invalid protobuf",
     "invalid tag value",
+    "magic number does not match",
 )
+# Lance's wording for any file it found corrupt (a RuntimeError, not an OSError).
+CORRUPT_FILE = "Encountered corrupt file"
+
+
+def is_corrupt_file(exc: BaseException) -> bool:
+    """Whether ``exc`` is Lance saying a file of the table is corrupt (it raises a RuntimeError)."""
+    return isinstance(exc, RuntimeError) and CORRUPT_FILE in str(exc)
 
 
 def without_source_paths(text: str) -> str:
     """``text`` without Lance's source locations and error-kind prefixes."""
-    return _LANCE_PREFIX.sub("", _SOURCE_PATH.sub("", text)).strip()
+    text = _BUG_REPORT.sub("", _SOURCE_PATH.sub("", text))
+    return _LANCE_PREFIX.sub("", text).strip()
 
 
 def table_of(path: str, default: str) -> str:
@@ -110,12 +128,13 @@ def damaged_data_files(table_uri: str, storage_options: dict | None = None) -> l
 
 
 def _damaged_data(text: str, table_uri: str, action: str, storage_options: dict | None) -> DamagedFileError:
-    """A data file of the table that Lance cannot decode, named when its size gives it away."""
+    """A file of the table that Lance cannot decode, named when it is a data file whose size gives
+    it away."""
     detail = without_source_paths(text)
     found = damaged_data_files(table_uri, storage_options) if table_uri.rstrip("/").endswith(".lance") else []
     if not found:
         return DamagedFileError(
-            f"{table_uri}: a data file of the table is damaged while {action} ({detail}); `robodata verify` "
+            f"{table_uri}: a file of the table (data or index) is damaged while {action} ({detail}); `robodata verify` "
             "checks every file; restore the table from a copy (a backup or a replica)"
         )
     more = f" (and {len(found) - 1} more damaged data files)" if len(found) > 1 else ""
@@ -152,6 +171,8 @@ def explain(
             f"{table_of(path, table_uri)}: data file {path} is missing (deleted or never fully written) "
             f"while {action}; restore it from a backup or a replica"
         )
+    if _SHORT_FILE.search(text) or any(m in text for m in _DAMAGED_INDEX):
+        return _damaged_data(text, table_uri, action, storage_options)
     reading_a_version = "opening" in action or "_versions/" in text or "manifest" in text.lower()
     if any(m in text for m in _DAMAGED_DATA) or (any(m in text for m in _DAMAGED) and not reading_a_version):
         return _damaged_data(text, table_uri, action, storage_options)
