@@ -38,7 +38,7 @@ from robodata.lerobot._items import ItemLayout, read_items
 from robodata.lerobot._meta import DatasetInfo, LeRobotMeta
 from robodata.lerobot._version_stats import lerobot_stats_of
 from robodata.reader import RowIndex, open_dataset
-from robodata.reader._dataset import adopt_rows
+from robodata.reader._dataset import adopt_rows, gop_store
 from robodata.reader._row_index import SharedArrays
 from robodata.torch._batch_reader import BatchReader, checked_indices
 from robodata.torch._block_order import BlockSampler
@@ -322,7 +322,12 @@ class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
     def _item_source(self) -> ItemSource:
         """What the training orders (``DecodeOnceOrder``) need of this dataset."""
         return ItemSource(
-            self._array("rows"), self._row_index(), self._frame_sizes, self.version, self.frame_buffer_bytes
+            self._array("rows"),
+            self._row_index(),
+            self._frame_sizes,
+            self.version,
+            self.frame_buffer_bytes,
+            byte_sizes=lambda refs: gop_store(self._lance_dataset()).byte_sizes(refs),
         )
 
     def _frame_sizes(self) -> list[tuple[int, int]]:

@@ -18,6 +18,7 @@ from robodata.reader import PLANAR_RGB, RowIndex
 from robodata.torch._block_order import WINDOW_LIMIT, BlockSampler, block_of_rows, window_rows_for
 from robodata.torch._frame_buffer import FrameBuffer
 from robodata.torch._planned_reads import FramePlan, batch_plan
+from robodata.torch._runs import DEFAULT_POOL_BYTES, DEFAULT_RUN_BYTES, BlockPlaces, block_places
 from robodata.torch._sampler import RowSampler
 
 
@@ -25,13 +26,19 @@ from robodata.torch._sampler import RowSampler
 class ItemSource:
     """What the orders need of the dataset: per item its row (``rows``) in the ``index``, the
     (height, width) of each camera frame an item holds (``frame_sizes()``: cameras without
-    ``delta_timestamps``), the pinned version, and the frame buffer's budget."""
+    ``delta_timestamps``), the pinned version, the frame buffer's budget, and the stored bytes of
+    GOPs by ref_id (``byte_sizes``: what the runs of the decode-once order are cut by)."""
 
     rows: np.ndarray
     index: RowIndex
     frame_sizes: Callable[[], list[tuple[int, int]]]
     version: int
     frame_buffer_bytes: int
+    byte_sizes: Callable[[np.ndarray], np.ndarray] | None = None
+
+    def places(self, blocks: np.ndarray) -> BlockPlaces:
+        """The places of the items' blocks (``blocks``: per item), bytes over every camera."""
+        return block_places(self.index, blocks, self.rows, byte_sizes=self.byte_sizes)
 
 
 class DecodeOnceOrder:
@@ -58,12 +65,15 @@ class DecodeOnceOrder:
         shuffle: str = "block",
         num_workers: int = 0,
         window_rows: int | None = None,
+        run_bytes: int = DEFAULT_RUN_BYTES,
+        pool_bytes: int = DEFAULT_POOL_BYTES,
         **options,
     ) -> BlockSampler | RowSampler:
         """A resumable, DDP-safe ``batch_sampler`` over this dataset's items (equal steps per
         rank, ``state_dict`` the same on every rank): ``make_dataloader``'s orders (``shuffle``:
         ``"block"``, the default, the decode-once order laid out for ``num_workers`` workers with
-        ``window_rows`` items mixed at a time (default: what ``frame_buffer_bytes`` holds);
+        ``window_rows`` items mixed at a time (default: what ``frame_buffer_bytes`` holds), blocks
+        taken in runs of ``run_bytes`` through a pool of ``pool_bytes`` (``make_dataloader``'s);
         ``"uniform"``; ``"episode"``; ``"none"``).
 
         >>> from torch.utils.data import DataLoader
@@ -86,7 +96,16 @@ class DecodeOnceOrder:
             return RowSampler(len(source.rows), shuffle=shuffle, **place, **options)
         blocks = block_of_rows(source.index, source.rows)
         window = self.window_rows() if window_rows is None else window_rows
-        sampler = BlockSampler(blocks, num_workers=num_workers, window_rows=window, **place, **options)
+        sampler = BlockSampler(
+            blocks,
+            num_workers=num_workers,
+            window_rows=window,
+            places=source.places(blocks),
+            run_bytes=run_bytes,
+            pool_bytes=pool_bytes,
+            **place,
+            **options,
+        )
         self._order = sampler
         return sampler
 
@@ -101,11 +120,14 @@ class DecodeOnceOrder:
         window_rows: int | None = None,
         drop_n_first_frames: int = 0,
         drop_n_last_frames: int = 0,
+        run_bytes: int = DEFAULT_RUN_BYTES,
+        pool_bytes: int = DEFAULT_POOL_BYTES,
     ) -> BlockOrderSampler:
         """The decode-once order as a ``sampler`` of items, for ``DataLoader(ds, sampler=...,
         batch_size=batch_size, num_workers=num_workers)`` as LeRobot builds it (the interface of its
         ``EpisodeAwareSampler``; ``robodata-train`` uses it): every item once per epoch, each GOP
-        decoded once per epoch per worker. ``rank`` and ``world_size`` are accelerate's (it shards
+        decoded once per epoch per worker, blocks taken in runs of ``run_bytes`` through a pool of
+        ``pool_bytes`` per worker. ``rank`` and ``world_size`` are accelerate's (it shards
         the batches); ``drop_n_*_frames`` leave out each episode's first or last frames.
 
         >>> from torch.utils.data import DataLoader
@@ -120,8 +142,9 @@ class DecodeOnceOrder:
         source = self._item_source()
         frame, length = source.index.frame_index[source.rows], source.index.episode_length[source.rows]
         items = np.flatnonzero((frame >= drop_n_first_frames) & (frame < length - drop_n_last_frames))
+        blocks = block_of_rows(source.index, source.rows)
         sampler = BlockOrderSampler(
-            block_of_rows(source.index, source.rows),
+            blocks,
             batch_size=batch_size,
             num_workers=num_workers,
             rank=rank,
@@ -130,6 +153,9 @@ class DecodeOnceOrder:
             window_rows=self.window_rows() if window_rows is None else window_rows,
             items=items,
             dataset_version=source.version,
+            places=source.places(blocks),
+            run_bytes=run_bytes,
+            pool_bytes=pool_bytes,
         )
         self._order = sampler
         return sampler

@@ -57,6 +57,14 @@ import numpy as np
 from robodata.reader import RowIndex
 from robodata.reader._selection import checked_cameras
 from robodata.torch._frame_buffer import yuv_frame_bytes
+from robodata.torch._runs import (
+    DEFAULT_POOL_BYTES,
+    DEFAULT_RUN_BYTES,
+    BlockPlaces,
+    dataset_block_places,
+    pooled,
+    run_of_blocks,
+)
 from robodata.torch._sampler import PlannedOrder, WorkerShard
 
 DEFAULT_WINDOW_ROWS = 512  # rows mixed at a time in each stream (see frame_buffer for its bytes)
@@ -116,6 +124,12 @@ class BlockSampler(PlannedOrder):
         Rows mixed at a time in a stream: larger mixes more, and costs more frame-buffer memory.
     drop_last : bool
         Drop each stream's short last batch instead of padding it.
+    places : BlockPlaces, optional
+        Each block's episode, first frame and compressed bytes (``robodata.torch._runs``): with
+        them blocks are taken in runs through a pool (few large reads); without, one by one.
+    run_bytes, pool_bytes : int
+        A run's compressed bytes (about; 0: blocks one by one, as without ``places``) and the most
+        bytes of open runs a stream's pool holds (at least one run).
     """
 
     shuffle = "block"
@@ -133,6 +147,9 @@ class BlockSampler(PlannedOrder):
         window_rows: int = DEFAULT_WINDOW_ROWS,
         drop_last: bool = False,
         dataset_version: int | None = None,
+        places: BlockPlaces | None = None,
+        run_bytes: int = DEFAULT_RUN_BYTES,
+        pool_bytes: int = DEFAULT_POOL_BYTES,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -142,6 +159,8 @@ class BlockSampler(PlannedOrder):
             raise ValueError(f"num_workers must be at least 0, got {num_workers}")
         if window_rows < 0:
             raise ValueError(f"window_rows must be at least 0, got {window_rows}")
+        if run_bytes < 0 or pool_bytes < 0:
+            raise ValueError(f"run_bytes and pool_bytes must be at least 0, got {run_bytes} and {pool_bytes}")
         self._blocks = np.asarray(block_of_row, dtype=np.int64)
         self.num_rows = len(self._blocks)
         self.batch_size = int(batch_size)
@@ -153,21 +172,36 @@ class BlockSampler(PlannedOrder):
         self.window_rows = int(window_rows)
         self.drop_last = bool(drop_last)
         self.dataset_version = dataset_version
+        self.places = places
+        self.run_bytes = int(run_bytes) if places is not None else 0  # 0: blocks one by one
+        self.pool_bytes = int(pool_bytes)
         self.start = 0  # batches of this rank already taken in this epoch
         self.resumed_from: dict | None = None  # a checkpoint of another layout this epoch continues
         self.salt = 0  # tells apart the plans of one epoch's rows planned again (item form's resume)
         self._plan_cache: tuple[tuple, tuple[list[np.ndarray], list[int]]] | None = None
 
     @classmethod
-    def for_dataset(cls, dataset, *, batch_size: int, camera: str | None = None, **options) -> BlockSampler:
+    def for_dataset(
+        cls,
+        dataset,
+        *,
+        batch_size: int,
+        camera: str | None = None,
+        cameras: Sequence[str] | None = None,
+        **options,
+    ) -> BlockSampler:
         """A sampler over every row of ``dataset`` (a RoboDataset): a row's block is the GOP its
         frame of ``camera`` (default: the first camera) is in. Other cameras at the same rate and
         GOP size cut their GOPs at the same rows; a camera cut elsewhere decodes a GOP at most
-        twice per epoch."""
+        twice per epoch. Runs are cut by the GOP bytes of ``cameras`` (default: all)."""
         if camera is not None:
             [camera] = checked_cameras(dataset.uri, dataset.cameras, camera)
         blocks = block_of_rows(dataset.rows, camera=camera)
-        return cls(blocks, batch_size=batch_size, dataset_version=dataset.version, **options)
+        if cameras is not None:
+            cameras = checked_cameras(dataset.uri, dataset.cameras, list(cameras)) if cameras else []
+        # no GOP read (no camera): nothing to fetch in runs, blocks one by one
+        places = dataset_block_places(dataset, blocks, cameras) if dataset.cameras and cameras != [] else None
+        return cls(blocks, batch_size=batch_size, dataset_version=dataset.version, places=places, **options)
 
     # --- the epoch's plan -------------------------------------------------------------------
     @property
@@ -191,7 +225,7 @@ class BlockSampler(PlannedOrder):
         """The rows this epoch plans: all of them, or those a checkpoint of another layout left."""
         if self.resumed_from is None:
             return np.arange(self.num_rows, dtype=np.int64)
-        earlier = _sampler_from_state(self.resumed_from, self._blocks, self.dataset_version)
+        earlier = _sampler_from_state(self.resumed_from, self._blocks, self.dataset_version, self.places)
         taken = np.zeros(self.num_rows, dtype=bool)
         for rank in range(earlier.world_size):
             mine = earlier.positioned_rank(rank)
@@ -212,13 +246,20 @@ class BlockSampler(PlannedOrder):
         rows = self._rows_of_epoch()
         salt = self.salt + (0 if self.resumed_from is None else 1 + _depth(self.resumed_from))
         rng = np.random.default_rng([self.seed, self.epoch, salt])
-        blocks = self._blocks[rows]
-        ids, dense = np.unique(blocks, return_inverse=True)
-        block_rank = rng.permutation(len(ids))
-        # rows of a block stay in (row) order, blocks in random order
-        sequence = rows[np.lexsort((rows, block_rank[dense]))]
+        ids, dense = np.unique(self._blocks[rows], return_inverse=True)
+        dense = dense.reshape(-1)
+        if self.run_bytes and self.places is not None:
+            run, storage = run_of_blocks(self.places, ids, self.run_bytes)
+        else:  # every block a run of its own
+            run, storage = np.arange(len(ids), dtype=np.int64), np.zeros(len(ids), dtype=np.int64)
+        run_rank = rng.permutation(int(run.max()) + 1 if len(run) else 0)
+        # runs in random order, a run's blocks in storage order, a block's rows in (row) order
+        laid = np.lexsort((rows, storage[dense], run_rank[run[dense]]))
         streams = []
-        for part in np.array_split(sequence, self.streams):
+        for part in np.array_split(laid, self.streams):
+            if self.run_bytes:
+                part = self._pooled(part, dense, run, ids, rng)
+            part = rows[part]
             keys = np.arange(len(part)) + self.window_rows * rng.random(len(part))
             streams.append(part[np.argsort(keys, kind="stable")])
         sizes = [len(s) for s in streams]
@@ -229,6 +270,21 @@ class BlockSampler(PlannedOrder):
         plan = (streams, [k])
         self._plan_cache = (key, plan)
         return plan
+
+    def _pooled(
+        self, part: np.ndarray, dense: np.ndarray, run: np.ndarray, ids: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
+        """A stream's positions (``part``, runs laid end to end) in the order its pool of open runs
+        takes their blocks (``robodata.torch._runs.pooled``)."""
+        block = dense[part]
+        starts = np.flatnonzero(np.r_[True, block[1:] != block[:-1]]) if len(part) else np.zeros(0, np.int64)
+        lengths = np.diff(np.r_[starts, len(part)])
+        assert self.places is not None
+        order = pooled(run[block[starts]], self.places.sizes()[ids[block[starts]]], self.pool_bytes, rng)
+        taken = lengths[order]
+        # the chunks' positions laid one after another in the pool's order
+        first = np.repeat(starts[order] - (np.cumsum(taken) - taken), taken)
+        return part[first + np.arange(len(part))]
 
     def _batches_per_stream(self) -> int:
         return self._plan()[1][0]
@@ -314,9 +370,15 @@ class BlockSampler(PlannedOrder):
             "batch_size": self.batch_size,
             "window_rows": self.window_rows,
             "drop_last": self.drop_last,
+            "run_bytes": self.run_bytes,
+            "pool_bytes": self.pool_bytes,
+            "places_digest": self._places_digest(),
             "dataset_version": self.dataset_version,
             "resumed_from": self.resumed_from,
         }
+
+    def _places_digest(self) -> str | None:
+        return None if not self.run_bytes or self.places is None else self.places.digest()
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from a checkpoint: at the next batch with the same layout, else the rows not
@@ -324,8 +386,9 @@ class BlockSampler(PlannedOrder):
         self._check_resumable(state, ("shuffle", "seed", "num_rows", "dataset_version"))
         consumed = int(state["consumed_batches"])
         self.epoch = int(state["epoch"])
-        layout = ("world_size", "num_workers", "batch_size", "window_rows", "drop_last")
-        if all(state[key] == getattr(self, key) for key in layout):
+        check_places(state, self._places_digest())
+        layout = ("world_size", "num_workers", "batch_size", "window_rows", "drop_last", "run_bytes", "pool_bytes")
+        if all(state.get(key, EARLIER_LAYOUT.get(key)) == getattr(self, key) for key in layout):
             self.resumed_from = state.get("resumed_from")
             self.start = consumed
         else:
@@ -344,15 +407,34 @@ class BlockSampler(PlannedOrder):
         return (
             f"BlockSampler(rows={self.num_rows}, batch_size={self.batch_size}, rank={self.rank}/"
             f"{self.world_size}, workers={self.num_workers}, seed={self.seed}, epoch={self.epoch}, "
-            f"window_rows={self.window_rows}, start={self.start})"
+            f"window_rows={self.window_rows}, run_bytes={self.run_bytes}, pool_bytes={self.pool_bytes}, "
+            f"start={self.start})"
         )
+
+
+# what a checkpoint written before runs existed planned with: blocks one by one
+EARLIER_LAYOUT = {"run_bytes": 0, "pool_bytes": 0}
+
+
+def check_places(state: dict | None, digest: str | None) -> None:
+    """A checkpoint planned in runs continues only over runs cut from the same block places
+    (the same cameras' GOP bytes): otherwise what it took could not be told."""
+    while state is not None:
+        if state.get("run_bytes", 0) and state.get("places_digest") != digest:
+            raise ValueError(
+                "cannot resume: the checkpoint's runs were cut from other GOP byte sizes (other cameras read, or "
+                f"no byte sizes): places_digest={state.get('places_digest')!r}, this sampler's {digest!r}"
+            )
+        state = state.get("resumed_from")
 
 
 def _depth(state: dict | None) -> int:
     return 0 if state is None else 1 + _depth(state.get("resumed_from"))
 
 
-def _sampler_from_state(state: dict, blocks: np.ndarray, version: int | None) -> BlockSampler:
+def _sampler_from_state(
+    state: dict, blocks: np.ndarray, version: int | None, places: BlockPlaces | None = None
+) -> BlockSampler:
     """The sampler (rank 0) that wrote checkpoint ``state``, positioned where it stopped."""
     earlier = BlockSampler(
         blocks,
@@ -364,6 +446,9 @@ def _sampler_from_state(state: dict, blocks: np.ndarray, version: int | None) ->
         window_rows=state["window_rows"],
         drop_last=state["drop_last"],
         dataset_version=version,
+        places=places,
+        run_bytes=state.get("run_bytes", 0),
+        pool_bytes=state.get("pool_bytes", 0),
     )
     earlier.resumed_from = state.get("resumed_from")
     earlier.start = int(state["consumed_batches"])

@@ -32,12 +32,13 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from robodata.torch._block_order import DEFAULT_WINDOW_ROWS, BlockSampler
+from robodata.torch._block_order import DEFAULT_WINDOW_ROWS, EARLIER_LAYOUT, BlockSampler, check_places
+from robodata.torch._runs import DEFAULT_POOL_BYTES, DEFAULT_RUN_BYTES, BlockPlaces
 from robodata.torch._sampler import WorkerShard
 
 __all__ = ["BlockItemSampler", "PlannedIndex", "WorkerShard"]
 
-LAYOUT = ("batch_size", "num_workers", "world_size", "window_rows")
+LAYOUT = ("batch_size", "num_workers", "world_size", "window_rows", "run_bytes", "pool_bytes")
 
 
 class PlannedIndex(int):
@@ -78,6 +79,9 @@ class BlockItemSampler:
         The items to order (default: all), e.g. without each episode's last frames.
     dataset_version : int, optional
         The version the items come from: a checkpoint of another version is refused.
+    places, run_bytes, pool_bytes
+        Runs and the pool (``BlockSampler``'s, ``robodata.torch._runs``): without ``places``
+        blocks are taken one by one.
     """
 
     def __init__(
@@ -92,6 +96,9 @@ class BlockItemSampler:
         window_rows: int = DEFAULT_WINDOW_ROWS,
         items: np.ndarray | None = None,
         dataset_version: int | None = None,
+        places: BlockPlaces | None = None,
+        run_bytes: int = DEFAULT_RUN_BYTES,
+        pool_bytes: int = DEFAULT_POOL_BYTES,
     ) -> None:
         self._blocks = np.asarray(block_of_item, dtype=np.int64)
         self.items = np.arange(len(self._blocks), dtype=np.int64) if items is None else np.asarray(items, np.int64)
@@ -104,6 +111,9 @@ class BlockItemSampler:
         self.seed = int(seed)
         self.window_rows = int(window_rows)
         self.dataset_version = dataset_version
+        self.places = places
+        self.run_bytes = int(run_bytes) if places is not None else 0  # 0: blocks one by one
+        self.pool_bytes = int(pool_bytes)
         self.shuffle = True
         self._epoch = 0
         self._start_index = 0
@@ -122,6 +132,9 @@ class BlockItemSampler:
             num_workers=self.num_workers,
             seed=self.seed,
             window_rows=self.window_rows,
+            places=self.places,
+            run_bytes=self.run_bytes,
+            pool_bytes=self.pool_bytes,
         )
         plan.salt = salt
         return plan
@@ -136,7 +149,8 @@ class BlockItemSampler:
             order = self.items[_flattened(self._plan(self.items), epoch, self.world_size)]
         else:
             # what the earlier layout handed out stays first; the rest is planned in this one
-            taken = _sampler_from_state(resumed, self._blocks, self.items).order(epoch)[: resumed["start_index"]]
+            earlier = _sampler_from_state(resumed, self._blocks, self.items, self.places)
+            taken = earlier.order(epoch)[: resumed["start_index"]]
             rest = self.items[~np.isin(self.items, taken)]
             planned = self._plan(rest, salt=1 + _depth(resumed))
             order = np.concatenate([taken, rest[_flattened(planned, epoch, self.world_size)]])
@@ -191,7 +205,7 @@ class BlockItemSampler:
             raise ValueError(f"cannot resume: start_index={start} is outside 0..{len(self)}")
         if "seed" in state:
             self._check(state)
-            if any(state[key] != getattr(self, key) for key in LAYOUT):
+            if any(state.get(key, EARLIER_LAYOUT.get(key)) != getattr(self, key) for key in LAYOUT):
                 self.resumed_from = dict(state)
             else:
                 self.resumed_from = state.get("resumed_from")
@@ -222,6 +236,10 @@ class BlockItemSampler:
                 raise ValueError(
                     f"cannot resume: the checkpoint has {key}={state.get(key)!r} but this sampler has {key}={value!r}"
                 )
+        check_places(state, self._places_digest())
+
+    def _places_digest(self) -> str | None:
+        return None if not self.run_bytes or self.places is None else self.places.digest()
 
     def resume_state(self, epoch: int, start_index: int) -> dict:
         """The full checkpoint of position (``epoch``, ``start_index``) of this order: plain JSON."""
@@ -233,6 +251,7 @@ class BlockItemSampler:
             "items_digest": _digest(self.items),
             "dataset_version": self.dataset_version,
             **{key: getattr(self, key) for key in LAYOUT},
+            "places_digest": self._places_digest(),
             "resumed_from": self.resumed_from if self.resumed_from and self.resumed_from["epoch"] == epoch else None,
         }
 
@@ -262,7 +281,8 @@ class BlockItemSampler:
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(items={len(self)}, batch_size={self.batch_size}, workers={self.num_workers}, "
-            f"rank={self.rank}/{self.world_size}, seed={self.seed}, window_rows={self.window_rows})"
+            f"rank={self.rank}/{self.world_size}, seed={self.seed}, window_rows={self.window_rows}, "
+            f"run_bytes={self.run_bytes}, pool_bytes={self.pool_bytes})"
         )
 
 
@@ -290,8 +310,11 @@ def _depth(state: dict | None) -> int:
     return 0 if state is None else 1 + _depth(state.get("resumed_from"))
 
 
-def _sampler_from_state(state: dict, blocks: np.ndarray, items: np.ndarray) -> BlockItemSampler:
+def _sampler_from_state(
+    state: dict, blocks: np.ndarray, items: np.ndarray, places: BlockPlaces | None
+) -> BlockItemSampler:
     """The sampler (rank 0) that wrote checkpoint ``state``, with the checkpoint it continued."""
-    earlier = BlockItemSampler(blocks, items=items, seed=state["seed"], **{key: state[key] for key in LAYOUT})
+    layout: dict = {key: state.get(key, EARLIER_LAYOUT.get(key)) for key in LAYOUT}
+    earlier = BlockItemSampler(blocks, items=items, seed=state["seed"], places=places, **layout)
     earlier.resumed_from = state.get("resumed_from")
     return earlier

@@ -39,6 +39,7 @@ from robodata.torch._handover import HandOff, SampleBatch, collate_batch, to_ten
 from robodata.torch._item_order import BlockItemSampler
 from robodata.torch._loader import ResumableLoader, make_sampler
 from robodata.torch._planned_reads import BatchPlan, batch_plan
+from robodata.torch._runs import DEFAULT_RUN_BYTES
 from robodata.torch._sampler import RowSampler
 
 
@@ -272,6 +273,8 @@ def make_dataloader(
     drop_last: bool = False,
     pool_episodes: int = 8,
     window_rows: int | None = None,
+    run_bytes: int = DEFAULT_RUN_BYTES,
+    pool_bytes: int | None = None,
     prefetch_factor: int | None = None,
     pin_memory: bool = False,
     persistent_workers: bool = True,
@@ -309,6 +312,13 @@ def make_dataloader(
     window_rows : int, optional
         Rows mixed at a time in each worker's stream with ``shuffle="block"``; by default as many
         as the frame buffer (``frame_buffer_bytes``, default 1 GiB per worker) holds, at most 4096.
+    run_bytes : int, default 2 MiB
+        With ``shuffle="block"``: blocks are taken in runs, consecutive blocks of one episode of
+        about this many compressed bytes of the cameras read (adjacent in storage: one large read
+        each from object storage); 0 takes blocks one by one (``robodata.torch._runs``).
+    pool_bytes : int, optional
+        With ``shuffle="block"``: each worker's stream draws blocks at random from a pool of open
+        runs of at most this many bytes (at least one run); default half of ``budget_bytes``.
     prefetch_factor, pin_memory, persistent_workers
         As DataLoader's (workers persist across epochs by default).
     start_method : {"spawn", "forkserver"}, default "spawn"
@@ -357,6 +367,8 @@ def make_dataloader(
         drop_last=drop_last,
         pool_episodes=pool_episodes,
         window_rows=window_rows,
+        run_bytes=run_bytes,
+        pool_bytes=pool_bytes,
     )
     return TorchLoader(
         reader,
