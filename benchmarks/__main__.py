@@ -50,6 +50,11 @@ SCENARIOS: dict[str, Scenario] = {
         "training epochs from s3:// (moto behind a latency/bandwidth proxy) against the local disk, with the "
         "store's GETs, bytes per GET and server CPU per epoch",
     ),
+    "order-randomness": Scenario(
+        "benchmarks.order_randomness",
+        "distinct episodes and GOPs per batch of the decode-once order with runs and a pool, against the "
+        "uniform order and blocks one by one, on a synthetic layout of 200+ episodes (no video)",
+    ),
     "upkeep": Scenario(
         "benchmarks.upkeep_scale",
         "open, ds[i], a 64-row batch and an episode filter before and after upkeep, local and s3://",

@@ -7,8 +7,9 @@ and their worker start-up, in one place.
   ``BlockItemSampler``: the same order as a ``sampler=`` of items (LeRobot's DataLoader takes one).
 - ``TrainingLoader`` and ``BatchReader``: the same reads as numpy, without PyTorch.
 - ``resolve_delta_timestamps``: LeRobot's ``delta_timestamps`` as row offsets; ``yuv420_to_rgb``:
-  frames handed over as YUV 4:2:0, converted on the training device; ``dataset_randomness``: how
-  random an order's batches are; ``take_frames_on_device``: GOPs decoded on an NVIDIA GPU.
+  frames handed over as YUV 4:2:0, converted on the training device; ``dataset_randomness`` and
+  ``batch_randomness``: how random an order's batches are; ``BlockPlaces``: where blocks lie in
+  storage (the decode-once order's runs); ``take_frames_on_device``: GOPs decoded on an NVIDIA GPU.
 
 Only ``RoboTorchDataset``, ``TorchLoader``, ``make_dataloader``, ``collate_batch``,
 ``worker_context``, ``yuv420_to_rgb`` and ``take_frames_on_device`` need PyTorch
@@ -35,11 +36,13 @@ _EXPORTS = {
     "resolve_delta_timestamps": "robodata.torch._delta_timestamps",
     "BatchReader": "robodata.torch._batch_reader",
     "BlockSampler": "robodata.torch._block_order",
+    "BlockPlaces": "robodata.torch._runs",
     "BlockItemSampler": "robodata.torch._item_order",
     "RowSampler": "robodata.torch._sampler",
     "TrainingLoader": "robodata.torch._loader",
     "make_sampler": "robodata.torch._loader",
     "dataset_randomness": "robodata.torch._batch_randomness",
+    "batch_randomness": "robodata.torch._batch_randomness",
     "yuv420_to_rgb": "robodata.torch._yuv",
     "take_frames_on_device": "robodata.torch._nvdec",
 }
@@ -47,11 +50,13 @@ _EXPORTS = {
 __all__ = [
     "BatchReader",
     "BlockItemSampler",
+    "BlockPlaces",
     "BlockSampler",
     "RoboTorchDataset",
     "RowSampler",
     "TrainingLoader",
     "TorchLoader",
+    "batch_randomness",
     "collate_batch",
     "dataset_randomness",
     "make_dataloader",
@@ -63,7 +68,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from robodata.torch._batch_randomness import dataset_randomness
+    from robodata.torch._batch_randomness import batch_randomness, dataset_randomness
     from robodata.torch._batch_reader import BatchReader
     from robodata.torch._block_order import BlockSampler
     from robodata.torch._delta_timestamps import resolve_delta_timestamps
@@ -71,6 +76,7 @@ if TYPE_CHECKING:
     from robodata.torch._item_order import BlockItemSampler
     from robodata.torch._loader import TrainingLoader, make_sampler
     from robodata.torch._nvdec import take_frames_on_device
+    from robodata.torch._runs import BlockPlaces
     from robodata.torch._sampler import RowSampler
     from robodata.torch._torch_dataset import (
         RoboTorchDataset,

@@ -312,10 +312,11 @@ def make_dataloader(
     window_rows : int, optional
         Rows mixed at a time in each worker's stream with ``shuffle="block"``; by default as many
         as the frame buffer (``frame_buffer_bytes``, default 1 GiB per worker) holds, at most 4096.
-    run_bytes : int, default 2 MiB
-        With ``shuffle="block"``: blocks are taken in runs, consecutive blocks of one episode of
-        about this many compressed bytes of the cameras read (adjacent in storage: one large read
-        each from object storage); 0 takes blocks one by one (``robodata.torch._runs``).
+    run_bytes : int, default 1 MiB
+        With ``shuffle="block"``: blocks are taken in runs, consecutive blocks of one episode of at
+        least this many compressed bytes of the cameras read (less only for a smaller episode) and
+        under twice as many: adjacent in storage, one large read each from object storage; 0 takes
+        blocks one by one (``robodata.torch._runs``).
     pool_bytes : int, optional
         With ``shuffle="block"``: each worker's stream draws blocks at random from a pool of open
         runs of at most this many bytes (at least one run); default half of ``budget_bytes``.
