@@ -174,7 +174,7 @@ class BlockSampler(PlannedOrder):
         self.dataset_version = dataset_version
         self.places = places
         self.run_bytes = int(run_bytes) if places is not None else 0  # 0: blocks one by one
-        self.pool_bytes = int(pool_bytes)
+        self.pool_bytes = int(pool_bytes) if self.run_bytes else 0  # no runs: no pool
         self.start = 0  # batches of this rank already taken in this epoch
         self.resumed_from: dict | None = None  # a checkpoint of another layout this epoch continues
         self.salt = 0  # tells apart the plans of one epoch's rows planned again (item form's resume)

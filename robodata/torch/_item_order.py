@@ -113,7 +113,7 @@ class BlockItemSampler:
         self.dataset_version = dataset_version
         self.places = places
         self.run_bytes = int(run_bytes) if places is not None else 0  # 0: blocks one by one
-        self.pool_bytes = int(pool_bytes)
+        self.pool_bytes = int(pool_bytes) if self.run_bytes else 0  # no runs: no pool
         self.shuffle = True
         self._epoch = 0
         self._start_index = 0
