@@ -211,3 +211,28 @@ def test_item_sampler_in_runs_yields_every_item_once_and_resumes_in_another_layo
     second.load_state_dict(state)
     again = second.order(0)
     assert np.array_equal(again[:160], order[:160]) and np.array_equal(np.sort(again), np.arange(ROWS))
+
+
+def test_make_sampler_cuts_runs_by_the_stored_bytes_of_the_cameras_read(ingested):
+    import robodata
+    from robodata.reader._dataset import gop_store
+    from robodata.torch import BatchReader, make_sampler
+
+    ds = robodata.open(ingested)
+    reader = BatchReader(ingested, cameras=["top", "wrist_left"], budget_bytes=10 << 20)
+    sampler = make_sampler(reader, batch_size=8, num_workers=2, window_rows=16)
+    assert sampler.pool_bytes == 5 << 20 and sampler.run_bytes == 1 << 20  # half the GOP budget
+    places = sampler.places
+    assert places is not None
+    gops = gop_store(ds)
+    for block in range(int(sampler.block_of_row.max()) + 1):
+        rows = np.flatnonzero(sampler.block_of_row == block)
+        refs = np.unique(np.concatenate([ds.rows.ref_id[c][rows] for c in ("top", "wrist_left")]))
+        assert places.nbytes is not None and places.nbytes[block] == gops.byte_sizes(refs).sum()
+        assert places.episode[block] == ds.rows.episode_index[rows[0]]
+        assert places.start[block] == ds.rows.frame_index[rows].min()
+    batches = [rows for rows, _ in sampler.padded_batches(WorkerShard(0, 2))]
+    batches += [rows for rows, _ in sampler.padded_batches(WorkerShard(1, 2))]
+    assert np.array_equal(np.unique(np.concatenate(batches)), np.arange(len(ds)))
+    # no camera read: no GOP to fetch, blocks one by one
+    assert make_sampler(BatchReader(ingested, cameras=[]), batch_size=8).run_bytes == 0
