@@ -55,6 +55,11 @@ SCENARIOS: dict[str, Scenario] = {
         "distinct episodes and GOPs per batch of the decode-once order with runs and a pool, against the "
         "uniform order and blocks one by one, on a synthetic layout of 200+ episodes (no video)",
     ),
+    "order-loss": Scenario(
+        "benchmarks.order_loss",
+        "a short training run's loss (tiny CNN, CPU, sample data) in the decode-once order with runs and a pool "
+        "and in the uniform order",
+    ),
     "upkeep": Scenario(
         "benchmarks.upkeep_scale",
         "open, ds[i], a 64-row batch and an episode filter before and after upkeep, local and s3://",

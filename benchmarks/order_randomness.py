@@ -53,12 +53,13 @@ def measure(
     ``window_rows``, else the defaults), over ``seeds`` epochs' seeds."""
     episode_of_row, block_of_row, places = synthetic_layout(episodes, rows)
     figures: dict[str, list[dict]] = {"uniform": [], "block": [], "pool": []}
+    options: dict = dict(order)
     for seed in range(seeds):
         samplers = {
             "uniform": RowSampler(len(block_of_row), batch_size=batch_size, seed=seed),
-            "block": BlockSampler(block_of_row, batch_size=batch_size, num_workers=num_workers, seed=seed, **order),
+            "block": BlockSampler(block_of_row, batch_size=batch_size, num_workers=num_workers, seed=seed, **options),
             "pool": BlockSampler(
-                block_of_row, batch_size=batch_size, num_workers=num_workers, seed=seed, places=places, **order
+                block_of_row, batch_size=batch_size, num_workers=num_workers, seed=seed, places=places, **options
             ),
         }
         for name, sampler in samplers.items():

@@ -41,6 +41,16 @@ FLAGS = {
         "rows mixed at a time in each stream of the decode-once order (default: what the frame buffer of "
         "decoded frames holds, at most 4096); a larger window mixes more and may decode a GOP again.",
     ),
+    "pool_mb": (
+        "N",
+        "MiB of compressed GOP bytes in each worker's pool of open runs in the decode-once order (default 128): "
+        "rows are drawn from these runs at random; a larger pool mixes more episodes per batch.",
+    ),
+    "run_mb": (
+        "N",
+        "MiB of compressed GOP bytes in one run of the decode-once order (default 1): consecutive blocks of one "
+        "episode, adjacent in storage, read in one range from object storage (0: blocks one by one).",
+    ),
     "frame_size": (
         "WIDTHxHEIGHT",
         "camera frames at this size (e.g. 224x224), read from the stored training rendition of that size "
@@ -56,6 +66,8 @@ class RobodataOptions:
 
     order: str | None = None  # None: $ROBODATA_TRAIN_ORDER, else decode_once
     window: int | None = None  # None: what the frame buffer holds
+    pool_mb: int | None = None  # None: the order's default pool (128 MiB)
+    run_mb: int | None = None  # None: the order's default run (1 MiB)
     frame_size: tuple[int, int] | None = None  # (height, width); None: the recorded size
 
     def training_order(self, environ: Mapping[str, str] | None = None) -> str:
@@ -74,11 +86,22 @@ class RobodataOptions:
             raise SystemExit(f"{ORDER_VARIABLE} must be one of {tuple(ORDER_NAMES)}, got {value!r}")
         return ORDER_NAMES[value]
 
+    def order_bytes(self) -> dict[str, int]:
+        """``run_bytes`` / ``pool_bytes`` of the decode-once order, for the flags given.
+
+        >>> RobodataOptions(pool_mb=64).order_bytes()
+        {'pool_bytes': 67108864}
+        """
+        given = {"run_bytes": self.run_mb, "pool_bytes": self.pool_mb}
+        return {key: value << 20 for key, value in given.items() if value is not None}
+
     def flags(self) -> list[str]:
         """These options as the command line spells them (the ones given)."""
         values = {
             "order": self.order,
             "window": self.window,
+            "pool_mb": self.pool_mb,
+            "run_mb": self.run_mb,
             "frame_size": None if self.frame_size is None else Rendition.parse(self.frame_size).name,
         }
         return [f"{PREFIX}{name}={value}" for name, value in values.items() if value is not None]
@@ -117,6 +140,12 @@ def _options(given: Mapping[str, str]) -> RobodataOptions:
     window = given.get("window")
     if window is not None and not (window.isdigit() and int(window) >= 0):
         raise SystemExit(f"robodata-train: {PREFIX}window must be a number of rows (0 or more), got {window!r}")
+    sizes_mb = {}
+    for name in ("pool_mb", "run_mb"):
+        value = given.get(name)
+        if value is not None and not value.isdigit():
+            raise SystemExit(f"robodata-train: {PREFIX}{name} must be a whole number of MiB (0 or more), got {value!r}")
+        sizes_mb[name] = None if value is None else int(value)
     frame_size = given.get("frame_size")
     size = None
     if frame_size is not None:
@@ -128,6 +157,7 @@ def _options(given: Mapping[str, str]) -> RobodataOptions:
         order=None if order is None else ORDER_NAMES[order],
         window=None if window is None else int(window),
         frame_size=size,
+        **sizes_mb,
     )
 
 

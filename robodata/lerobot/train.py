@@ -156,12 +156,14 @@ def sampler_factory(original: Callable, training: dict, options: RobodataOptions
             world_size=world_size,
             seed=seed,
             window_rows=options.window,
+            **options.order_bytes(),
             drop_n_first_frames=drop_n_first_frames,
             drop_n_last_frames=drop_n_last_frames,
         )
         logging.info(
-            f"robodata-train: {dataset.uri} in the decode-once block order, a window of {sampler.window_rows} rows "
-            f"(--robodata.order=uniform: LeRobot's)"
+            f"robodata-train: {dataset.uri} in the decode-once block order, a window of {sampler.window_rows} rows, "
+            f"runs of {sampler.run_bytes / 2**20:g} MiB through a pool of {sampler.pool_bytes / 2**20:g} MiB per worker "
+            "(--robodata.order=uniform: LeRobot's)"
         )
         return sampler
 

@@ -30,14 +30,19 @@ def test_flags_are_taken_out_of_lerobots_command_line():
     options, _ = split_arguments(["--robodata.frame_size=320x240", "--robodata.order=block"])
     assert (options.frame_size, options.order) == ((240, 320), "decode_once")  # WIDTHxHEIGHT, as renditions
     assert options.flags() == ["--robodata.order=decode_once", "--robodata.frame_size=320x240"]
+    options, _ = split_arguments(["--robodata.pool_mb=64", "--robodata.run_mb", "2"])
+    assert options.order_bytes() == {"run_bytes": 2 << 20, "pool_bytes": 64 << 20}
+    assert options.flags() == ["--robodata.pool_mb=64", "--robodata.run_mb=2"]
     refusals = {
         "--robodata.orde=uniform": "robodata-train: unknown flag --robodata.orde; robodata's flags are "
-        "--robodata.order, --robodata.window, --robodata.frame_size",
+        "--robodata.order, --robodata.window, --robodata.pool_mb, --robodata.run_mb, --robodata.frame_size",
         "--robodata.order=random": "robodata-train: --robodata.order must be decode_once or uniform, got 'random'",
         "--robodata.window=-3": "robodata-train: --robodata.window must be a number of rows (0 or more), got '-3'",
         "--robodata.frame_size=224": "robodata-train: --robodata.frame_size: rendition '224' is not "
         "WIDTHxHEIGHT (e.g. 224x224)",
         "--robodata.window": "robodata-train: --robodata.window needs a value (N)",
+        "--robodata.pool_mb=0.5": "robodata-train: --robodata.pool_mb must be a whole number of MiB (0 or more), "
+        "got '0.5'",
     }
     for argument, message in refusals.items():
         with pytest.raises(SystemExit) as refused:
@@ -117,13 +122,20 @@ def test_frame_size_and_window_reach_the_dataset_and_the_order(lerobot, dataset_
     add_rendition(dataset_copy, "224x224", cameras=["top"])  # the other cameras are scaled
     caplog.set_level(logging.INFO)
     robodata_train.main(
-        [f"--dataset.repo_id={dataset_copy}", "--robodata.frame_size=224x224", "--batch_size=4", "--robodata.window=64"]
+        [
+            f"--dataset.repo_id={dataset_copy}",
+            "--robodata.frame_size=224x224",
+            "--batch_size=4",
+            "--robodata.window=64",
+            "--robodata.pool_mb=3",
+        ]
     )
     assert lerobot["argv"] == [f"--dataset.repo_id={dataset_copy}", "--batch_size=4"]  # LeRobot never sees ours
     dataset, sampler = lerobot["dataset"], lerobot["sampler"]
     assert isinstance(dataset, LeRobotCompatDataset) and isinstance(sampler, BlockOrderSampler)
     assert sampler.window_rows == 64 and lerobot["revision"] == f"robodata-train-v{dataset.version}"
-    assert "robodata-train: --robodata.window=64 --robodata.frame_size=224x224" in caplog.text
+    assert (sampler.pool_bytes, sampler.run_bytes) == (3 << 20, 1 << 20)
+    assert "robodata-train: --robodata.window=64 --robodata.pool_mb=3 --robodata.frame_size=224x224" in caplog.text
     assert (
         "robodata-train: frames at 224x224: top from the stored 224x224 rendition; wrist_left, wrist_right decoded "
         "at full size and scaled (robodata add-rendition DATASET 224x224)"
@@ -149,7 +161,13 @@ def test_help_lists_robodatas_flags(capsys):
     options, rest = robodata_train.parse_arguments(["--help"])  # then LeRobot prints its own help
     out = capsys.readouterr().out
     assert rest == ["--help"] and out.startswith("robodata-train: lerobot-train on robodata datasets")
-    for flag in ("--robodata.order=decode_once|uniform", "--robodata.window=N", "--robodata.frame_size=WIDTHxHEIGHT"):
+    flags = (
+        "--robodata.order=decode_once|uniform",
+        "--robodata.window=N",
+        "--robodata.pool_mb=N",
+        "--robodata.run_mb=N",
+    )
+    for flag in (*flags, "--robodata.frame_size=WIDTHxHEIGHT"):
         assert flag in out
 
 
