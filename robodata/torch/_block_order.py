@@ -7,13 +7,17 @@ frames. Here the rows of one GOP (a *block*: rows whose first camera's frames sh
 read by one DataLoader worker, which decodes the GOP once and keeps the frames it will hand over
 later (``robodata.torch._frame_buffer``), so every decoded frame is used.
 
-The order of one epoch is a pure function of (seed, epoch, the rows' blocks, world size,
-workers per rank, batch size, ``window_rows``):
+The order of one epoch is a pure function of (seed, epoch, the rows' blocks and their places,
+world size, workers per rank, batch size, ``window_rows``, ``run_bytes``, ``pool_bytes``):
 
-1. blocks are shuffled and their rows laid end to end;
+1. blocks are shuffled and their rows laid end to end; with the blocks' places (episode, time,
+   bytes: ``robodata.torch._runs``) *runs* of consecutive blocks of one episode are shuffled
+   instead, a run's blocks in storage order;
 2. that sequence is cut into ``world_size * num_workers`` contiguous *streams* of equal length
    (within one row); stream ``s`` belongs to rank ``s // num_workers``, worker ``s % num_workers``.
-   A block cut by a stream boundary (at most one per boundary) is decoded by both streams;
+   A block cut by a stream boundary (at most one per boundary) is decoded by both streams. With
+   runs, a stream's blocks are then taken through its pool of open runs (``_runs.pooled``): a
+   block's rows stay together, so what follows holds as without runs;
 3. inside a stream, rows are mixed: row ``p`` of the stream gets the key ``p + window_rows * u``
    (``u`` uniform in [0, 1)) and rows are taken in key order. This is the shuffle buffer of
    LeRobot's streaming dataset and WebDataset, but exact: every row once. **The bound**: once
