@@ -114,6 +114,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--orders", nargs="+", default=list(ORDERS), choices=list(ORDERS))
+    parser.add_argument("--window", type=int, default=None, help="rows mixed at a time (default: the frame buffer's)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -121,7 +122,10 @@ def main(args: argparse.Namespace) -> int:
     curves = {}
     for name in args.orders:
         began = time.perf_counter()
-        curves[name] = train(uri, ORDERS[name], args.steps, args.batch_size, args.workers, args.seed)
+        order = dict(ORDERS[name])
+        if args.window is not None and order["shuffle"] == "block":
+            order["window_rows"] = args.window
+        curves[name] = train(uri, order, args.steps, args.batch_size, args.workers, args.seed)
         print(f"{name}: {args.steps} steps in {time.perf_counter() - began:.0f} s", flush=True)
     every = 25
     print(f"mean loss of every {every} steps ({args.episodes} episodes, batch {args.batch_size}, seed {args.seed})")
