@@ -6,7 +6,8 @@ order: a tiny CNN regresses the action from one camera and the state of sample d
 
 The sample dataset is written and ingested into WORKDIR once (reused when there). Orders: ``pool``
 (the default decode-once order: runs through the default pool), ``pool-tight`` (a pool of one
-run at a time: the least mixing runs allow), ``uniform``. Printed: the mean loss of every 25 steps
+run at a time: the least mixing runs allow), ``block`` (blocks one by one: the order before runs),
+``uniform``. Printed: the mean loss of every 25 steps
 and of the last 50.
 """
 
@@ -21,6 +22,7 @@ import numpy as np
 ORDERS: dict[str, dict] = {
     "pool": {"shuffle": "block"},
     "pool-tight": {"shuffle": "block", "pool_bytes": 0},
+    "block": {"shuffle": "block", "run_bytes": 0},
     "uniform": {"shuffle": "uniform"},
 }
 CAMERA = "wrist_left"
