@@ -68,6 +68,7 @@ from robodata.torch._runs import (
     dataset_block_places,
     pooled,
     run_of_blocks,
+    runs_for_streams,
 )
 from robodata.torch._sampler import PlannedOrder, WorkerShard
 
@@ -253,7 +254,9 @@ class BlockSampler(PlannedOrder):
         ids, dense = np.unique(self._blocks[rows], return_inverse=True)
         dense = dense.reshape(-1)
         if self.run_bytes and self.places is not None:
-            run, storage = run_of_blocks(self.places, ids, self.run_bytes)
+            run, storage = run_of_blocks(
+                self.places, ids, runs_for_streams(self.places, ids, self.run_bytes, self.streams)
+            )
         else:  # every block a run of its own
             run, storage = np.arange(len(ids), dtype=np.int64), np.zeros(len(ids), dtype=np.int64)
         run_rank = rng.permutation(int(run.max()) + 1 if len(run) else 0)

@@ -19,6 +19,10 @@ fetcher holding less than a whole run then still reads a contiguous prefix. The 
 mixes rows of the pooled blocks as before (``robodata.torch._block_order``), so its bound on
 decoded frames holds unchanged.
 
+On a dataset too small to give every stream ``MIN_RUNS_PER_STREAM`` runs of ``run_bytes``, runs
+are cut smaller (``runs_for_streams``), so that a worker's batches do not come from a few whole
+episodes of its own.
+
 Without byte sizes every block counts as ``ASSUMED_BLOCK_BYTES`` (a run is then a fixed count of
 blocks: ``run_bytes // ASSUMED_BLOCK_BYTES``).
 
@@ -43,6 +47,11 @@ from robodata.reader import RowIndex
 DEFAULT_RUN_BYTES = 1 << 20
 DEFAULT_POOL_BYTES = 128 << 20  # open runs' bytes per stream: half the GOP cache's default 256 MiB
 ASSUMED_BLOCK_BYTES = 64 << 10  # a block's bytes when none are known (~3 cameras of 18 KB GOPs)
+# A stream holds at least about this many runs: runs shrink below run_bytes on a dataset too small
+# for it. Streams of runs as long as whole episodes would give each worker a few episodes of its
+# own (6 sample episodes, 2 workers: 3 each; a tiny CNN's last-50-step loss 0.064 against 0.042
+# uniform, benchmarks/order_loss.py); 8 keeps 1 MiB runs on the 6-episode ALOHA benchmark set.
+MIN_RUNS_PER_STREAM = 8
 
 
 @dataclass(frozen=True)
@@ -130,6 +139,18 @@ def run_of_blocks(places: BlockPlaces, ids: np.ndarray, run_bytes: int) -> tuple
     run = np.empty(len(ids), dtype=np.int64)
     run[storage] = run_sorted.reshape(-1)
     return run, rank
+
+
+def runs_for_streams(places: BlockPlaces, ids: np.ndarray, run_bytes: int, streams: int) -> int:
+    """The run size for the blocks ``ids`` cut into ``streams`` streams: ``run_bytes``, less when
+    their bytes would not give each stream ``MIN_RUNS_PER_STREAM`` runs (at least 1 byte).
+
+    >>> places = BlockPlaces(np.zeros(64, np.int64), np.arange(64) * 4)  # 64 blocks of 64 KiB
+    >>> runs_for_streams(places, np.arange(64), 1 << 20, streams=2) // ASSUMED_BLOCK_BYTES
+    4
+    """
+    total = int(places.sizes()[np.asarray(ids, dtype=np.int64)].sum())
+    return max(min(int(run_bytes), total // (max(streams, 1) * MIN_RUNS_PER_STREAM)), 1)
 
 
 def pooled(chunk_run: np.ndarray, chunk_bytes: np.ndarray, pool_bytes: int, rng: np.random.Generator) -> np.ndarray:

@@ -236,3 +236,35 @@ def test_make_sampler_cuts_runs_by_the_stored_bytes_of_the_cameras_read(ingested
     assert np.array_equal(np.unique(np.concatenate(batches)), np.arange(len(ds)))
     # no camera read: no GOP to fetch, blocks one by one
     assert make_sampler(BatchReader(ingested, cameras=[]), batch_size=8).run_bytes == 0
+
+
+def test_runs_shrink_on_a_dataset_too_small_to_give_every_stream_several_runs():
+    few = np.isin(EPISODES, [0, 1, 2])  # 3 episodes: with 1 GiB runs, 3 runs in all
+    blocks = BLOCKS[few]
+    for world_size, num_workers in [(1, 2), (2, 2)]:
+        ranks = [
+            BlockSampler(
+                blocks,
+                batch_size=1,
+                rank=r,
+                world_size=world_size,
+                num_workers=num_workers,
+                window_rows=0,
+                places=PLACES,
+                run_bytes=1 << 30,
+                pool_bytes=0,
+                seed=4,
+            )
+            for r in range(world_size)
+        ]
+        for s in ranks:
+            for w in range(num_workers):
+                rows = consumed_rows(s.padded_batches(WorkerShard(w, num_workers)))
+                taken = blocks_in_order(np.flatnonzero(few)[rows])
+                # a pool of one run: the stream is its runs back to back; a new run starts where
+                # the next block is not the one after it in its episode
+                order = np.lexsort((BLOCK_START, BLOCK_EPISODE))
+                place = np.empty(NUM_BLOCKS, np.int64)
+                place[order] = np.arange(NUM_BLOCKS)
+                starts = 1 + int(np.sum(place[taken[1:]] != place[taken[:-1]] + 1))
+                assert starts >= 5, (world_size, num_workers, w, starts)
