@@ -32,8 +32,12 @@ class BatchPlan:
     batches: Callable[[int, int], list[np.ndarray]]
 
     def upcoming(self) -> list[np.ndarray]:
-        """Every batch of the plan this worker reads, from the plan's start."""
-        return self.batches(0, -1)
+        """Every batch of the plan this worker reads, from the plan's start (listed once: the
+        frame buffer and the GOP prefetcher both plan with it)."""
+        listed = self.__dict__.get("_upcoming")
+        if listed is None:
+            listed = self.__dict__["_upcoming"] = self.batches(0, -1)
+        return listed
 
 
 def batch_plan(indices: Sequence[int], order: object) -> BatchPlan | None:

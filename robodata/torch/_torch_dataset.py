@@ -57,7 +57,6 @@ def share_rows(reader: BatchReader) -> SharedArrays | None:
 
 
 START_METHODS = ("spawn", "forkserver")
-PREFETCH_WINDOW = 64  # batches of a worker's plan handed to its prefetcher at a time
 
 
 def worker_context(start_method: str = "spawn"):
@@ -120,7 +119,7 @@ class RoboTorchDataset(Dataset):
     def __init__(self, reader: BatchReader, plan: RowSampler | BlockSampler | BlockItemSampler | None = None) -> None:
         self.reader = reader
         self.plan = plan
-        self._prefetched: tuple | None = None  # (plan key, batches received, end of the window)
+        self._prefetched: tuple | None = None  # the key of the plan the prefetcher was given
         self._shared_rows: SharedArrays | None = None
         self._hand_off = HandOff()
 
@@ -141,19 +140,15 @@ class RoboTorchDataset(Dataset):
         return self.__getitems__([index])[0]
 
     def _schedule_prefetch(self, plan: BatchPlan | None) -> None:
-        """Tell the reader the batches DataLoader will send this worker next: a window of
-        ``PREFETCH_WINDOW`` batches of its share of the plan, renewed as the worker moves on (a
-        list of the whole epoch would grow with the dataset). A batch from a new plan (new
-        epoch, resumed position) starts a new window."""
-        if plan is None:
+        """Tell the reader every batch DataLoader will send this worker in the plan (its share of
+        the epoch, from the plan's start): the prefetcher fetches their GOPs in first-need order,
+        each run of GOPs stored together in one read, held until the last batch that needs them
+        (``robodata.torch._gop_cache``). A batch from a new plan (new epoch, resumed position)
+        schedules that plan."""
+        if plan is None or plan.key == self._prefetched:
             return
-        if self._prefetched is None or plan.key != self._prefetched[0]:
-            self._prefetched = (plan.key, 0, 0)
-        key, received, window_end = self._prefetched
-        if received >= window_end:
-            window_end = received + PREFETCH_WINDOW
-            self.reader.schedule(plan.batches(received, PREFETCH_WINDOW))
-        self._prefetched = (key, received + 1, window_end)
+        self._prefetched = plan.key
+        self.reader.schedule(plan.upcoming())
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
