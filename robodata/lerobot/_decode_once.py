@@ -17,6 +17,7 @@ from robodata.lerobot._block_order import BlockOrderSampler
 from robodata.reader import PLANAR_RGB, RowIndex
 from robodata.torch._block_order import WINDOW_LIMIT, BlockSampler, block_of_rows, window_rows_for
 from robodata.torch._frame_buffer import FrameBuffer
+from robodata.torch._gop_cache import GopCache
 from robodata.torch._planned_reads import FramePlan, batch_plan
 from robodata.torch._sampler import RowSampler
 
@@ -41,12 +42,22 @@ class DecodeOnceOrder:
 
     _order: BlockSampler | BlockOrderSampler | None = None
     _frames: FramePlan | None = None
+    _gops: GopCache | None = None
 
     def _item_source(self) -> ItemSource:
         raise NotImplementedError
 
     def _new_frame_buffer(self) -> FrameBuffer | None:
         raise NotImplementedError
+
+    def _new_gop_cache(self) -> GopCache | None:
+        """The GOP prefetcher of this process's batches, keyed by the order's batches (None: none)."""
+        raise NotImplementedError
+
+    def _gop_cache(self) -> GopCache | None:
+        if self._gops is None:
+            self._gops = self._new_gop_cache()
+        return self._gops
 
     def sampler(
         self,
@@ -151,12 +162,23 @@ class DecodeOnceOrder:
         if not isinstance(self._order, BlockSampler | BlockOrderSampler):
             return None
         if self._frames is None:
-            self._frames = FramePlan(self._new_frame_buffer)
+            self._frames = FramePlan(self._new_frame_buffer, self._gop_cache)
         rows = self._item_source().rows
         buffer = self._frames.for_batch(batch_plan(indices, self._order), rows_of=lambda batch: rows[batch])
         if buffer is None:
             return None
-        return lambda rows: buffer.read(rows, pixel_format=PLANAR_RGB, allocate=allocate)
+        cache, items = self._gops, np.asarray(indices, dtype=np.int64)
+
+        def read(rows: np.ndarray) -> dict:
+            # The GOPs the prefetcher fetched ahead for this batch, pinned while it decodes.
+            gop_bytes = cache.acquire(items) if cache is not None else None
+            try:
+                return buffer.read(rows, pixel_format=PLANAR_RGB, allocate=allocate, gop_bytes=gop_bytes)
+            finally:
+                if cache is not None:
+                    cache.release(items)
+
+        return read
 
     @property
     def frame_buffer(self) -> FrameBuffer | None:

@@ -38,7 +38,7 @@ from robodata.torch._block_order import BlockSampler
 from robodata.torch._handover import HandOff, SampleBatch, collate_batch, to_tensors
 from robodata.torch._item_order import BlockItemSampler
 from robodata.torch._loader import ResumableLoader, make_sampler
-from robodata.torch._planned_reads import BatchPlan, batch_plan
+from robodata.torch._planned_reads import batch_plan
 from robodata.torch._sampler import RowSampler
 
 
@@ -119,7 +119,6 @@ class RoboTorchDataset(Dataset):
     def __init__(self, reader: BatchReader, plan: RowSampler | BlockSampler | BlockItemSampler | None = None) -> None:
         self.reader = reader
         self.plan = plan
-        self._prefetched: tuple | None = None  # the key of the plan the prefetcher was given
         self._shared_rows: SharedArrays | None = None
         self._hand_off = HandOff()
 
@@ -130,8 +129,9 @@ class RoboTorchDataset(Dataset):
         finish_sending_before_exit()
         adopt_shared_rows(self.reader, self._shared_rows)
         plan = batch_plan(indices, self.plan)
-        self.reader.frame_plan.for_batch(plan)  # a batch of a new plan plans the frame buffer
-        self._schedule_prefetch(plan)
+        # A batch of a new plan plans the frame buffer and has the GOP prefetcher fetch the GOPs
+        # of every batch of it this worker reads, in first-need order, runs stored together in one read.
+        self.reader.frame_plan.for_batch(plan)
         shared = self._hand_off.outputs()
         self.reader.allocate = shared
         return self._hand_off.batch(to_tensors(self.reader.read(indices), shared), indices, shared)
@@ -139,20 +139,8 @@ class RoboTorchDataset(Dataset):
     def __getitem__(self, index: int) -> dict:
         return self.__getitems__([index])[0]
 
-    def _schedule_prefetch(self, plan: BatchPlan | None) -> None:
-        """Tell the reader every batch DataLoader will send this worker in the plan (its share of
-        the epoch, from the plan's start): the prefetcher fetches their GOPs in first-need order,
-        each run of GOPs stored together in one read, held until the last batch that needs them
-        (``robodata.torch._gop_cache``). A batch from a new plan (new epoch, resumed position)
-        schedules that plan."""
-        if plan is None or plan.key == self._prefetched:
-            return
-        self._prefetched = plan.key
-        self.reader.schedule(plan.upcoming())
-
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_prefetched"] = None
         state["_shared_rows"] = share_rows(self.reader)
         return state
 
