@@ -19,14 +19,8 @@ SMALL_GET = 4096
 
 
 def gop_data_gets(s3, since: int) -> list[int]:
-    """Bytes asked of each GET on gops.lance's data files since ``since`` (its Range)."""
-    sizes = []
-    for request in s3.requests(since):
-        if request.method == "GET" and "/gops.lance/data/" in request.path:
-            first, _, last = request.range.removeprefix("bytes=").partition("-")
-            assert first and last, f"a GET of a whole data file: {request}"
-            sizes.append(int(last) - int(first) + 1)
-    return sizes
+    """Bytes asked of each GET on gops.lance's data files since ``since``."""
+    return s3.ranged_get_sizes(since, "/gops.lance/data/")
 
 
 @pytest.fixture(scope="module")
