@@ -34,7 +34,7 @@ from robodata.reader._dataset import gop_store
 from robodata.storage._uris import is_remote
 
 REMOTE_FETCH_AHEAD = 64  # batches ahead of the consumer whose GOPs are fetched from object storage
-REMOTE_HORIZON = 1024  # batches ahead in which later uses of a span's GOPs are looked for
+REMOTE_HORIZON = 256  # batches ahead in which later uses of a span's GOPs are looked for (listing one costs ~0.6 ms)
 MAX_SPAN_BYTES = 8 << 20  # one range read at most (and at most a quarter of the budget)
 SCAN_CHUNK = 16  # batches whose GOPs are listed per step of the thread
 
