@@ -283,11 +283,10 @@ class GopCache:
         self._scanned = max(self._scanned, min(self._cursor, len(self._plan)))
         listing_end = min(len(self._plan), self._cursor + self.horizon)
         position = max(self._fetch_at, self._cursor)
-        # Fetch what the consumer waits for at once; anything further once the horizon is listed,
-        # so that a span takes in every later use of its GOPs.
-        span = None
-        if position < self._scanned and (position == self._cursor or self._scanned >= listing_end):
-            span = self._next_span(position)
+        # Fetch what the consumer waits for at once; anything further once the horizon is listed
+        # (_next_span), so that a span takes in every later use of its GOPs.
+        if position < self._scanned:
+            span = self._next_span(position, listed_all=self._scanned >= listing_end)
             if span is not None:
                 return "fetch", self._generation, span
         if self._scanned < listing_end:
@@ -295,9 +294,10 @@ class GopCache:
             return "scan", self._generation, (self._scanned, self._plan[self._scanned : end])
         return None
 
-    def _next_span(self, position: int) -> np.ndarray | None:
+    def _next_span(self, position: int, listed_all: bool) -> np.ndarray | None:
         """The GOPs of the next span to read, reserved as in flight, or None (all of the next
-        batches are held or in flight, or the budget has no room until the consumer moves on)."""
+        batches are held or in flight, the budget has no room until the consumer moves on, or
+        the span is for a later batch and the horizon is not ``listed_all`` yet)."""
         fetch_end = min(self._scanned, self._cursor + self.fetch_ahead)
         while position < fetch_end:
             missing = [r for r in self._needs.get(position, np.zeros(0, np.int64)).tolist() if self._wanted(r)]
@@ -305,7 +305,7 @@ class GopCache:
                 break
             position += 1
         self._fetch_at = position
-        if position >= fetch_end:
+        if position >= fetch_end or (position != self._cursor and not listed_all):
             return None
         head = min(missing, key=self._address.__getitem__)  # the lowest address: spans run forward
         span, size = [head], self._sizes[head]
