@@ -31,10 +31,10 @@ def s3_dataset(module_s3, eight_short_uploads) -> str:
     return root
 
 
-def epoch_reads(s3, root: str, shuffle: str) -> tuple[list[int], int, object]:
+def epoch_reads(s3, root: str, shuffle: str, **options) -> tuple[list[int], int, object]:
     """One epoch over every camera in ``shuffle`` order: the GOP-data GETs it made, the GOP bytes
     it needed, and its GOP cache."""
-    loader = make_dataloader(root, storage_options=s3.storage_options, batch_size=8, shuffle=shuffle)
+    loader = make_dataloader(root, storage_options=s3.storage_options, batch_size=8, shuffle=shuffle, **options)
     ds, cache = loader.reader.dataset, loader.reader.cache
     store = gop_store(ds)
     needed = store.refs(np.arange(len(ds)), ds.cameras)
@@ -59,4 +59,15 @@ def test_decode_once_epoch_fetches_every_gop_byte_once_in_spans(module_s3, s3_da
     gets, needed_bytes, cache = epoch_reads(module_s3, s3_dataset, "block")
     assert cache.on_demand_gops == 0 and cache.spans_fetched >= 3
     assert sum(size > SMALL_GET for size in gets) <= cache.spans_fetched and len(gets) <= 3 * cache.spans_fetched
+    assert needed_bytes <= sum(gets) <= MAX_EXTRA * needed_bytes
+
+
+def test_a_small_budget_bounds_what_is_held_and_still_reads_each_gop_once(module_s3, s3_dataset):
+    ds = robodata.open(s3_dataset, storage_options=module_s3.storage_options)
+    store = gop_store(ds)
+    episode_bytes = int(store.byte_sizes(store.refs(np.arange(len(ds) // 3), ds.cameras)).sum())
+    budget = episode_bytes  # a third of the epoch's GOPs: spans of a quarter of it at most
+    gets, needed_bytes, cache = epoch_reads(module_s3, s3_dataset, "none", budget_bytes=budget)
+    assert cache.on_demand_gops == 0 and cache.spans_fetched > 3  # more, shorter spans
+    assert cache.peak_held <= budget + budget // 4
     assert needed_bytes <= sum(gets) <= MAX_EXTRA * needed_bytes
