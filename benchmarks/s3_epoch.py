@@ -131,10 +131,11 @@ def compare(
     from robodata.torch import make_dataloader
 
     options = dict(storage_options, aws_endpoint=proxy.endpoint)
-    common = {"batch_size": batch_size, "num_workers": workers, "shuffle": shuffle}
     loaders = {
-        "s3": make_dataloader(s3_uri, storage_options=options, **common),
-        "local": make_dataloader(local, **common),
+        "s3": make_dataloader(
+            s3_uri, batch_size=batch_size, num_workers=workers, shuffle=shuffle, storage_options=options
+        ),
+        "local": make_dataloader(local, batch_size=batch_size, num_workers=workers, shuffle=shuffle),
     }
     result = Comparison(needed_gop_bytes(local), full_resolution_gops(local))
     for epoch in range(epochs):
