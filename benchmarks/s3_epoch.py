@@ -8,7 +8,7 @@ connection, as a remote store has. Epochs run interleaved, s3:// then local, eac
 (workers persist across epochs). Per epoch the proxy's record gives the GETs, bytes and mean bytes
 per GET; /proc gives the server's CPU seconds, flagged when the server is the likely limit.
 
-    robodata bench s3-epoch --episodes 4 --epochs 2 --latency-ms 30
+    robodata bench s3-epoch --episodes 4 --epochs 2 --latency-ms 30 [--shuffle none]
 """
 
 from __future__ import annotations
@@ -37,6 +37,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--workers", type=int, default=2, help="DataLoader workers")
     p.add_argument("--batch-size", type=int, default=32, help="rows per batch")
+    p.add_argument(
+        "--shuffle",
+        default="block",
+        choices=("block", "uniform", "episode", "none"),
+        help="the training order (make_dataloader's shuffle; none: sequential rows)",
+    )
 
 
 @dataclass
@@ -118,6 +124,7 @@ def compare(
     epochs: int,
     workers: int,
     batch_size: int,
+    shuffle: str = "block",
 ) -> Comparison:
     """``epochs`` epochs of make_dataloader (every camera) from s3:// through ``proxy`` and from
     ``local``, interleaved."""
@@ -125,8 +132,10 @@ def compare(
 
     options = dict(storage_options, aws_endpoint=proxy.endpoint)
     loaders = {
-        "s3": make_dataloader(s3_uri, batch_size=batch_size, num_workers=workers, storage_options=options),
-        "local": make_dataloader(local, batch_size=batch_size, num_workers=workers),
+        "s3": make_dataloader(
+            s3_uri, batch_size=batch_size, num_workers=workers, shuffle=shuffle, storage_options=options
+        ),
+        "local": make_dataloader(local, batch_size=batch_size, num_workers=workers, shuffle=shuffle),
     }
     result = Comparison(needed_gop_bytes(local), full_resolution_gops(local))
     for epoch in range(epochs):
@@ -198,13 +207,14 @@ def main(args: argparse.Namespace) -> int:
                     epochs=args.epochs,
                     workers=args.workers,
                     batch_size=args.batch_size,
+                    shuffle=args.shuffle,
                 )
     cap = f"{args.bandwidth_mibps:g} MiB/s per connection" if args.bandwidth_mibps else "no bandwidth cap"
     print(f"{args.command_line}")
     print(
         f"store: moto server on 127.0.0.1 behind a proxy adding {args.latency_ms:g} ms first-byte latency per "
         f"request, {cap}; {args.epochs} epochs each, interleaved; {args.workers} workers, batch {args.batch_size}, "
-        f"every camera; {result.of('s3')[0].samples} samples an epoch"
+        f"{args.shuffle} order, every camera; {result.of('s3')[0].samples} samples an epoch"
     )
     print(format_comparison(result))
     s3_wall, local_wall = (statistics.median(e.wall_s for e in result.of(w)) for w in ("s3", "local"))

@@ -40,11 +40,13 @@ from robodata.lerobot._version_stats import lerobot_stats_of
 from robodata.reader import RowIndex, open_dataset
 from robodata.reader._dataset import adopt_rows, gop_store
 from robodata.reader._row_index import SharedArrays
-from robodata.torch._batch_reader import BatchReader, checked_indices
+from robodata.storage._uris import is_remote
+from robodata.torch._batch_reader import DEFAULT_BUDGET_BYTES, BatchReader, checked_indices
 from robodata.torch._block_order import BlockSampler
 from robodata.torch._delta_timestamps import resolve_delta_timestamps
 from robodata.torch._fork_safety import ForkedAfterLanceError, forked_from_lance, mark_lance_used, run_without_lance
 from robodata.torch._frame_buffer import DEFAULT_FRAME_BUFFER_BYTES, FrameBuffer
+from robodata.torch._gop_cache import GopCache
 from robodata.torch._handover import HandOff, SampleBatch
 from robodata.torch._planned_reads import FramePlan
 from robodata.torch._torch_dataset import finish_sending_before_exit
@@ -346,6 +348,19 @@ class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
         ds = self._lance_dataset()
         return FrameBuffer(ds, cameras, resolution=self._layout.resolution, budget_bytes=self.frame_buffer_bytes)
 
+    def _new_gop_cache(self) -> GopCache | None:
+        """On object storage, the prefetcher of the decode-once order's GOPs (``robodata.torch``'s,
+        as make_dataloader's): runs of GOPs stored together, one read each. A local disk reads
+        GOPs in place, fast enough without one."""
+        cameras = [c for c in self.cameras if video_key(c) not in self.offsets]
+        if not cameras or self.frame_buffer_bytes <= 0 or not is_remote(self.uri):
+            return None
+        ds = self._lance_dataset()
+        store, rows, resolution = gop_store(ds), self._item_source().rows, self._layout.resolution
+        return GopCache(
+            ds, lambda items: store.refs(rows[items], cameras, resolution), budget_bytes=DEFAULT_BUDGET_BYTES
+        )
+
     def _row_index(self) -> RowIndex:
         """The row index, memory-mapped from the shared files (no Lance)."""
         if self._rows_mapped is None:
@@ -399,6 +414,7 @@ class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
         state["_rows_mapped"] = None
         state["meta"] = None  # stats and episode lists stay in the training process
         state["_frames"] = None  # each process decodes its own
+        state["_gops"] = None  # and fetches its own GOPs
         return state
 
     def __setstate__(self, state: dict) -> None:

@@ -17,8 +17,9 @@ from robodata.lerobot._block_order import BlockOrderSampler
 from robodata.reader import PLANAR_RGB, RowIndex
 from robodata.torch._block_order import WINDOW_LIMIT, BlockSampler, block_of_rows, window_rows_for
 from robodata.torch._frame_buffer import FrameBuffer
+from robodata.torch._gop_cache import GopCache
 from robodata.torch._planned_reads import FramePlan, batch_plan
-from robodata.torch._runs import DEFAULT_POOL_BYTES, DEFAULT_RUN_BYTES, BlockPlaces, block_places
+from robodata.torch._runs import DEFAULT_POOL_BYTES, BlockPlaces, block_places, run_bytes_for
 from robodata.torch._sampler import RowSampler
 
 
@@ -48,12 +49,22 @@ class DecodeOnceOrder:
 
     _order: BlockSampler | BlockOrderSampler | None = None
     _frames: FramePlan | None = None
+    _gops: GopCache | None = None
 
     def _item_source(self) -> ItemSource:
         raise NotImplementedError
 
     def _new_frame_buffer(self) -> FrameBuffer | None:
         raise NotImplementedError
+
+    def _new_gop_cache(self) -> GopCache | None:
+        """The GOP prefetcher of this process's batches, keyed by the order's batches (None: none)."""
+        raise NotImplementedError
+
+    def _gop_cache(self) -> GopCache | None:
+        if self._gops is None:
+            self._gops = self._new_gop_cache()
+        return self._gops
 
     def sampler(
         self,
@@ -65,7 +76,7 @@ class DecodeOnceOrder:
         shuffle: str = "block",
         num_workers: int = 0,
         window_rows: int | None = None,
-        run_bytes: int = DEFAULT_RUN_BYTES,
+        run_bytes: int | None = None,
         pool_bytes: int = DEFAULT_POOL_BYTES,
         **options,
     ) -> BlockSampler | RowSampler:
@@ -101,7 +112,7 @@ class DecodeOnceOrder:
             num_workers=num_workers,
             window_rows=window,
             places=source.places(blocks),
-            run_bytes=run_bytes,
+            run_bytes=run_bytes_for(self.uri, run_bytes),
             pool_bytes=pool_bytes,
             **place,
             **options,
@@ -120,7 +131,7 @@ class DecodeOnceOrder:
         window_rows: int | None = None,
         drop_n_first_frames: int = 0,
         drop_n_last_frames: int = 0,
-        run_bytes: int = DEFAULT_RUN_BYTES,
+        run_bytes: int | None = None,
         pool_bytes: int = DEFAULT_POOL_BYTES,
     ) -> BlockOrderSampler:
         """The decode-once order as a ``sampler`` of items, for ``DataLoader(ds, sampler=...,
@@ -154,7 +165,7 @@ class DecodeOnceOrder:
             items=items,
             dataset_version=source.version,
             places=source.places(blocks),
-            run_bytes=run_bytes,
+            run_bytes=run_bytes_for(self.uri, run_bytes),
             pool_bytes=pool_bytes,
         )
         self._order = sampler
@@ -177,12 +188,23 @@ class DecodeOnceOrder:
         if not isinstance(self._order, BlockSampler | BlockOrderSampler):
             return None
         if self._frames is None:
-            self._frames = FramePlan(self._new_frame_buffer)
+            self._frames = FramePlan(self._new_frame_buffer, self._gop_cache)
         rows = self._item_source().rows
         buffer = self._frames.for_batch(batch_plan(indices, self._order), rows_of=lambda batch: rows[batch])
         if buffer is None:
             return None
-        return lambda rows: buffer.read(rows, pixel_format=PLANAR_RGB, allocate=allocate)
+        cache, items = self._gops, np.asarray(indices, dtype=np.int64)
+
+        def read(rows: np.ndarray) -> dict:
+            # The GOPs the prefetcher fetched ahead for this batch, pinned while it decodes.
+            gop_bytes = cache.acquire(items) if cache is not None else None
+            try:
+                return buffer.read(rows, pixel_format=PLANAR_RGB, allocate=allocate, gop_bytes=gop_bytes)
+            finally:
+                if cache is not None:
+                    cache.release(items)
+
+        return read
 
     @property
     def frame_buffer(self) -> FrameBuffer | None:

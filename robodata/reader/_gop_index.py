@@ -27,7 +27,7 @@ class GopIndex:
         # Tables written before row checksums existed have none (integrity/_gop_checksums.py).
         self.has_row_checksums = ROW_CHECKSUM_COLUMN in gops.schema.names
         columns += [*_ROW_ONLY, ROW_CHECKSUM_COLUMN] if self.has_row_checksums else []
-        table = gops.to_table(columns=columns, with_row_id=True)
+        table = gops.to_table(columns=columns, with_row_id=True, with_row_address=True)
         self._where = f"{gops.uri} version {gops.version}"
         ref_ids = table["ref_id"].to_numpy()
         order = np.argsort(ref_ids, kind="stable")
@@ -40,6 +40,7 @@ class GopIndex:
         self._checksums = table[CHECKSUM_COLUMN].to_numpy()[order]
         self._ref_ids = ref_ids[order]
         self._row_ids = table["_rowid"].to_numpy()[order]
+        self._row_addresses = table["_rowaddr"].to_numpy().astype(np.int64)[order]
         sizes = table["packet_sizes"]
         offsets = sizes.combine_chunks().offsets.to_numpy() if sizes.num_chunks else np.zeros(1, np.int64)
         values = sizes.combine_chunks().values.to_numpy() if sizes.num_chunks else np.zeros(0, np.int32)
@@ -141,6 +142,10 @@ class GopIndex:
 
     def row_ids(self, positions: np.ndarray) -> np.ndarray:
         return self._row_ids[positions]
+
+    def row_addresses(self, positions: np.ndarray) -> np.ndarray:
+        """Row address (fragment << 32 | offset) of each GOP at ``positions``."""
+        return self._row_addresses[positions]
 
     def packet_sizes(self, position: int) -> np.ndarray:
         return self._sizes[self._sizes_start[position] : self._sizes_end[position]]

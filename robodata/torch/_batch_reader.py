@@ -149,7 +149,7 @@ class BatchReader:
     def frame_plan(self) -> FramePlan:
         """This process's frame buffer and the plan it was planned with."""
         if self._frames is None:
-            self._frames = FramePlan(self._new_frame_buffer)
+            self._frames = FramePlan(self._new_frame_buffer, lambda: self.cache)
         return self._frames
 
     def frame_sizes(self) -> list[tuple[int, int]]:

@@ -15,7 +15,7 @@ import numpy as np
 from robodata.errors import LoaderWorkerError
 from robodata.torch._batch_reader import BatchReader
 from robodata.torch._block_order import BlockSampler
-from robodata.torch._runs import DEFAULT_POOL_BYTES, DEFAULT_RUN_BYTES
+from robodata.torch._runs import DEFAULT_POOL_BYTES, run_bytes_for
 from robodata.torch._sampler import RowSampler
 
 
@@ -27,14 +27,15 @@ def make_sampler(
     num_workers: int = 0,
     window_rows: int | None = None,
     pool_episodes: int = 8,
-    run_bytes: int = DEFAULT_RUN_BYTES,
+    run_bytes: int | None = None,
     pool_bytes: int | None = None,
     **options,
 ) -> RowSampler | BlockSampler:
     """The sampler of a training order over every row ``reader`` reads: the decode-once
     ``BlockSampler`` for ``shuffle="block"`` (its window sized to the reader's frame buffer unless
     ``window_rows`` is given; runs of ``run_bytes`` of the cameras read taken through a pool of
-    ``pool_bytes``, default half the reader's GOP budget), else a ``RowSampler`` (``uniform``,
+    ``pool_bytes``, default half the reader's GOP budget; ``run_bytes`` by default 1 MiB on
+    object storage, none (blocks one by one) on a local disk: ``run_bytes_for``), else a ``RowSampler`` (``uniform``,
     ``episode`` or ``none``).
 
     >>> make_sampler(BatchReader("data/demo", cameras=["top"]), batch_size=32, num_workers=2).window_rows
@@ -52,7 +53,7 @@ def make_sampler(
             num_workers=num_workers,
             window_rows=window,
             cameras=reader.image_columns,  # runs cut by the bytes of the cameras read
-            run_bytes=run_bytes,
+            run_bytes=run_bytes_for(reader.uri, run_bytes),
             pool_bytes=pool_bytes,
             **options,
         )

@@ -7,7 +7,8 @@ A batch names its plan: a ``PlannedBatch`` (from a ``BlockSampler`` or ``RowSamp
 ``batch_sampler``) carries (epoch, start); items of a ``BlockItemSampler`` (a ``sampler``) are
 ``PlannedIndex`` ints that carry it. With the order the dataset was given, that is enough to list
 every batch this worker receives next (the orders are pure functions of their epoch and start),
-so ``FramePlan`` keeps each decoded frame until its last use there (``FrameBuffer``). The
+so ``FramePlan`` keeps each decoded frame until its last use there (``FrameBuffer``) and has the
+GOP prefetcher fetch the plan's GOPs ahead, each run stored together in one read (``GopCache``). The
 batch's hand-off to the training process is ``robodata.torch._handover.HandOff``.
 """
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robodata.torch._frame_buffer import FrameBuffer
+from robodata.torch._gop_cache import GopCache
 from robodata.torch._item_order import BlockItemSampler, PlannedIndex
 from robodata.torch._sampler import PlannedBatch, PlannedOrder, WorkerShard, current_worker
 
@@ -32,8 +34,12 @@ class BatchPlan:
     batches: Callable[[int, int], list[np.ndarray]]
 
     def upcoming(self) -> list[np.ndarray]:
-        """Every batch of the plan this worker reads, from the plan's start."""
-        return self.batches(0, -1)
+        """Every batch of the plan this worker reads, from the plan's start (listed once: the
+        frame buffer and the GOP prefetcher both plan with it)."""
+        listed = self.__dict__.get("_upcoming")
+        if listed is None:
+            listed = self.__dict__["_upcoming"] = self.batches(0, -1)
+        return listed
 
 
 def batch_plan(indices: Sequence[int], order: object) -> BatchPlan | None:
@@ -60,12 +66,19 @@ def batch_plan(indices: Sequence[int], order: object) -> BatchPlan | None:
 
 
 class FramePlan:
-    """A process's frame buffer, planned with the rest of the plan its batches come from: a
-    batch of a new plan (a new epoch, a resumed one) plans it again. ``make_buffer`` makes the
-    buffer on first use (None: this reader keeps no frames)."""
+    """A process's frame buffer and GOP prefetcher, planned with the rest of the plan its batches
+    come from: a batch of a new plan (a new epoch, a resumed one) plans them again. ``make_buffer``
+    makes the buffer on first use (None: this reader keeps no frames); ``gop_cache()`` is the GOP
+    prefetcher (``robodata.torch._gop_cache.GopCache``; None: none), scheduled with the plan's
+    batches as they are given (its ``acquire`` takes them so)."""
 
-    def __init__(self, make_buffer: Callable[[], FrameBuffer | None]) -> None:
+    def __init__(
+        self,
+        make_buffer: Callable[[], FrameBuffer | None],
+        gop_cache: Callable[[], GopCache | None] | None = None,
+    ) -> None:
         self._make_buffer: Callable[[], FrameBuffer | None] | None = make_buffer
+        self._gop_cache = gop_cache
         self.buffer: FrameBuffer | None = None
         self.planned_for: tuple | None = None
 
@@ -79,13 +92,18 @@ class FramePlan:
     ) -> FrameBuffer | None:
         """The buffer to read a batch of ``plan`` from (None for a batch of no plan); the plan's
         batches are ``rows_of(batch)`` in the buffer's dataset (default: the batch itself)."""
-        if plan is None or self._made() is None:
+        if plan is None:
             return None
+        buffer = self._made()
         if plan.key != self.planned_for:
             upcoming = plan.upcoming()
-            self.expect(upcoming if rows_of is None else [rows_of(batch) for batch in upcoming])
+            if buffer is not None:
+                buffer.expect(upcoming if rows_of is None else [rows_of(batch) for batch in upcoming])
+            cache = self._gop_cache() if self._gop_cache is not None else None
+            if cache is not None:
+                cache.schedule(upcoming)
             self.planned_for = plan.key
-        return self.buffer
+        return buffer
 
     def expect(self, batches: Sequence[np.ndarray]) -> None:
         """Plan the buffer with ``batches``, the rows this process reads next, in order."""

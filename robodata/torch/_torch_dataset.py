@@ -38,8 +38,7 @@ from robodata.torch._block_order import BlockSampler
 from robodata.torch._handover import HandOff, SampleBatch, collate_batch, to_tensors
 from robodata.torch._item_order import BlockItemSampler
 from robodata.torch._loader import ResumableLoader, make_sampler
-from robodata.torch._planned_reads import BatchPlan, batch_plan
-from robodata.torch._runs import DEFAULT_RUN_BYTES
+from robodata.torch._planned_reads import batch_plan
 from robodata.torch._sampler import RowSampler
 
 
@@ -58,7 +57,6 @@ def share_rows(reader: BatchReader) -> SharedArrays | None:
 
 
 START_METHODS = ("spawn", "forkserver")
-PREFETCH_WINDOW = 64  # batches of a worker's plan handed to its prefetcher at a time
 
 
 def worker_context(start_method: str = "spawn"):
@@ -121,7 +119,6 @@ class RoboTorchDataset(Dataset):
     def __init__(self, reader: BatchReader, plan: RowSampler | BlockSampler | BlockItemSampler | None = None) -> None:
         self.reader = reader
         self.plan = plan
-        self._prefetched: tuple | None = None  # (plan key, batches received, end of the window)
         self._shared_rows: SharedArrays | None = None
         self._hand_off = HandOff()
 
@@ -132,8 +129,9 @@ class RoboTorchDataset(Dataset):
         finish_sending_before_exit()
         adopt_shared_rows(self.reader, self._shared_rows)
         plan = batch_plan(indices, self.plan)
-        self.reader.frame_plan.for_batch(plan)  # a batch of a new plan plans the frame buffer
-        self._schedule_prefetch(plan)
+        # A batch of a new plan plans the frame buffer and has the GOP prefetcher fetch the GOPs
+        # of every batch of it this worker reads, in first-need order, runs stored together in one read.
+        self.reader.frame_plan.for_batch(plan)
         shared = self._hand_off.outputs()
         self.reader.allocate = shared
         return self._hand_off.batch(to_tensors(self.reader.read(indices), shared), indices, shared)
@@ -141,24 +139,8 @@ class RoboTorchDataset(Dataset):
     def __getitem__(self, index: int) -> dict:
         return self.__getitems__([index])[0]
 
-    def _schedule_prefetch(self, plan: BatchPlan | None) -> None:
-        """Tell the reader the batches DataLoader will send this worker next: a window of
-        ``PREFETCH_WINDOW`` batches of its share of the plan, renewed as the worker moves on (a
-        list of the whole epoch would grow with the dataset). A batch from a new plan (new
-        epoch, resumed position) starts a new window."""
-        if plan is None:
-            return
-        if self._prefetched is None or plan.key != self._prefetched[0]:
-            self._prefetched = (plan.key, 0, 0)
-        key, received, window_end = self._prefetched
-        if received >= window_end:
-            window_end = received + PREFETCH_WINDOW
-            self.reader.schedule(plan.batches(received, PREFETCH_WINDOW))
-        self._prefetched = (key, received + 1, window_end)
-
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_prefetched"] = None
         state["_shared_rows"] = share_rows(self.reader)
         return state
 
@@ -273,7 +255,7 @@ def make_dataloader(
     drop_last: bool = False,
     pool_episodes: int = 8,
     window_rows: int | None = None,
-    run_bytes: int = DEFAULT_RUN_BYTES,
+    run_bytes: int | None = None,
     pool_bytes: int | None = None,
     prefetch_factor: int | None = None,
     pin_memory: bool = False,
@@ -312,8 +294,9 @@ def make_dataloader(
     window_rows : int, optional
         Rows mixed at a time in each worker's stream with ``shuffle="block"``; by default as many
         as the frame buffer (``frame_buffer_bytes``, default 1 GiB per worker) holds, at most 4096.
-    run_bytes : int, default 1 MiB
-        With ``shuffle="block"``: blocks are taken in runs, consecutive blocks of one episode of at
+    run_bytes : int, optional
+        With ``shuffle="block"``: by default 1 MiB on object storage and 0 on a local disk
+        (``run_bytes_for``). Blocks are taken in runs, consecutive blocks of one episode of at
         least this many compressed bytes of the cameras read (less only for a smaller episode) and
         under twice as many: adjacent in storage, one large read each from object storage; 0 takes
         blocks one by one (``robodata.torch._runs``).
