@@ -220,7 +220,8 @@ def test_make_sampler_cuts_runs_by_the_stored_bytes_of_the_cameras_read(ingested
 
     ds = robodata.open(ingested)
     reader = BatchReader(ingested, cameras=["top", "wrist_left"], budget_bytes=10 << 20)
-    sampler = make_sampler(reader, batch_size=8, num_workers=2, window_rows=16)
+    assert make_sampler(reader, batch_size=8, num_workers=2).run_bytes == 0  # a local disk: blocks one by one
+    sampler = make_sampler(reader, batch_size=8, num_workers=2, window_rows=16, run_bytes=1 << 20)
     assert sampler.pool_bytes == 5 << 20 and sampler.run_bytes == 1 << 20  # half the GOP budget
     places = sampler.places
     assert places is not None
