@@ -27,9 +27,9 @@ DOCUMENTED = {
 @pytest.mark.slow
 @pytest.mark.parametrize("command", DOCUMENTED.values(), ids=DOCUMENTED.keys())
 def test_a_cli_backfill_runs_on_the_location_each_documented_start_serves(command, tmp_path, short_uploads):
-    keys = EPISODE_KEYS[:1]  # a run on the served location is the point: one partition shows it
+    keys = EPISODE_KEYS[:2]
     checkout = clean_clone(tmp_path / "a-checkout")  # dg's default name would be "a-checkout"
-    store = make_store(tmp_path, short_uploads[:1])
+    store = make_store(tmp_path, short_uploads[:2])
     home, _ = write_dagster_home(tmp_path / "home")
     with dg.DagsterInstance.from_config(str(home)) as instance:
         instance.add_dynamic_partitions("episodes", keys)
@@ -61,4 +61,4 @@ def test_a_cli_backfill_runs_on_the_location_each_documented_start_serves(comman
         key: dg.DagsterRunStatus.SUCCESS for key in keys
     }
     assert {run.remote_job_origin.location_name for run in runs} == {MODULE}
-    assert robodata.open(store.root).episodes()["rows"].to_pylist() == [97]
+    assert robodata.open(store.root).episodes()["rows"].to_pylist() == [97, 97]
