@@ -64,6 +64,18 @@ def marked_frame(width: int, height: int, value: int = 60) -> np.ndarray:
     return rgb
 
 
+CROP_WHY = "(H.264 4:2:0 needs an even width and height; the last column/row is dropped)"
+ODD_SIZE_NOTE = f"cam.mp4: cropped 641x481 to 640x480 {CROP_WHY}"
+# What ingest records of a 641x481 camera ``cam`` (cam.mp4), cropped to 640x480
+ODD_SIZE_RECORD = {
+    "camera": "cam",
+    "file": "cam.mp4",
+    "original_size": [641, 481],
+    "stored_size": [640, 480],
+    "rotation_degrees": 0,
+    "done": [ODD_SIZE_NOTE],
+}
+
 REAL_STEPS = 390  # 3.9 s of 100 Hz states beside the real clip (120 frames at 30 fps, 176x144)
 
 
