@@ -50,6 +50,7 @@ def _imported_modules(path: Path) -> frozenset[str]:
     return frozenset(names)
 
 
+@cache  # asked again for each module whose imports reach it: thousands of times a collection
 def _source_of(module: str) -> Path | None:
     parts = module.split(".")
     if parts[0] != "robodata":

@@ -24,6 +24,8 @@ from collections import Counter
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from benchmarks.tcp_proxy import TcpProxy
+
 CHUNK = 64 << 10
 
 
@@ -98,7 +100,7 @@ def server_cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-class LatencyProxy:
+class LatencyProxy(TcpProxy):
     """An HTTP proxy on 127.0.0.1 in front of ``target`` (host, port): a first-byte latency per
     request, a bandwidth cap per connection, and a record of every request.
 
@@ -107,17 +109,11 @@ class LatencyProxy:
     """
 
     def __init__(self, target: tuple[str, int], *, latency_s: float = 0.03, bandwidth: float | None = None) -> None:
-        self.target, self.latency_s, self.bandwidth = target, latency_s, bandwidth
+        self.latency_s, self.bandwidth = latency_s, bandwidth
         self._records: list[ProxiedRequest] = []
         self._lock = threading.Lock()
-        self._sock = socket.create_server(("127.0.0.1", 0))
         self._open: set[socket.socket] = set()
-        self.port = self._sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True, name="latency-proxy").start()
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        super().__init__(target)
 
     @property
     def requests(self) -> list[ProxiedRequest]:
@@ -136,22 +132,17 @@ class LatencyProxy:
         self.close()
 
     def close(self) -> None:
-        self._sock.close()
+        super().close()
         with self._lock:
             for held in self._open:
                 held.close()
 
     # --- relaying ------------------------------------------------------------------------------
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+    def on_connection(self, client: socket.socket) -> None:
+        threading.Thread(target=self._serve, args=(client,), daemon=True, name="latency-proxy").start()
 
     def _serve(self, client: socket.socket) -> None:
-        upstream = socket.create_connection(self.target)
+        upstream = self.connect_to_target()
         for sock in (client, upstream):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self._lock:

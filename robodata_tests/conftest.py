@@ -72,6 +72,14 @@ def short_dataset(eight_short_uploads, request, tmp_path_factory) -> str:
     return str(built_once(request.config, tmp_path_factory, "short-dataset", ingest) / "ds")
 
 
+@pytest.fixture(scope="session")
+def built_wheel(request, tmp_path_factory) -> Path:
+    """robodata's wheel, built from this checkout once (fixtures/wheel.py). Read-only."""
+    from robodata_tests.fixtures.wheel import wheel_once
+
+    return wheel_once(request.config, tmp_path_factory)
+
+
 pytest_plugins = ["robodata_tests.fixtures.s3_server"]
 
 

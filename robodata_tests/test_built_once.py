@@ -67,15 +67,20 @@ def test_without_pytests_cache_each_session_builds_its_own(tmp_path_factory):
 def test_the_key_follows_the_code(monkeypatch, tmp_path):
     (tmp_path / "robodata").mkdir()
     (tmp_path / "robodata_tests").mkdir()
-    (tmp_path / "conftest.py").write_text("")
-    source = tmp_path / "robodata" / "x.py"
+    for name in ("conftest.py", "pyproject.toml", "README.md"):
+        (tmp_path / name).write_text("")
+    source, packaged = tmp_path / "robodata" / "x.py", tmp_path / "robodata" / "dagster.yaml"
     source.write_text("A = 1\n")
+    packaged.write_text("a: 1\n")
     monkeypatch.setattr(module, "REPO", tmp_path)
     module.code_key.cache_clear()
     try:
-        before = code_key()
-        source.write_text("A = 2\n")
-        module.code_key.cache_clear()
-        assert code_key() != before
+        keys = [code_key()]
+        # the code, a file the wheel ships, the wheel's metadata
+        for changed in (source, packaged, tmp_path / "pyproject.toml"):
+            changed.write_text(changed.read_text() + "# changed\n")
+            module.code_key.cache_clear()
+            keys.append(code_key())
+        assert len(set(keys)) == len(keys)
     finally:
         module.code_key.cache_clear()

@@ -23,8 +23,6 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from robodata_tests.fixtures.wheel import build_wheel
-
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "robodata"
 
@@ -155,9 +153,9 @@ def unbounded(requirements: list[Requirement]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> zipfile.ZipFile:
+def wheel(built_wheel) -> zipfile.ZipFile:
     """The wheel the build backend makes from this checkout."""
-    with zipfile.ZipFile(build_wheel(tmp_path_factory.mktemp("wheel"))) as archive:
+    with zipfile.ZipFile(built_wheel) as archive:
         yield archive
 
 

@@ -24,6 +24,7 @@ import pytest
 
 import robodata
 from robodata.cli import main
+from robodata.errors import BadUploadError
 from robodata.format._tables import gops_uri, open_table
 
 
@@ -52,6 +53,25 @@ class Case:
     # False: the case needs an API argument the CLI does not have (--uploads-root), or a value
     # argparse itself refuses before robodata runs.
     via_cli: bool = True
+
+
+def refused(
+    id: str, damage: Callable[[Path], object], *message: str, error: type[Exception] = BadUploadError, via_cli=True
+) -> Case:
+    """The tables' usual row: damage the upload copy, then ingest it; ``error`` with ``message``."""
+    return Case(id, ingest_after(damage), error, message, via_cli)
+
+
+def refusal_test(cases: list[Case]) -> Callable[..., None]:
+    """The test of a table file (``test_bad_input = refusal_test(CASES)``): each case through the
+    API and through the command line, checked by ``check_refused``."""
+
+    @pytest.mark.parametrize("via", ["api", "cli"])
+    @pytest.mark.parametrize("case", cases, ids=[case.id for case in cases])
+    def test_bad_input(case: Case, via: str, sample_uploads, dataset_copy, stored_frames, tmp_path, capsys) -> None:
+        check_refused(case, via, sample_uploads, dataset_copy, stored_frames, tmp_path, capsys)
+
+    return test_bad_input
 
 
 # --- running a case --------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """Hand-made one-camera uploads, for the tests of what ingest does to a camera's frames (odd
 sizes, jittering frame times, display rotations): test_unusual_video_input.py,
-test_camera_adjustments.py and orchestration/test_camera_adjustments_metadata.py."""
+test_camera_adjustments.py and orchestration/test_camera_adjustments_metadata.py; and an upload
+of the repository's real footage (test_ingest.py, test_renditions.py)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from fractions import Fraction
 from pathlib import Path
 
@@ -12,6 +14,8 @@ import av
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from robodata_tests.conftest import REAL_VIDEO
 
 
 def write_camera_upload(
@@ -58,3 +62,35 @@ def marked_frame(width: int, height: int, value: int = 60) -> np.ndarray:
     rgb = np.full((height, width, 3), value, np.uint8)
     rgb[:8, :8] = 255
     return rgb
+
+
+CROP_WHY = "(H.264 4:2:0 needs an even width and height; the last column/row is dropped)"
+ODD_SIZE_NOTE = f"cam.mp4: cropped 641x481 to 640x480 {CROP_WHY}"
+# What ingest records of a 641x481 camera ``cam`` (cam.mp4), cropped to 640x480
+ODD_SIZE_RECORD = {
+    "camera": "cam",
+    "file": "cam.mp4",
+    "original_size": [641, 481],
+    "stored_size": [640, 480],
+    "rotation_degrees": 0,
+    "done": [ODD_SIZE_NOTE],
+}
+
+REAL_STEPS = 390  # 3.9 s of 100 Hz states beside the real clip (120 frames at 30 fps, 176x144)
+
+
+def write_real_video_upload(upload: Path) -> Path:
+    """An upload folder of the repository's real footage (``car.mp4``, carphone_pristine.mp4)
+    and ``REAL_STEPS`` rows of 100 Hz states, as episode 0."""
+    upload.mkdir(parents=True)
+    shutil.copy(REAL_VIDEO, upload / "car.mp4")
+    times = np.arange(REAL_STEPS, dtype=np.int64) * 10_000_000
+    states = {
+        "timestamp_ns": times,
+        "observation_state": [[0.0, 1.0]] * REAL_STEPS,
+        "action": [[0.5, 0.5]] * REAL_STEPS,
+    }
+    pq.write_table(pa.table(states), upload / "states.parquet")
+    meta = {"episode_index": 0, "joint_names": ["a", "b"], "control_hz": 100, "cameras": {"car": {"file": "car.mp4"}}}
+    (upload / "episode.json").write_text(json.dumps({**meta, "task": "drive"}))
+    return upload

@@ -4,11 +4,9 @@ case gets: bad_input.py)."""
 
 from __future__ import annotations
 
-import pytest
-
 import robodata
 from robodata.errors import EpisodeNotFoundError
-from robodata_tests.ingest.bad_input import Case, Context, check_refused
+from robodata_tests.ingest.bad_input import Case, Context, refusal_test
 
 
 def delete_with(value):
@@ -20,33 +18,16 @@ def delete_with(value):
     return run
 
 
+# fmt: off
 CASES = [
     # values that would reach a Lance filter string
-    Case(
-        "filter-injection-in-delete",
-        delete_with("1) OR (1=1"),
-        ValueError,
-        ("episode_index must be a non-negative integer", "'1) OR (1=1'"),
-        # argparse itself refuses a non-integer episode ("argument episodes: invalid int value")
-        # before robodata runs
-        via_cli=False,
-    ),
-    Case(
-        "negative-episode-in-delete",
-        delete_with(-3),
-        ValueError,
-        ("episode_index must be a non-negative integer", "-3"),
-    ),
-    Case(
-        "delete-episode-not-held",
-        delete_with(42),
-        EpisodeNotFoundError,
-        ("no episode 42 in the dataset", "nothing deleted"),
-    ),
+    # argparse itself refuses a non-integer episode ("argument episodes: invalid int value")
+    # before robodata runs: through the API only
+    Case("filter-injection-in-delete", delete_with("1) OR (1=1"), ValueError, ("episode_index must be a non-negative integer", "'1) OR (1=1'"), via_cli=False),
+    Case("negative-episode-in-delete", delete_with(-3), ValueError, ("episode_index must be a non-negative integer", "-3")),
+    Case("delete-episode-not-held", delete_with(42), EpisodeNotFoundError, ("no episode 42 in the dataset", "nothing deleted")),
 ]
+# fmt: on
 
 
-@pytest.mark.parametrize("via", ["api", "cli"])
-@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_bad_input(case: Case, via: str, sample_uploads, dataset_copy, stored_frames, tmp_path, capsys):
-    check_refused(case, via, sample_uploads, dataset_copy, stored_frames, tmp_path, capsys)
+test_bad_input = refusal_test(CASES)

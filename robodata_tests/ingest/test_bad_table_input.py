@@ -10,10 +10,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
-from robodata.errors import BadUploadError
-from robodata_tests.ingest.bad_input import Case, check_refused, edit_states, ingest_after, write_text
+from robodata_tests.ingest.bad_input import edit_states, refusal_test, refused, write_text
 
 
 def set_value(column: str, row: int, joint: int, value: float):
@@ -86,112 +84,28 @@ def float_timestamps(table: pa.Table) -> pa.Table:
     return table.set_column(table.schema.get_field_index("timestamp_ns"), "timestamp_ns", values)
 
 
+# fmt: off
 CASES = [
     # values and timestamps
-    Case(
-        "nan-state",
-        ingest_after(set_value("observation_state", 5, 3, float("nan"))),
-        BadUploadError,
-        ("states.parquet", "observation_state has NaN or infinite values", "sample 5"),
-    ),
-    Case(
-        "infinite-action",
-        ingest_after(set_value("action", 7, 0, float("inf"))),
-        BadUploadError,
-        ("states.parquet", "action has NaN or infinite values", "sample 7"),
-    ),
-    Case(
-        "wrong-state-length",
-        ingest_after(edit_states(drop_last_joint)),
-        BadUploadError,
-        ("states.parquet", "observation_state has shape", "13)", "14 joint names"),
-    ),
-    Case(
-        "repeated-timestamp",
-        ingest_after(edit_states(repeat_timestamp)),
-        BadUploadError,
-        ("states.parquet", "timestamps must strictly increase", "sample 10"),
-    ),
-    Case(
-        "decreasing-timestamp",
-        ingest_after(edit_states(swap_timestamps)),
-        BadUploadError,
-        ("states.parquet", "timestamps must strictly increase", "sample 11"),
-    ),
-    Case(
-        "states-not-parquet",
-        ingest_after(write_text("states.parquet", "t,x\n0,1\n")),
-        BadUploadError,
-        ("states.parquet", "not a readable Parquet file"),
-    ),
+    refused("nan-state", set_value("observation_state", 5, 3, float("nan")), "states.parquet", "observation_state has NaN or infinite values", "sample 5"),
+    refused("infinite-action", set_value("action", 7, 0, float("inf")), "states.parquet", "action has NaN or infinite values", "sample 7"),
+    refused("wrong-state-length", edit_states(drop_last_joint), "states.parquet", "observation_state has shape", "13)", "14 joint names"),
+    refused("repeated-timestamp", edit_states(repeat_timestamp), "states.parquet", "timestamps must strictly increase", "sample 10"),
+    refused("decreasing-timestamp", edit_states(swap_timestamps), "states.parquet", "timestamps must strictly increase", "sample 11"),
+    refused("states-not-parquet", write_text("states.parquet", "t,x\n0,1\n"), "states.parquet", "not a readable Parquet file"),
     # values of the wrong kind
-    Case(
-        "is-intervention-strings",
-        ingest_after(replace_column("is_intervention", lambda c: ["false"] * len(c["timestamp_ns"]))),
-        BadUploadError,
-        ("states.parquet", "is_intervention must be boolean, got string"),
-    ),
-    Case(
-        "source-none",
-        ingest_after(edit_states(lambda c: c["source"].__setitem__(3, None))),
-        BadUploadError,
-        ("states.parquet", "source has a null value at sample 3"),
-    ),
-    Case(
-        "zero-row-states",
-        ingest_after(edit_states(no_rows)),
-        BadUploadError,
-        ("states.parquet", "no state samples (0 rows)"),
-    ),
-    Case(
-        "uint64-timestamps",
-        ingest_after(write_states_table(uint64_timestamps)),
-        BadUploadError,
-        ("states.parquet", "timestamp_ns (uint64) has values beyond the int64 range"),
-    ),
-    Case(
-        "float-timestamps",
-        ingest_after(write_states_table(float_timestamps)),
-        BadUploadError,
-        ("states.parquet", "timestamp_ns must be integer nanoseconds, got double"),
-    ),
-    Case(
-        "scalar-state-column",
-        ingest_after(edit_states(scalar_state)),
-        BadUploadError,
-        ("states.parquet", "observation_state must hold a list of numbers per sample", "got double"),
-    ),
-    Case(
-        "null-action-row",
-        ingest_after(edit_states(null_action_row)),
-        BadUploadError,
-        ("states.parquet", "action has a null row at sample 3"),
-    ),
-    Case(
-        "action-rows-differ-in-length",
-        ingest_after(edit_states(short_action_row)),
-        BadUploadError,
-        ("states.parquet", "action rows differ in length: 14 values at sample 0, 13 at sample 4"),
-    ),
-    Case(
-        "unknown-states-column",
-        ingest_after(replace_column("gripper_force", lambda c: [0.5] * len(c["timestamp_ns"]))),
-        BadUploadError,
-        (
-            "episode_000001/states.parquet: has unknown columns ['gripper_force']; known: ['action', "
-            "'is_intervention', 'observation_state', 'source', 'timestamp_ns']",
-        ),
-    ),
-    Case(
-        "100k-rows-in-100-ms",
-        ingest_after(edit_states(crowded_timestamps)),
-        BadUploadError,
-        ("states.parquet", "has 100,000 rows over 0.1 s of timestamps", "control_hz 100"),
-    ),
+    refused("is-intervention-strings", replace_column("is_intervention", lambda c: ["false"] * len(c["timestamp_ns"])), "states.parquet", "is_intervention must be boolean, got string"),
+    refused("source-none", edit_states(lambda c: c["source"].__setitem__(3, None)), "states.parquet", "source has a null value at sample 3"),
+    refused("zero-row-states", edit_states(no_rows), "states.parquet", "no state samples (0 rows)"),
+    refused("uint64-timestamps", write_states_table(uint64_timestamps), "states.parquet", "timestamp_ns (uint64) has values beyond the int64 range"),
+    refused("float-timestamps", write_states_table(float_timestamps), "states.parquet", "timestamp_ns must be integer nanoseconds, got double"),
+    refused("scalar-state-column", edit_states(scalar_state), "states.parquet", "observation_state must hold a list of numbers per sample", "got double"),
+    refused("null-action-row", edit_states(null_action_row), "states.parquet", "action has a null row at sample 3"),
+    refused("action-rows-differ-in-length", edit_states(short_action_row), "states.parquet", "action rows differ in length: 14 values at sample 0, 13 at sample 4"),
+    refused("unknown-states-column", replace_column("gripper_force", lambda c: [0.5] * len(c["timestamp_ns"])), "episode_000001/states.parquet: has unknown columns ['gripper_force']; known: ['action', " "'is_intervention', 'observation_state', 'source', 'timestamp_ns']"),
+    refused("100k-rows-in-100-ms", edit_states(crowded_timestamps), "states.parquet", "has 100,000 rows over 0.1 s of timestamps", "control_hz 100"),
 ]
+# fmt: on
 
 
-@pytest.mark.parametrize("via", ["api", "cli"])
-@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_bad_input(case: Case, via: str, sample_uploads, dataset_copy, stored_frames, tmp_path, capsys):
-    check_refused(case, via, sample_uploads, dataset_copy, stored_frames, tmp_path, capsys)
+test_bad_input = refusal_test(CASES)

@@ -15,7 +15,7 @@ import pytest
 
 import robodata
 from robodata.errors import BadUploadError, DatasetLocationError
-from robodata_tests.ingest.bad_input import Case, Context, check_refused, ingest, ingest_after
+from robodata_tests.ingest.bad_input import Case, Context, check_refused, ingest, ingest_after, refusal_test, refused
 
 
 def ingest_path(make_path: Callable[[Context], Path | str], uploads_root: bool = True):
@@ -94,127 +94,60 @@ def into_dataset_that_is_a_file(ctx: Context):
     return robodata.ingest_episode(str(ctx.upload), str(target / "ds"))
 
 
+# fmt: off
 CASES = [
     # episode ids and paths
-    Case(
-        "id-with-dot-dot",
-        ingest_path(dot_dot_path),
-        BadUploadError,
-        ("../elsewhere/episode_000001", "not a folder directly inside"),
-        via_cli=False,  # the command line has no --uploads-root
-    ),
-    Case(
-        "id-is-dot-dot",
-        ingest_path(lambda ctx: f"{ctx.upload}/..", uploads_root=False),
-        BadUploadError,
-        ("invalid episode id '..'",),
-    ),
+    # via_cli=False (here and upload-outside-uploads-root): the command line has no --uploads-root
+    Case("id-with-dot-dot", ingest_path(dot_dot_path), BadUploadError, ("../elsewhere/episode_000001", "not a folder directly inside"), via_cli=False),
+    Case("id-is-dot-dot", ingest_path(lambda ctx: f"{ctx.upload}/..", uploads_root=False), BadUploadError, ("invalid episode id '..'",)),
     Case("id-with-quote", ingest_after(lambda u: None, folder="ep'1"), BadUploadError, ("ep'1", "invalid episode id")),
-    Case(
-        "id-with-double-quote",
-        ingest_after(lambda u: None, folder='ep"1'),
-        BadUploadError,
-        ('ep"1', "invalid episode id"),
-    ),
-    Case(
-        "id-with-spaces",
-        ingest_after(lambda u: None, folder="episode 1"),
-        BadUploadError,
-        ("episode 1", "invalid episode id"),
-    ),
-    Case(
-        "id-with-sql",
-        ingest_after(lambda u: None, folder="1) OR (1=1; DROP TABLE frames --"),
-        BadUploadError,
-        ("1) OR (1=1; DROP TABLE frames --", "invalid episode id"),
-    ),
-    Case(
-        "upload-outside-uploads-root",
-        ingest_path(outside_root),
-        BadUploadError,
-        ("elsewhere/episode_000001", "not a folder directly inside"),
-        via_cli=False,  # the command line has no --uploads-root
-    ),
+    Case("id-with-double-quote", ingest_after(lambda u: None, folder='ep"1'), BadUploadError, ('ep"1', "invalid episode id")),
+    Case("id-with-spaces", ingest_after(lambda u: None, folder="episode 1"), BadUploadError, ("episode 1", "invalid episode id")),
+    Case("id-with-sql", ingest_after(lambda u: None, folder="1) OR (1=1; DROP TABLE frames --"), BadUploadError, ("1) OR (1=1; DROP TABLE frames --", "invalid episode id")),
+    Case("upload-outside-uploads-root", ingest_path(outside_root), BadUploadError, ("elsewhere/episode_000001", "not a folder directly inside"), via_cli=False),
     # hostile uploads: links out of the upload folder
-    Case(
-        "camera-file-links-outside",
-        ingest_after(link_outside("top.mp4")),
-        BadUploadError,
-        ("top.mp4", "symbolic link", "outside the upload folder"),
-    ),
-    Case(
-        "states-links-outside",
-        ingest_after(link_outside("states.parquet")),
-        BadUploadError,
-        ("states.parquet", "symbolic link", "outside the upload folder"),
-    ),
-    Case(
-        "episode-json-links-outside",
-        ingest_after(link_outside("episode.json")),
-        BadUploadError,
-        ("episode.json", "symbolic link", "outside the upload folder"),
-    ),
-    Case(
-        "upload-folder-links-outside",
-        ingest_path(upload_folder_links_outside),
-        BadUploadError,
-        ("episode_000001", "upload folder is a symbolic link", "elsewhere"),
-    ),
+    refused("camera-file-links-outside", link_outside("top.mp4"), "top.mp4", "symbolic link", "outside the upload folder"),
+    refused("states-links-outside", link_outside("states.parquet"), "states.parquet", "symbolic link", "outside the upload folder"),
+    refused("episode-json-links-outside", link_outside("episode.json"), "episode.json", "symbolic link", "outside the upload folder"),
+    Case("upload-folder-links-outside", ingest_path(upload_folder_links_outside), BadUploadError, ("episode_000001", "upload folder is a symbolic link", "elsewhere")),
     # paths
-    Case(
-        "upload-path-is-a-file",
-        ingest_path(upload_is_a_file),
-        BadUploadError,
-        ("episode_000009", "is a file, not an upload folder"),
-    ),
-    Case(
-        "dataset-path-is-a-file",
-        into_dataset_that_is_a_file,
-        DatasetLocationError,
-        ("dataset-file", "is a file; a dataset root must be a folder"),
-    ),
+    Case("upload-path-is-a-file", ingest_path(upload_is_a_file), BadUploadError, ("episode_000009", "is a file, not an upload folder")),
+    Case("dataset-path-is-a-file", into_dataset_that_is_a_file, DatasetLocationError, ("dataset-file", "is a file; a dataset root must be a folder")),
 ]
+# fmt: on
 
 
 # Files that used to hold the ingest forever: each case fails (pytest-timeout) instead of hanging.
 NOT_REGULAR_CASES = [
-    Case(
+    refused(
         "camera-file-is-a-fifo",
-        ingest_after(fifo_instead_of("top.mp4")),
-        BadUploadError,
-        ("episode_000001/top.mp4: is a named pipe (FIFO), not a regular file",),
+        fifo_instead_of("top.mp4"),
+        "episode_000001/top.mp4: is a named pipe (FIFO), not a regular file",
     ),
-    Case(
+    refused(
         "camera-file-links-to-dev-zero",
-        ingest_after(link_to_dev_zero("wrist_left.mp4")),
-        BadUploadError,
-        ("episode_000001/wrist_left.mp4: is a symbolic link to /dev/zero, outside the upload folder",),
+        link_to_dev_zero("wrist_left.mp4"),
+        "episode_000001/wrist_left.mp4: is a symbolic link to /dev/zero, outside the upload folder",
     ),
-    Case(
+    refused(
         "states-is-a-fifo",
-        ingest_after(fifo_instead_of("states.parquet")),
-        BadUploadError,
-        ("episode_000001/states.parquet: is a named pipe (FIFO), not a regular file",),
+        fifo_instead_of("states.parquet"),
+        "episode_000001/states.parquet: is a named pipe (FIFO), not a regular file",
     ),
-    Case(
+    refused(
         "states-links-to-dev-zero",
-        ingest_after(link_to_dev_zero("states.parquet")),
-        BadUploadError,
-        ("episode_000001/states.parquet: is a symbolic link to /dev/zero, outside the upload folder",),
+        link_to_dev_zero("states.parquet"),
+        "episode_000001/states.parquet: is a symbolic link to /dev/zero, outside the upload folder",
     ),
-    Case(
+    refused(
         "episode-json-is-a-fifo",
-        ingest_after(fifo_instead_of("episode.json")),
-        BadUploadError,
-        ("episode_000001/episode.json: is a named pipe (FIFO), not a regular file",),
+        fifo_instead_of("episode.json"),
+        "episode_000001/episode.json: is a named pipe (FIFO), not a regular file",
     ),
 ]
 
 
-@pytest.mark.parametrize("via", ["api", "cli"])
-@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_bad_input(case: Case, via: str, sample_uploads, dataset_copy, stored_frames, tmp_path, capsys):
-    check_refused(case, via, sample_uploads, dataset_copy, stored_frames, tmp_path, capsys)
+test_bad_input = refusal_test(CASES)
 
 
 @pytest.mark.timeout(180)

@@ -15,18 +15,9 @@ from pathlib import Path
 
 import av
 import numpy as np
-import pytest
 
-from robodata.errors import BadUploadError, IncompatibleEpisodeError
-from robodata_tests.ingest.bad_input import (
-    Case,
-    check_refused,
-    edit_json,
-    edit_states,
-    ingest_after,
-    remove,
-    write_text,
-)
+from robodata.errors import IncompatibleEpisodeError
+from robodata_tests.ingest.bad_input import edit_json, edit_states, refusal_test, refused, remove, write_text
 
 
 def states_outlast_cameras(columns: dict) -> None:
@@ -187,97 +178,26 @@ def add_camera_file(name: str, listed: bool):
     return damage
 
 
+# fmt: off
 CASES = [
     # video files
-    Case("zero-byte-video", ingest_after(write_text("top.mp4", "")), BadUploadError, ("top.mp4", "empty (0 bytes)")),
-    Case(
-        "truncated-video",
-        ingest_after(truncate("top.mp4", 0.6)),
-        BadUploadError,
-        ("top.mp4", "not a readable video", "truncated"),
-    ),
-    Case(
-        "truncated-video-index-intact",
-        ingest_after(faststart_then_truncate("wrist_right.mp4")),
-        BadUploadError,
-        ("wrist_right.mp4", "truncated"),
-    ),
-    Case(
-        "not-a-video",
-        ingest_after(write_text("wrist_left.mp4", "a shopping list, not a video\n")),
-        BadUploadError,
-        ("wrist_left.mp4", "not a readable video"),
-    ),
-    Case(
-        "flipped-bytes-in-video-data",
-        ingest_after(flip_video_bytes("wrist_left.mp4")),
-        BadUploadError,
-        ("episode_000001/wrist_left.mp4: video data is damaged",),
-    ),
-    Case(
-        "garbled-codec-tag",
-        ingest_after(garble_codec_tag("top.mp4")),
-        BadUploadError,
-        ("episode_000001/top.mp4: video stream's codec is unknown or its header is damaged",),
-    ),
-    Case(
-        "video-1x1",
-        ingest_after(replace_with_1x1_video("wrist_right")),
-        BadUploadError,
-        ("episode_000001/wrist_right.mkv: frame size 1x1 is outside 2x2 to 8192x8192 pixels",),
-    ),
-    Case(
-        "camera-at-5000-fps",
-        ingest_after(camera_at_rate("wrist_left.mp4", 5000, seconds=0.1)),
-        BadUploadError,
-        ("episode_000001/wrist_left.mp4: frame rate 5000 fps is outside 1 to 1000 fps",),
-    ),
-    Case(
-        "camera-at-1000-fps-in-30-fps-dataset",
-        ingest_after(camera_at_rate("wrist_left.mp4", 1000)),
-        IncompatibleEpisodeError,
-        ("episode_000001: camera 'wrist_left' is 1000 fps, dataset's is 30 fps",),
-    ),
-    Case(
-        "camera-at-1-fps-in-30-fps-dataset",
-        ingest_after(camera_at_rate("top.mp4", 1)),
-        IncompatibleEpisodeError,
-        ("episode_000001: camera 'top' is 1 fps, dataset's is 30 fps",),
-    ),
-    Case(
-        "resolution-changes-mid-stream",
-        ingest_after(replace_with_resolution_change("wrist_left")),
-        BadUploadError,
-        ("wrist_left.ts", "resolution changes mid-stream", "160x120"),
-    ),
-    Case(
-        "missing-camera-file",
-        ingest_after(remove("wrist_right.mp4")),
-        BadUploadError,
-        ("wrist_right.mp4", "video file is missing"),
-    ),
-    Case(
-        "extra-unknown-camera-file",
-        ingest_after(add_camera_file("side", listed=False)),
-        BadUploadError,
-        ("side.mp4", "not listed in episode.json"),
-    ),
-    Case(
-        "camera-the-dataset-lacks",
-        ingest_after(add_camera_file("side", listed=True)),
-        IncompatibleEpisodeError,
-        ("episode_000001", "cameras", "'side'"),
-    ),
-    Case(
-        "camera-shorter-than-states",
-        ingest_after(edit_states(states_outlast_cameras)),
-        BadUploadError,
-        ("top.mp4", "camera covers", "but the states run"),
-    ),
+    refused("zero-byte-video", write_text("top.mp4", ""), "top.mp4", "empty (0 bytes)"),
+    refused("truncated-video", truncate("top.mp4", 0.6), "top.mp4", "not a readable video", "truncated"),
+    refused("truncated-video-index-intact", faststart_then_truncate("wrist_right.mp4"), "wrist_right.mp4", "truncated"),
+    refused("not-a-video", write_text("wrist_left.mp4", "a shopping list, not a video\n"), "wrist_left.mp4", "not a readable video"),
+    refused("flipped-bytes-in-video-data", flip_video_bytes("wrist_left.mp4"), "episode_000001/wrist_left.mp4: video data is damaged"),
+    refused("garbled-codec-tag", garble_codec_tag("top.mp4"), "episode_000001/top.mp4: video stream's codec is unknown or its header is damaged"),
+    refused("video-1x1", replace_with_1x1_video("wrist_right"), "episode_000001/wrist_right.mkv: frame size 1x1 is outside 2x2 to 8192x8192 pixels"),
+    refused("camera-at-5000-fps", camera_at_rate("wrist_left.mp4", 5000, seconds=0.1), "episode_000001/wrist_left.mp4: frame rate 5000 fps is outside 1 to 1000 fps"),
+    refused("camera-at-1000-fps-in-30-fps-dataset", camera_at_rate("wrist_left.mp4", 1000), "episode_000001: camera 'wrist_left' is 1000 fps, dataset's is 30 fps", error=IncompatibleEpisodeError),
+    refused("camera-at-1-fps-in-30-fps-dataset", camera_at_rate("top.mp4", 1), "episode_000001: camera 'top' is 1 fps, dataset's is 30 fps", error=IncompatibleEpisodeError),
+    refused("resolution-changes-mid-stream", replace_with_resolution_change("wrist_left"), "wrist_left.ts", "resolution changes mid-stream", "160x120"),
+    refused("missing-camera-file", remove("wrist_right.mp4"), "wrist_right.mp4", "video file is missing"),
+    refused("extra-unknown-camera-file", add_camera_file("side", listed=False), "side.mp4", "not listed in episode.json"),
+    refused("camera-the-dataset-lacks", add_camera_file("side", listed=True), "episode_000001", "cameras", "'side'", error=IncompatibleEpisodeError),
+    refused("camera-shorter-than-states", edit_states(states_outlast_cameras), "top.mp4", "camera covers", "but the states run"),
 ]
+# fmt: on
 
 
-@pytest.mark.parametrize("via", ["api", "cli"])
-@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_bad_input(case: Case, via: str, sample_uploads, dataset_copy, stored_frames, tmp_path, capsys):
-    check_refused(case, via, sample_uploads, dataset_copy, stored_frames, tmp_path, capsys)
+test_bad_input = refusal_test(CASES)

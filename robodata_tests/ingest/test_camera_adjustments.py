@@ -14,11 +14,16 @@ import numpy as np
 
 import robodata
 from robodata.format._provenance import stored_uploads
-from robodata_tests.ingest.camera_uploads import marked_frame, write_camera_upload
+from robodata_tests.ingest.camera_uploads import (
+    CROP_WHY,
+    ODD_SIZE_NOTE,
+    ODD_SIZE_RECORD,
+    marked_frame,
+    write_camera_upload,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TIMES_MS = [0, 33, 67, 100, 133, 167]
-CROP_WHY = "(H.264 4:2:0 needs an even width and height; the last column/row is dropped)"
 
 
 def _robodata(*args: str) -> subprocess.CompletedProcess:
@@ -32,17 +37,7 @@ def _robodata(*args: str) -> subprocess.CompletedProcess:
 
 def test_an_odd_frame_size_is_recorded_with_the_episode(tmp_path):
     upload = write_camera_upload(tmp_path / "up" / "ep0", [marked_frame(641, 481)] * 6, TIMES_MS)
-    note = f"cam.mp4: cropped 641x481 to 640x480 {CROP_WHY}"
-    expected = [
-        {
-            "camera": "cam",
-            "file": "cam.mp4",
-            "original_size": [641, 481],
-            "stored_size": [640, 480],
-            "rotation_degrees": 0,
-            "done": [note],
-        }
-    ]
+    note, expected = ODD_SIZE_NOTE, [ODD_SIZE_RECORD]
     dataset = str(tmp_path / "ds")
     result = robodata.ingest_episode(str(upload), dataset)
     assert result.camera_adjustments == expected

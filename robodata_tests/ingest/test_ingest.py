@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-
 import numpy as np
 import pyarrow.parquet as pq
 
@@ -13,7 +10,7 @@ from robodata.codec import EncoderSettings, plain_decode_gop
 from robodata.format._schema import ref_columns
 from robodata.format._tables import gops_uri, open_table
 from robodata.ingest import read_upload
-from robodata_tests.conftest import REAL_VIDEO
+from robodata_tests.ingest.camera_uploads import REAL_STEPS, write_real_video_upload
 
 
 def _gops(root):
@@ -118,33 +115,8 @@ def test_reingest_with_new_states_swaps_old_copy_for_new(uploads, tmp_path):
 
 
 def test_a_real_camera_video_ingests(tmp_path):
-    upload = tmp_path / "uploads" / "real_000"
-    upload.mkdir(parents=True)
-    shutil.copy(REAL_VIDEO, upload / "car.mp4")
-    n = int(3.9 * 100)
-    import pyarrow as pa
-
-    pq.write_table(
-        pa.table(
-            {
-                "timestamp_ns": np.arange(n, dtype=np.int64) * 10_000_000,
-                "observation_state": [[0.0, 1.0]] * n,
-                "action": [[0.5, 0.5]] * n,
-            }
-        ),
-        upload / "states.parquet",
-    )
-    (upload / "episode.json").write_text(
-        json.dumps(
-            {
-                "episode_index": 0,
-                "joint_names": ["a", "b"],
-                "control_hz": 100,
-                "cameras": {"car": {"file": "car.mp4"}},
-                "task": "drive",
-            }
-        )
-    )
+    upload = write_real_video_upload(tmp_path / "uploads" / "real_000")
+    n = REAL_STEPS
     episode = read_upload(str(upload))
     assert (episode.cameras[0].width, episode.cameras[0].height) == (176, 144)
     result = robodata.ingest_episode(str(upload), str(tmp_path / "ds"))

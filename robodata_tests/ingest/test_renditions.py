@@ -9,8 +9,6 @@ import os
 import shutil
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
@@ -28,7 +26,7 @@ from robodata.format._tables import gops_uri, open_table
 from robodata.ingest._renditions import add_rendition, declare_rendition
 from robodata.integrity._verify import verify_dataset
 from robodata.reader._dataset import gop_store
-from robodata_tests.conftest import REAL_VIDEO
+from robodata_tests.ingest.camera_uploads import write_real_video_upload
 
 TOP = "observation_images_top"
 
@@ -47,22 +45,7 @@ def _reference_resize(frames: np.ndarray, height: int, width: int) -> np.ndarray
 def real_dataset(tmp_path_factory) -> str:
     """One episode of real camera footage (176x144, 120 frames)."""
     base = tmp_path_factory.mktemp("real")
-    upload = base / "uploads" / "real_000"
-    upload.mkdir(parents=True)
-    shutil.copy(REAL_VIDEO, upload / "car.mp4")
-    n = 390
-    pq.write_table(
-        pa.table(
-            {
-                "timestamp_ns": np.arange(n, dtype=np.int64) * 10_000_000,
-                "observation_state": [[0.0, 1.0]] * n,
-                "action": [[0.5, 0.5]] * n,
-            }
-        ),
-        upload / "states.parquet",
-    )
-    meta = {"episode_index": 0, "joint_names": ["a", "b"], "control_hz": 100, "cameras": {"car": {"file": "car.mp4"}}}
-    (upload / "episode.json").write_text(json.dumps(meta))
+    upload = write_real_video_upload(base / "uploads" / "real_000")
     root = str(base / "ds")
     robodata.ingest_episode(str(upload), root)
     return root

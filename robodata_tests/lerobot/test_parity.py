@@ -163,27 +163,46 @@ def test_stats_are_lerobots_quantiles_included(short_dataset, export):
     ]
 
 
-def test_lerobot_train_runs_unchanged_through_robodata_train(short_dataset, export, tmp_path):
-    """LeRobot's own training script, through robodata-train, on the dataset pinned to a tag."""
+# lerobot-train's ACT policy at its smallest, on CPU, with nothing to download or push
+TINY_ACT = [
+    "--policy.type=act",
+    "--policy.device=cpu",
+    "--policy.push_to_hub=false",
+    "--policy.pretrained_backbone_weights=null",
+    "--policy.chunk_size=5",
+    "--policy.n_action_steps=5",
+    "--policy.dim_model=32",
+    "--policy.dim_feedforward=64",
+]
+
+
+def robodata_train(*args: str) -> str:
+    """``python -m robodata.lerobot.train ARGS`` with this checkout first on the path: its log,
+    once it has exited 0."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run(
+        [sys.executable, "-m", "robodata.lerobot.train", *args], env=env, capture_output=True, text=True, timeout=900
+    )
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-4000:]
+    return log
+
+
+def test_lerobot_train_runs_unchanged_through_robodata_train(short_dataset, export, tmp_path):
+    """LeRobot's own training script, through robodata-train, on the dataset pinned to a tag."""
     import robodata
 
     version = robodata.open(short_dataset).tag("parity-train")
-    args = [
+    log = robodata_train(
         f"--dataset.repo_id={short_dataset}",
         "--dataset.revision=parity-train",
-        "--policy.type=act",
-        "--policy.device=cpu",
-        "--policy.push_to_hub=false",
-        "--policy.pretrained_backbone_weights=null",
-        "--policy.chunk_size=5",
-        "--policy.n_action_steps=5",
-        "--policy.dim_model=32",
-        "--policy.dim_feedforward=64",
+        *TINY_ACT,
         "--steps=2",
         "--batch_size=2",
         "--num_workers=1",  # lerobot-train's default start method (spawn)
@@ -191,18 +210,7 @@ def test_lerobot_train_runs_unchanged_through_robodata_train(short_dataset, expo
         "--save_checkpoint=false",
         "--wandb.enable=false",
         f"--output_dir={tmp_path / 'out'}",
-    ]
-    repo = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run(
-        [sys.executable, "-m", "robodata.lerobot.train", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
     )
-    log = done.stdout + done.stderr
-    assert done.returncode == 0, log[-4000:]
     assert f"dataset.num_frames={len(LeRobotCompatDataset(short_dataset, version=version))}" in log
     assert "step:2 " in log and "End of training" in log
     assert f"robodata-train: {short_dataset} in the decode-once block order" in log  # its sampler
@@ -213,10 +221,6 @@ def test_an_unpinned_robodata_train_run_resumes_on_its_version(eight_short_uploa
     between them: the run records its version (the checkpoint's dataset.revision), the resume
     reads it again (issue 42.2)."""
     import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
 
     import robodata
 
@@ -224,32 +228,10 @@ def test_an_unpinned_robodata_train_run_resumes_on_its_version(eight_short_uploa
     for upload in eight_short_uploads[:2]:
         robodata.ingest_episode(str(upload), root)
     first = robodata.open(root)
-    repo = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]))
-
-    def robodata_train(*args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "robodata.lerobot.train", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        log = done.stdout + done.stderr
-        assert done.returncode == 0, log[-4000:]
-        return log
-
     out = tmp_path / "out"
     log = robodata_train(
         f"--dataset.repo_id={root}",  # no --dataset.revision
-        "--policy.type=act",
-        "--policy.device=cpu",
-        "--policy.push_to_hub=false",
-        "--policy.pretrained_backbone_weights=null",
-        "--policy.chunk_size=5",
-        "--policy.n_action_steps=5",
-        "--policy.dim_model=32",
-        "--policy.dim_feedforward=64",
+        *TINY_ACT,
         "--steps=2",
         "--save_freq=2",
         "--batch_size=2",

@@ -12,8 +12,6 @@ import textwrap
 
 import pytest
 
-from robodata_tests.fixtures.wheel import build_wheel
-
 # Runs in the child, with only the installed wheel's robodata on the path.
 MATERIALIZE = """
 import importlib.util, json, sys
@@ -42,8 +40,8 @@ print(json.dumps({"robodata": robodata.__file__, "version": version, "metadata":
 
 @pytest.mark.slow
 @pytest.mark.dagster
-def test_the_installed_wheel_materializes_the_benchmark_report(tmp_path):
-    wheel = build_wheel(tmp_path)
+def test_the_installed_wheel_materializes_the_benchmark_report(tmp_path, built_wheel):
+    wheel = built_wheel
     site = tmp_path / "site"
     installed = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", "--target", site, wheel],

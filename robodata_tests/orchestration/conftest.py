@@ -28,6 +28,14 @@ def make_store(base: Path, uploads: list[Path]) -> DatasetStore:
     return DatasetStore(root=str(base / "dataset"), uploads_root=str(base / "uploads"))
 
 
+def batch_store(base: Path, layout: dict[str, list[Path]]) -> DatasetStore:
+    """A store whose uploads root holds ``layout``: batch id -> upload folders (copied)."""
+    for batch, uploads in layout.items():
+        for upload in uploads:
+            shutil.copytree(upload, base / "uploads" / batch / upload.name)
+    return DatasetStore(root=str(base / "dataset"), uploads_root=str(base / "uploads"))
+
+
 @pytest.fixture
 def store(tmp_path, short_uploads) -> DatasetStore:
     return make_store(tmp_path, short_uploads)

@@ -1,7 +1,9 @@
 """Batch partitioning (ROBODATA_PARTITIONING=batch): the code location loads with one partition
 per upload batch, a batch run ingests exactly its new episodes with their checks, a bad episode
 fails the batch with nothing committed, the sensor requests one run per complete batch, and
-episodes ingested per episode are not ingested again after the switch."""
+episodes ingested per episode are not ingested again after the switch. Under a real webserver:
+test_batches_served.py; ``robodata bench batches``: test_batches_bench.py (files of their own, so
+the test workers share the minutes out)."""
 
 import json
 import os
@@ -32,18 +34,16 @@ from robodata.orchestration.defs.ingest.sensor import ATTEMPT_TAG
 from robodata.orchestration.defs.resources import DatasetStore
 from robodata.storage._upload_batches import batch_fingerprint
 from robodata.storage._uploads import scan_uploads
-from robodata_tests.orchestration.conftest import make_store, materialize_episode, metadata_of, new_instance
+from robodata_tests.orchestration.conftest import (
+    batch_store,
+    make_store,
+    materialize_episode,
+    metadata_of,
+    new_instance,
+)
 from robodata_tests.orchestration.sensor_ticks import evaluate
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def batch_store(base: Path, layout: dict[str, list[Path]]) -> DatasetStore:
-    """A store whose uploads root holds ``layout``: batch id -> upload folders (copied)."""
-    for batch, uploads in layout.items():
-        for upload in uploads:
-            shutil.copytree(upload, base / "uploads" / batch / upload.name)
-    return DatasetStore(root=str(base / "dataset"), uploads_root=str(base / "uploads"))
 
 
 def materialize_batch(store: DatasetStore, batch: str, instance=None) -> dg.ExecuteInProcessResult:
@@ -291,20 +291,6 @@ def test_a_batch_on_s3_lands_and_leaks_no_credentials(s3, s3_root, eight_short_u
     assert entries and not [text for text in entries if s3.secret_key in text or s3.access_key in text]
 
 
-def test_bench_batches_prints_runs_and_versions_of_both_partitionings(capsys):
-    from argparse import Namespace
-
-    from benchmarks.orchestration.batches import main
-
-    assert main(Namespace(episodes=[2], seconds=0.5)) == 0
-    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
-    # episodes, partitioning, runs, partitions, ..., frames version, gops version: one commit per episode
-    assert [(r[0], r[1], r[2], r[3], r[6], r[7]) for r in rows] == [
-        ("2", "episode", "2", "2", "2", "2"),
-        ("2", "batch", "1", "1", "2", "2"),
-    ]
-
-
 def test_a_batch_released_by_a_stalled_folder_is_requested_though_its_files_are_old():
     from robodata.orchestration._upload_queue import UploadCursor, UploadSensorSettings, plan_tick
     from robodata.orchestration.defs.batches.batches import batch_listing
@@ -342,26 +328,3 @@ def test_register_uploads_adds_batches_without_runs_in_batch_mode(tmp_path, eigh
     with dg.DagsterInstance.get() as instance:
         assert instance.get_dynamic_partitions(upload_batches.name) == ["2026-12-01", "2026-12-02"]
         assert instance.get_dynamic_partitions("episodes") == [] and instance.get_runs() == []
-
-
-@pytest.mark.slow
-def test_a_real_webserver_runs_batches_in_batch_mode(tmp_path, eight_short_uploads, monkeypatch):
-    """The code location loads in batch mode under dagster-webserver, and two batch runs launched
-    at once (each in its own run worker, which inherits ROBODATA_PARTITIONING) land every episode once."""
-    from robodata_tests.orchestration.webserver import instance_home, running_webserver
-
-    store = batch_store(tmp_path, {"a": eight_short_uploads[:2], "b": eight_short_uploads[2:3]})
-    home = instance_home(tmp_path / "home")
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        assert register_upload_batches(instance, store) == ["a", "b"]
-    env = {"ROBODATA_ROOT": store.root, "ROBODATA_UPLOADS": store.uploads_root, "ROBODATA_PARTITIONING": "batch"}
-    with running_webserver(home, env, tmp_path / "webserver.log") as server:
-        assert server.run_partitions("ingest_batch", ["a", "b"]) == ["SUCCESS", "SUCCESS"]
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        records = instance.fetch_materializations(dg.AssetKey("aligned_frames"), limit=10).records
-        assert sorted(r.asset_materialization.partition for r in records) == ["a", "b"]
-    assert sorted(stored_uploads(store.root)) == [u.name for u in eight_short_uploads[:3]]
-    keys = robodata.open(store.root).to_table(columns=["episode_index", "frame_index"]).to_pylist()
-    assert len({(k["episode_index"], k["frame_index"]) for k in keys}) == len(keys)
-    assert len(keys) == sum(upload_state_samples(str(u)) for u in eight_short_uploads[:3])

@@ -4,7 +4,6 @@ whose fields say where the data lives."""
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -113,22 +112,10 @@ def test_the_packaged_dg_config_is_the_project_s(tmp_path):
     assert packaged["project"] == {key: project[key] for key in ("root_module", "defs_module")}
 
 
-def test_an_installed_wheel_writes_its_instance_and_loads_the_location_outside_a_checkout(tmp_path):
+def test_an_installed_wheel_writes_its_instance_and_loads_the_location_outside_a_checkout(tmp_path, built_wheel):
     """The wheel as a user installs it, run from a folder that is no checkout: the instance
     config comes from `robodata dagster-home`, and the code location loads under its one name."""
-    source = tmp_path / "src"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, source / name)
-    shutil.copytree(REPO / "robodata", source / "robodata", ignore=shutil.ignore_patterns("__pycache__"))
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), "."],
-        cwd=source,
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    [wheel] = tmp_path.glob("robodata-*.whl")
+    wheel = built_wheel
     with zipfile.ZipFile(wheel) as archive:
         assert archive.read("robodata/orchestration/dagster.yaml") == (REPO / "dagster.yaml").read_bytes()
         assert "robodata/orchestration/dg.toml" in archive.namelist()
