@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import secrets
 import socket
@@ -80,6 +81,13 @@ class Epoch:
     @property
     def rate(self) -> float:
         return self.samples / self.wall_s
+
+    def video(self) -> tuple[int, int]:
+        """GETs and bytes of this s3:// epoch's requests for the system's video (``VIDEO_KIND``)."""
+        if self.store is None:
+            raise ValueError(f"{self.system} from {self.where}: no store figures")
+        kind = VIDEO_KIND[self.system]
+        return self.store.gets_by_kind()[kind], self.store.bytes_by_kind()[kind]
 
 
 class EpochBoundary:
@@ -143,17 +151,16 @@ def robodata_epochs(system: str, where: str, uri: str, options: dict | None, cfg
                 samples += rows_of(batch)
                 if first is None:
                     first = time.perf_counter() - start
-            epochs.append(Epoch(system, where, epoch == 0, samples, time.perf_counter() - start, first))
+            cold = epoch == 0  # only the cold epoch's first batch is a first batch (opening included)
+            epochs.append(Epoch(system, where, cold, samples, time.perf_counter() - start, first if cold else None))
             if boundary:
                 marks.append(boundary.now())
             start = time.perf_counter()
     finally:
         close()
     if boundary:
-        for epoch, (a, b) in zip(epochs, zip(marks, marks[1:], strict=False), strict=True):
-            epoch.store = boundary.figures(a, b)
-    for epoch in epochs[1:]:
-        epoch.first_batch_s = None
+        for done, (a, b) in zip(epochs, zip(marks, marks[1:], strict=False), strict=True):
+            done.store = boundary.figures(a, b)
     return epochs
 
 
@@ -254,11 +261,7 @@ def summarize(epochs: list[Epoch], cfg: RunConfig, needed: int) -> dict:
         for where in ("s3", "local"):
             figures[f"{system}_{where}"] = _median(e.rate for e in of(system, where, False))
     cold_s3 = of("robodata", "s3", True)
-    video = [
-        (e.store.gets_by_kind()[VIDEO_KIND["robodata"]], e.store.bytes_by_kind()[VIDEO_KIND["robodata"]])
-        for e in cold_s3
-        if e.store
-    ]
+    video = [e.video() for e in cold_s3 if e.store]
     figures["gets"] = _median(g for g, _ in video)
     figures["bytes"] = _median(b for _, b in video)
     figures["mean_bytes_per_get"] = _median(b / g for g, b in video if g)
@@ -286,15 +289,15 @@ def d_table(epochs: list[Epoch]) -> str:
         cells = []
         for where in ("local", "s3"):
             rates = [e.rate for e in epochs if (e.system, e.where, e.cold) == (system, where, False)]
-            cells.append(_median(rates) if rates else None)
+            cells.append(_median(rates))
         firsts = [
             _median([e.first_batch_s for e in epochs if (e.system, e.where, e.cold) == (system, where, True)])
             for where in ("local", "s3")
         ]
-        ratio = f"{cells[1] / cells[0]:.2f}x" if None not in cells else "-"
+        ratio = "-" if math.isnan(cells[0] + cells[1]) else f"{cells[1] / cells[0]:.2f}x"
 
         def cell(value, unit=""):
-            return "-" if value is None or value != value else f"{value:.1f}{unit}"
+            return "-" if math.isnan(value) else f"{value:.1f}{unit}"
 
         lines.append(
             f"| {label} | {cell(cells[0])} | {cell(cells[1])} | {ratio} | {cell(firsts[0], ' s')} | {cell(firsts[1], ' s')} |"
@@ -312,8 +315,7 @@ def store_table(epochs: list[Epoch], needed: int) -> str:
     for e in epochs:
         if e.store is None or e.system == "lerobot":
             continue
-        kind = VIDEO_KIND[e.system]
-        video_gets, video_bytes = e.store.gets_by_kind()[kind], e.store.bytes_by_kind()[kind]
+        video_gets, video_bytes = e.video()
         wall = e.wall_s if e.wall_s == e.wall_s else None  # a peer's cold epoch has no wall of its own
         share = e.store.server_cpu_s / wall if wall else None
         flagged |= bool(share and share > BOTTLENECK_CPU_SHARE)
@@ -325,7 +327,7 @@ def store_table(epochs: list[Epoch], needed: int) -> str:
         )
     cached = [e for e in epochs if e.store and not e.cold and e.system in ("robodata", "train")]
     for e in cached:
-        share = e.store.bytes_by_kind()[VIDEO_KIND[e.system]] / max(needed, 1)
+        share = e.video()[1] / max(needed, 1)
         if share < 0.9:
             lines.append(
                 f"NOTE: {e.system}'s timed s3:// epoch fetched {share:.2f}x the GOP bytes it needs: the rest came from "
@@ -346,9 +348,8 @@ def scale_rows(epochs: list[Epoch], stored: dict[str, int]):
         cold = [e for e in epochs if (e.system, e.where, e.cold) == (system, "s3", True) and e.store]
         if not cold:
             continue
-        kind = VIDEO_KIND[system]
-        gets = round(_median(e.store.gets_by_kind()[kind] for e in cold))
-        read = round(_median(e.store.bytes_by_kind()[kind] for e in cold))
+        gets = round(_median(e.video()[0] for e in cold))
+        read = round(_median(e.video()[1] for e in cold))
         store_key = "lancedb" if system == "lancedb" else "robodata"
         rows.append(
             epoch_at_scale(LABELS[system], stored_bytes=stored[store_key], bytes_per_epoch=read, gets_per_epoch=gets)
