@@ -24,11 +24,18 @@ FIGURES = {
     "bytes": 12 * MIB,
     "mean_bytes_per_get": 1.2 * MIB,
     "needed_gop_bytes": 10 * MIB,
+    "gops": 8,
     "first_batch_s3_s": 3.0,
+    "first_batch_local_s": 2.0,
     "lerobot_first_batch_local_s": 4.0,
-    "s3_epoch_s": 4.0,
-    "local_epoch_s": 3.0,
-    "server_cpu_s": 1.0,
+    "robodata_s3_epoch_s": 4.0,
+    "robodata_local_epoch_s": 3.0,
+    "robodata_server_cpu_s": 1.0,
+    "robodata_timed_gets": 10,
+    "train_s3_epoch_s": 2.0,
+    "train_local_epoch_s": 1.9,
+    "train_server_cpu_s": 0.5,
+    "train_timed_gets": 12,
     "latency_s": 0.03,
     "workers": 2,
 }
@@ -52,14 +59,20 @@ def test_aims_met_and_missed_with_the_profile_of_a_miss():
     assert "why" in aims["s3_local_loader"] and "why" not in aims["mean_get"]
     # server 1 s / 4 s = 25%, GETs 10 x 30 ms / 2 = 0.15 s (4%), local epoch 3 s / 4 s = 75%: decode bound
     assert aims["s3_local_loader"]["why"] == (
-        "s3:// epoch 4.00 s against 3.00 s local; server CPU 1.00 s (25% of the wall); 10 GETs x 30 ms / 2 workers "
+        "robodata: s3:// epoch 4.00 s against 3.00 s local; server CPU 1.00 s (25% of the wall); 10 GETs x 30 ms / 2 workers "
         "= 0.15 s of first-byte waits (4%); the local epoch is 75% of it. Bound: decode and the rest (the local epoch)"
+    )
+    # 10 GETs for 8 GOPs, 12 MiB for 10 MiB of GOPs
+    assert (
+        aims["epoch_bytes"]["why"]
+        == "10 GETs on gops.lance data for 8 GOPs (1.25 per GOP), 1228.8 KiB each, 12.00 MiB for 10.00 MiB of GOPs"
     )
 
 
 def test_a_latency_bound_epoch_is_named_so():
-    figures = {**FIGURES, "gets": 400, "s3_epoch_s": 5.0, "local_epoch_s": 1.0}  # 400 x 30 ms / 2 = 6 s
-    assert s3_profile(figures).endswith("Bound: GETs (first-byte latency, one request per worker at a time)")
+    figures = {**FIGURES, "train_timed_gets": 400, "train_s3_epoch_s": 5.0, "train_local_epoch_s": 1.0}
+    # 400 x 30 ms / 2 workers = 6 s of first-byte waits in a 5 s epoch
+    assert s3_profile(figures, "train").endswith("Bound: GETs (first-byte latency, one request per worker at a time)")
 
 
 def test_the_randomness_aim_joins_the_list_and_keeps_its_own_explanation():
@@ -126,7 +139,7 @@ def run_epochs() -> list[Epoch]:
 
 def test_summary_tables_and_scale_from_recorded_epochs():
     epochs = run_epochs()
-    figures = summarize(epochs, RunConfig(32, 2, 0, 0.03), needed=8 * MIB)
+    figures = summarize(epochs, RunConfig(32, 2, 0, 0.03), needed=8 * MIB, gops=4)
     assert {k: figures[k] for k in ("robodata_s3", "robodata_local", "gets", "bytes", "mean_bytes_per_get")} == {
         "robodata_s3": 37.5,  # median of 50 and 25 samples/s
         "robodata_local": 100.0,
@@ -134,11 +147,12 @@ def test_summary_tables_and_scale_from_recorded_epochs():
         "bytes": 8 * MIB,
         "mean_bytes_per_get": 2 * MIB,
     }
-    assert (figures["first_batch_s3_s"], figures["lerobot_first_batch_local_s"], figures["s3_epoch_s"]) == (
+    assert (figures["first_batch_s3_s"], figures["lerobot_first_batch_local_s"], figures["robodata_s3_epoch_s"]) == (
         3.0,
         5.0,
         3.0,
     )
+    assert (figures["robodata_timed_gets"], figures["robodata_server_cpu_s"], figures["gops"]) == (6, 0.4, 4)
     assert d_table(epochs).splitlines()[2] == "| robodata make_dataloader | 100.0 | 37.5 | 0.38x | 1.0 s | 3.0 s |"
     lines = store_table(epochs, 8 * MIB).splitlines()
     assert lines[1].split() == ["robodata", "cold", "3.00", "10", "8.01", "0.801", "4", "2.000", "1.00", "0.50", "0.17"]
