@@ -426,6 +426,13 @@ def main(args: argparse.Namespace) -> int:
         f"load average {' '.join(f'{v:.2f}' for v in load_before)} at start, "
         f"{' '.join(f'{v:.2f}' for v in os.getloadavg())} at end"
     )
+    frames = lerobot_rows(roots["lerobot"])
+    if frames != rows:
+        print(
+            f"WARNING: robodata's epoch has {rows} rows (the control rate), the peers' {frames} frames (the camera "
+            "rate): samples/s against the peers compare unequal samples, and so do the aims against LanceDBDataset; "
+            "--source aloha records both at 50 Hz"
+        )
     print(
         "D: samples/s of an epoch timed in full after a cold one; first batch: opening the dataset and the cold "
         "epoch's first batch. StreamingLeRobotDataset reads a local root: LeRobot 0.6.1 cannot read s3://."
