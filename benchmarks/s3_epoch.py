@@ -43,6 +43,9 @@ def configure(p: argparse.ArgumentParser) -> None:
         choices=("block", "uniform", "episode", "none"),
         help="the training order (make_dataloader's shuffle; none: sequential rows)",
     )
+    from benchmarks.s3_peers import add_peer_options  # it imports this module
+
+    add_peer_options(p)  # --peers VENV: the peers on the same store, and #43's aims
 
 
 @dataclass
@@ -183,6 +186,10 @@ def format_comparison(result: Comparison) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.peers:
+        from benchmarks.s3_peers import main as with_peers
+
+        return with_peers(args)
     from benchmarks.moto_server import local_s3, upload_tree
 
     with tempfile.TemporaryDirectory(prefix="robodata-s3-epoch-") as tmp:

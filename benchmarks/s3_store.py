@@ -46,7 +46,7 @@ def request_kind(method: str, target: str) -> str:
     if method == "GET" and "list-type=" in parts.query:
         return "listing"
     path = parts.path
-    for table in ("gops.lance", "frames.lance"):
+    for table in ("gops.lance", "frames.lance", "videos.lance"):  # videos.lance: LanceDBDataset's video
         if f"/{table}/" in path:
             for folder, name in (("/data/", "data"), ("/_versions/", "manifests"), ("/_indices/", "indices")):
                 if f"/{table}{folder}" in path:

@@ -52,6 +52,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -83,7 +84,9 @@ def run_job(job: dict) -> dict:
             systems[key] = open_system({**job, "size": size})
         return systems[key]
 
+    start = time.perf_counter()
     system = system_for({})
+    open_s = time.perf_counter() - start  # opening the dataset: part of a first batch from cold
     measurements = [measure(system_for(m), m, job.get("warmup", [0])) for m in job.get("measurements", [])]
     return {
         "protocol": PROTOCOL,
@@ -92,6 +95,7 @@ def run_job(job: dict) -> dict:
         "versions": system.versions,
         "python": sys.version.split()[0],
         "pid": os.getpid(),
+        "open_s": open_s,
         "measurements": measurements,
     }
 

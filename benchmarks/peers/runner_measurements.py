@@ -69,6 +69,8 @@ def _measure_loader(system, measurement: dict) -> dict:
             for _batch in loader:
                 if first_batch_s is None:
                     first_batch_s = time.perf_counter() - start
+        if measurement.get("epoch_boundary"):
+            epoch_boundary(measurement["epoch_boundary"])
         last = time.perf_counter()
         for batch in loader:
             now = time.perf_counter()
@@ -84,6 +86,15 @@ def _measure_loader(system, measurement: dict) -> dict:
     if not warm and seconds:  # no warm epoch: the first batch is the cold one, not a step
         first_batch_s, seconds, samples = seconds[0], seconds[1:], samples[1:]
     return {"first_batch_s": first_batch_s, "seconds": seconds, "samples": samples, "delivered": delivered}
+
+
+def epoch_boundary(address) -> None:
+    """Tell the harness an epoch ended (``benchmarks.s3_peers.EpochBoundary``: it notes what the
+    store did so far) and wait for its answer before the next epoch starts."""
+    import socket
+
+    with socket.create_connection((address[0], int(address[1])), timeout=60) as conn:
+        conn.recv(1)
 
 
 def _profile(system, measurement: dict) -> dict:

@@ -68,7 +68,8 @@ class LeRobotSystem:
 
 
 class LanceDBSystem(LeRobotSystem):
-    """``lerobot_lancedb.LanceDBDataset`` (torchcodec) on ``lerobot-lance-convert``'s output."""
+    """``lerobot_lancedb.LanceDBDataset`` (torchcodec) on ``lerobot-lance-convert``'s output: a
+    local folder, or an s3:// copy of it with the job's ``storage_options``."""
 
     def __init__(self, job: dict) -> None:
         self.job = job  # a profile of the first batch opens the system again from it
@@ -82,8 +83,14 @@ class LanceDBSystem(LeRobotSystem):
         self.versions = package_versions("lerobot-lancedb", "lancedb", "pylance", "lerobot", "torch", "torchcodec")
 
     def _open(self, delta_timestamps):
+        # an s3:// root reads its tables through lancedb.connect(storage_options=...)
+        stored = {"storage_options": self.job["storage_options"]} if self.job.get("storage_options") else {}
         return self.cls(
-            root=self.root, return_uint8=True, delta_timestamps=delta_timestamps, image_transforms=self.transforms
+            root=self.root,
+            return_uint8=True,
+            delta_timestamps=delta_timestamps,
+            image_transforms=self.transforms,
+            **stored,
         )
 
     def batch(self, indices: list[int]):
@@ -102,6 +109,49 @@ class LanceDBSystem(LeRobotSystem):
             batch_sampler=measurement["batches"],
             num_workers=workers,
             multiprocessing_context=lance_mp_context() if workers else None,
+            **lerobot_train_options(workers),
+        )
+        return loader, lambda batch: [int(i) for i in batch["index"]], loader_closer(loader)
+
+
+class StreamingLeRobotSystem:
+    """``lerobot.datasets.streaming_dataset.StreamingLeRobotDataset`` as ``lerobot-train
+    --dataset.streaming=true`` builds it (``lerobot.datasets.factory.make_dataset``:
+    ``max_num_shards=num_workers``, ``return_uint8=True``) in the DataLoader lerobot-train builds
+    for it (``shuffle=False``: it shuffles itself). LeRobot 0.6.1 streams from a local root or the
+    Hub, never from s3://. Only ``loader`` measurements: its order is its own, so a measurement's
+    ``batches`` give only how many batches to time."""
+
+    def __init__(self, job: dict) -> None:
+        from lerobot.datasets.streaming_dataset import StreamingLeRobotDataset
+
+        self.job = job
+        self.root = job["root"]
+        self.workers = int(job.get("workers", 2))
+        self.ds = StreamingLeRobotDataset(
+            "local/bench",
+            root=self.root,
+            image_transforms=_peer_resize(job),
+            max_num_shards=self.workers,  # cfg.num_workers, as make_dataset passes it
+            tolerance_s=1e-4,  # TrainPipelineConfig's default
+            return_uint8=True,
+        )
+        self.label = f"LeRobot {package_version('lerobot')} StreamingLeRobotDataset"
+        self.versions = package_versions("lerobot", "datasets", "torch", "torchcodec")
+
+    def loader(self, measurement: dict):
+        from torch.utils.data import DataLoader
+
+        workers = measurement["workers"]
+        if workers != self.workers:
+            raise ValueError(f"the streaming dataset was sharded for {self.workers} workers, the loader has {workers}")
+        loader = DataLoader(
+            self.ds,
+            batch_size=measurement["batch_size"],
+            num_workers=workers,
+            shuffle=False,
+            drop_last=False,
+            multiprocessing_context="spawn" if workers else None,
             **lerobot_train_options(workers),
         )
         return loader, lambda batch: [int(i) for i in batch["index"]], loader_closer(loader)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from benchmarks.peers.runner_peers import LanceDBSystem, LeRobotSystem
+from benchmarks.peers.runner_peers import LanceDBSystem, LeRobotSystem, StreamingLeRobotSystem
 from benchmarks.peers.runner_robodata import RobodataCompatSystem, RobodataSystem
 
-SYSTEMS = ("robodata", "robodata-compat", "lerobot", "lancedb")
+SYSTEMS = ("robodata", "robodata-compat", "lerobot", "lerobot-streaming", "lancedb")
 
 
 def open_system(job: dict):
@@ -17,6 +17,7 @@ def open_system(job: dict):
         "robodata": RobodataSystem,
         "robodata-compat": RobodataCompatSystem,
         "lerobot": LeRobotSystem,
+        "lerobot-streaming": StreamingLeRobotSystem,
         "lancedb": LanceDBSystem,
     }
     return classes[system](job)
