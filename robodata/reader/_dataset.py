@@ -17,6 +17,7 @@ from robodata.integrity._frames_checksums import adopt_frames_check, verify_fram
 from robodata.reader._batches import FrameBatch, WindowBatch, to_numpy
 from robodata.reader._decode_pool import run_tasks
 from robodata.reader._gop_store import GopStore
+from robodata.reader._held_rows import HeldRows
 from robodata.reader._output_pool import OutputPool
 from robodata.reader._renditions import decode_requests, output_shape
 from robodata.reader._row_index import RowIndex, SharedArrays
@@ -24,6 +25,7 @@ from robodata.reader._selection import RowIndices, checked_cameras, checked_colu
 from robodata.reader._versions import VersionHistory
 from robodata.storage._deadlines import call_with_deadline
 from robodata.storage._failures import storage_call, storage_step
+from robodata.storage._uris import is_remote
 
 _ITEM_FRAMES = ThreadPoolExecutor(4, thread_name_prefix="robodata-item")  # ds[i]: frames beside the row read
 
@@ -95,6 +97,7 @@ class RoboDataset(VersionHistory):
         self.uri = uri
         self._frames = frames
         self._storage_options = storage_options
+        self._held_rows = HeldRows(frames, remote=is_remote(uri))  # takes answered from memory on object storage
         self.metadata = read_metadata(frames.schema, uri)
         # Row data is vouched for like GOPs (robodata.integrity._frames_checksums): opening checks
         # every data file's size (two listings); the first read of rows checks their bytes.
@@ -425,8 +428,11 @@ class RoboDataset(VersionHistory):
     def take_rows(self, indices: RowIndices, columns: list[str]) -> pa.Table:
         """The per-row ``columns`` of rows ``indices`` (Arrow, in the order given), under the
         storage deadline: ``lance_dataset.take`` for loaders that read a batch's rows at once."""
-        indices = np.asarray(indices, dtype=np.int64).reshape(-1).tolist()
         self._vouch()
+        held = self._held_rows.take(indices, columns, lambda fn, **kw: self._read(f"reading {columns}", fn, **kw))
+        if held is not None:  # object storage: the columns read once per process
+            return held
+        indices = np.asarray(indices, dtype=np.int64).reshape(-1).tolist()
         return self._read(f"reading {len(indices)} rows", self._frames.take, indices, columns=columns)
 
     # --- versions (versions(), tags and tag() come from VersionHistory) -----------------------

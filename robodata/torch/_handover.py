@@ -33,6 +33,8 @@ import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils.data._utils.collate import collate, default_collate_fn_map
 
+from robodata._env_settings import megabytes_setting
+
 # Slabs one worker keeps (each one output array: a camera's frames of a batch). A worker has its
 # prefetched batches in flight and the training process holds one or two: about 7 batches of 3
 # cameras at prefetch 4. With every slab held, an array is allocated anew and not kept.
@@ -56,10 +58,7 @@ class SharedMemoryFullError(RuntimeError):
 
 def keep_bytes_default() -> int:
     """The bytes of slabs a worker keeps: ``$ROBODATA_SHM_KEEP_MB`` megabytes, else ``KEEP_MB``."""
-    raw = os.environ.get(KEEP_MB_VARIABLE) or str(KEEP_MB)
-    if not raw.isdigit():
-        raise ValueError(f"{KEEP_MB_VARIABLE} must be a whole number of megabytes, got {raw!r}")
-    return int(raw) << 20
+    return megabytes_setting(KEEP_MB_VARIABLE, KEEP_MB)
 
 
 def shared_memory_free(path: str = SHM_DIR) -> int | None:

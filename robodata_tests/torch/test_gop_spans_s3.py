@@ -71,3 +71,31 @@ def test_a_small_budget_bounds_what_is_held_and_still_reads_each_gop_once(module
     assert cache.on_demand_gops == 0 and cache.spans_fetched > 3  # more, shorter spans
     assert cache.peak_held <= budget + budget // 4
     assert needed_bytes <= sum(gets) <= MAX_EXTRA * needed_bytes
+
+
+
+def frames_data_gets(s3, since: int) -> int:
+    return sum(1 for r in s3.requests(since) if r.method == "GET" and "/frames.lance/data/" in r.path)
+
+
+def test_the_rows_columns_are_read_once_per_process_not_per_batch(module_s3, s3_dataset, monkeypatch):
+    columns = ["action", "frame_index"]
+    ds = robodata.open(s3_dataset, storage_options=module_s3.storage_options)
+    stored = ds.to_table(columns=columns)  # what a take must give, read before counting
+    m0 = module_s3.mark()
+    assert ds.take_rows([5, 0, 7], columns).equals(stored.take([5, 0, 7]))  # reads the columns whole
+    print("FIRST", [(r.path[-20:], r.range) for r in module_s3.requests(m0) if "frames" in r.path], ds._held_rows._tables.keys(), ds._held_rows._limit, ds._held_rows._remote)
+    mark = module_s3.mark()
+    backwards = list(range(len(ds)))[::-1]
+    assert ds.take_rows(backwards, columns).equals(stored.take(backwards))
+    print("SECOND", [(r.path[-20:], r.range) for r in module_s3.requests(mark) if "frames" in r.path])
+    assert ds.take_rows([3], columns[::-1]).equals(stored.select(columns[::-1]).take([3]))  # the order asked
+    print("REQS", [r for r in module_s3.requests(mark) if "frames" in r.path])
+    assert frames_data_gets(module_s3, mark) == 0  # every later batch's rows from memory
+
+    monkeypatch.setenv("ROBODATA_HELD_ROWS_MB", "0")  # too big to hold: taken from the store, as before
+    unheld = robodata.open(s3_dataset, storage_options=module_s3.storage_options)
+    assert unheld.take_rows([5, 0, 7], columns).equals(stored.take([5, 0, 7]))
+    mark = module_s3.mark()
+    assert unheld.take_rows(backwards, columns).equals(stored.take(backwards))
+    assert frames_data_gets(module_s3, mark) > 0
