@@ -40,7 +40,8 @@ as docs/training.md documents. Each process records the ``index`` of every batch
 loop takes (``record-train``: lerobot-train's ``cycle`` with the pass over the DataLoader noted);
 it prints, as JSON, the items of the resumed epoch read twice and never (both 0 when the resume is
 exact). ``--dataset`` trains on a copy of that dataset, else on the sample data; ``--records DIR``
-keeps the records.
+keeps the records. The policy sees ``--frame-size`` frames (``--robodata.frame_size``, default
+64x48, so that a CPU step takes a fraction of a second; the order does not depend on it).
 
 ``first-batch`` prints the seconds from creating a DataLoader (``num_workers`` workers, default
 collate, shuffled) to its first batch for ``LeRobotCompatDataset`` and for ``LeRobotDataset``
@@ -391,7 +392,7 @@ def resume(args: argparse.Namespace) -> int:
             launcher += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"]
         command = [*launcher, str(Path(__file__).resolve()), "record-train", str(records / run), "--", *extra,
                    f"--steps={steps}", f"--batch_size={batch_size}", f"--num_workers={workers}",
-                   f"--robodata.order={args.order}"]  # fmt: skip
+                   f"--robodata.order={args.order}", f"--robodata.frame_size={args.frame_size}"]  # fmt: skip
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
         (work / f"resume-{run}.log").write_text(done.stdout + done.stderr)
         if done.returncode != 0:
@@ -459,6 +460,9 @@ def main() -> int:
     sub.choices["resume"].add_argument("--before", default="4,2,2", help="batch size,workers,processes")
     sub.choices["resume"].add_argument("--after", default="6,4,1", help="batch size,workers,processes")
     sub.choices["resume"].add_argument("--save-at", type=int, default=5)
+    sub.choices["resume"].add_argument(
+        "--frame-size", default="64x48", help="the policy's frames (--robodata.frame_size): small, for a quick CPU step"
+    )
     sub.choices["resume"].add_argument("--seed", type=int, default=1)
     sub.choices["resume"].add_argument("--records", help="where the runs record their batches")
     args = p.parse_args()

@@ -98,7 +98,8 @@ def main() -> None:
         persistent_workers=True,
         multiprocessing_context="spawn",
     )
-    peak_shm, peaks, started = 0, {}, time.perf_counter()
+    peak_shm, started = 0, time.perf_counter()
+    peaks: dict[int, dict[str, int]] = {}
     batches = iter(loader)
     shapes: dict[str, list[int]] = {}
     for step in range(args.steps):
@@ -111,7 +112,7 @@ def main() -> None:
             batch = next(batches)
         shapes = {k: list(batch[k].shape) for k in dataset.meta.camera_keys}
         peak_shm = max(peak_shm, shm_used() - base)
-        for worker in batches._workers:
+        for worker in getattr(batches, "_workers", []):  # the DataLoader's worker processes
             for key, value in memory_mb(worker.pid).items():
                 peaks.setdefault(worker.pid, {})[key] = max(peaks.get(worker.pid, {}).get(key, 0), value)
     rate = (args.steps - 10) * args.batch_size / (time.perf_counter() - started)
