@@ -23,7 +23,13 @@ started=$SECONDS
 stage() { echo "== [$((SECONDS - started)) s] $*"; }
 
 stage "Debian's FFmpeg 5 libraries, for LeRobot's default decoder (torchcodec)"
-bash scripts/install_system.sh scripts/debian-packages-lerobot.txt
+# apt-get update does not wait for another apt's lock on its lists (scripts/peers.sh installs the
+# same packages): try again for up to 15 minutes rather than stop at "Could not get lock".
+for attempt in $(seq 60); do
+    bash scripts/install_system.sh scripts/debian-packages-lerobot.txt && break
+    [ "$attempt" -lt 60 ] || { echo "coinstall: apt stayed locked for 15 minutes" >&2; exit 1; }
+    sleep 15
+done
 
 stage "venv $VENV ($("$PY" --version))"
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"

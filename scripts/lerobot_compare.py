@@ -5,6 +5,8 @@
     python scripts/lerobot_compare.py orders WORKDIR [--steps 200 --batch-size 8 --workers 2 --every 20
                                                       --camera-size 64x48]
     python scripts/lerobot_compare.py loader WORKDIR [--workers 2 --batch-size 32 --epochs 3]
+    python scripts/lerobot_compare.py resume WORKDIR [--dataset PATH --order decode_once
+                                                      --before 4,2,2 --after 6,4,1 --save-at 5]
 
 Both make sample data in WORKDIR (3 cameras, 100 Hz rows), ingest it into a robodata dataset,
 tag it ``compare`` and export that version with ``robodata export-lerobot`` (lossless RGB video,
@@ -29,6 +31,17 @@ the recorded size, ``--workers`` spawned workers, persistent): ``shuffle=True`` 
 ``sampler=dataset.item_sampler(...)`` (the decode-once order), each in a fresh process; it prints
 items/s of every epoch after the first (the first includes the workers' start) and the GOPs the
 workers read for decoding per epoch.
+
+``resume`` trains with ``robodata-train`` (the small ACT of ``losses``, ``--robodata.order``
+``--order``), checkpointing after ``--save-at`` steps in the layout ``--before`` (batch size,
+workers, processes), then resumes that checkpoint (``--resume=true``) in the layout ``--after``
+to past the end of the epoch; more than one process is ``torchrun --standalone --nproc_per_node=P``
+as docs/training.md documents. Each process records the ``index`` of every batch LeRobot's training
+loop takes (``record-train``: lerobot-train's ``cycle`` with the pass over the DataLoader noted);
+it prints, as JSON, the items of the resumed epoch read twice and never (both 0 when the resume is
+exact). ``--dataset`` trains on a copy of that dataset, else on the sample data; ``--records DIR``
+keeps the records. The policy sees ``--frame-size`` frames (``--robodata.frame_size``, default
+64x48, so that a CPU step takes a fraction of a second; the order does not depend on it).
 
 ``first-batch`` prints the seconds from creating a DataLoader (``num_workers`` workers, default
 collate, shuffled) to its first batch for ``LeRobotCompatDataset`` and for ``LeRobotDataset``
@@ -80,8 +93,15 @@ def prepare(work: Path, episodes: int, seconds: float, export_too: bool = True) 
 
 
 def train_args(
-    steps: int, output: Path, batch_size: int = 4, workers: int = 0, log_freq: int = 1, seed: int = 1
+    steps: int,
+    output: Path,
+    batch_size: int = 4,
+    workers: int = 0,
+    log_freq: int = 1,
+    seed: int = 1,
+    save_freq: int | None = None,
 ) -> list[str]:
+    saving = ["--save_checkpoint=false"] if save_freq is None else [f"--save_freq={save_freq}"]
     return [
         "--policy.type=act",
         "--policy.device=cpu",
@@ -97,7 +117,7 @@ def train_args(
         f"--batch_size={batch_size}",
         f"--num_workers={workers}",
         f"--log_freq={log_freq}",
-        "--save_checkpoint=false",
+        *saving,
         f"--seed={seed}",
         "--wandb.enable=false",
         f"--output_dir={output}",
@@ -308,6 +328,102 @@ def first_batch(args: argparse.Namespace) -> int:
     return 0
 
 
+def recording_cycle(records: Path):
+    """lerobot-train's ``cycle`` (``lerobot.utils.utils.cycle``: a new pass over the DataLoader when
+    one ends) that also appends the ``index`` of every batch it hands the training loop, with the
+    pass it belongs to, to ``records/rank<RANK>.jsonl``."""
+
+    def cycle(iterable):
+        out = records / f"rank{os.environ.get('RANK', '0')}.jsonl"
+        passes = 0
+        while True:
+            for batch in iterable:
+                with out.open("a") as lines:
+                    lines.write(json.dumps({"pass": passes, "index": batch["index"].tolist()}) + "\n")
+                yield batch
+            passes += 1
+
+    return cycle
+
+
+def record_train(args: argparse.Namespace) -> int:
+    """``robodata-train`` with every batch the training loop takes recorded (``recording_cycle``)."""
+    from lerobot.scripts import lerobot_train
+
+    from robodata.lerobot import train
+
+    records = Path(args.records)
+    records.mkdir(parents=True, exist_ok=True)
+    lerobot_train.cycle = recording_cycle(records)
+    train.main(args.train_args)
+    return 0
+
+
+def recorded(records: Path) -> list[dict]:
+    return [json.loads(line) for f in sorted(records.glob("rank*.jsonl")) for line in f.read_text().splitlines()]
+
+
+def layout(text: str) -> tuple[int, int, int]:
+    batch_size, workers, processes = (int(n) for n in text.split(","))
+    return batch_size, workers, processes
+
+
+def resume(args: argparse.Namespace) -> int:
+    import robodata
+
+    work = Path(args.workdir)
+    if args.dataset:
+        dataset = str(work / "dataset")
+        shutil.rmtree(dataset, ignore_errors=True)
+        shutil.copytree(args.dataset, dataset)  # robodata-train tags the version it reads
+    else:
+        dataset, _ = prepare(work, args.episodes, args.seconds, export_too=False)
+    items = len(robodata.open(dataset))
+    records = Path(args.records) if args.records else work / "records"
+    out = work / "train-resume"
+    for folder in (records, out):
+        shutil.rmtree(folder, ignore_errors=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+
+    def robodata_train(run: str, place: tuple[int, int, int], steps: int, *extra: str) -> None:
+        batch_size, workers, processes = place
+        launcher = [sys.executable]
+        if processes > 1:  # docs/training.md's multi-process command
+            launcher += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"]
+        command = [*launcher, str(Path(__file__).resolve()), "record-train", str(records / run), "--", *extra,
+                   f"--steps={steps}", f"--batch_size={batch_size}", f"--num_workers={workers}",
+                   f"--robodata.order={args.order}", f"--robodata.frame_size={args.frame_size}"]  # fmt: skip
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
+        (work / f"resume-{run}.log").write_text(done.stdout + done.stderr)
+        if done.returncode != 0:
+            raise SystemExit(f"the {run} run failed (exit {done.returncode}); its log: {work / f'resume-{run}.log'}")
+
+    before, after = layout(args.before), layout(args.after)
+    first_args = train_args(args.save_at, out, seed=args.seed, save_freq=args.save_at)
+    robodata_train("first", before, args.save_at, f"--dataset.repo_id={dataset}", *first_args)
+    first = [i for r in recorded(records / "first") if r["pass"] == 0 for i in r["index"]]
+    rounds = -(-(items - len(first)) // (after[0] * after[2]))
+    config = out / "checkpoints" / "last" / "pretrained_model" / "train_config.json"
+    robodata_train("second", after, args.save_at + rounds + 2, f"--config_path={config}", "--resume=true")
+    second = recorded(records / "second")
+    if not any(r["pass"] == 1 for r in second):
+        raise SystemExit(f"the resumed run did not reach the next epoch ({records / 'second'})")
+    epoch = first + [i for r in second if r["pass"] == 0 for i in r["index"]]
+    counts = {i: epoch.count(i) for i in set(epoch)}
+    result = {
+        "order": args.order,
+        "items": items,
+        "before": dict(zip(("batch_size", "workers", "processes"), before, strict=True)),
+        "after": dict(zip(("batch_size", "workers", "processes"), after, strict=True)),
+        "read_before_the_checkpoint": len(first),
+        "read_after_the_resume": len(epoch) - len(first),
+        "read_twice": sum(n - 1 for n in counts.values()),
+        "never_read": len(set(range(items)) - set(counts)),
+    }
+    print(json.dumps(result))
+    return 0
+
+
 def spread(values: list[float]) -> str:
     if len(values) == 1:
         return f"{values[0]}"
@@ -317,7 +433,10 @@ def spread(values: list[float]) -> str:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for name in ("losses", "first-batch", "orders", "loader"):
+    record = sub.add_parser("record-train", help="robodata-train, recording the batches its loop takes")
+    record.add_argument("records")
+    record.add_argument("train_args", nargs=argparse.REMAINDER)
+    for name in ("losses", "first-batch", "orders", "loader", "resume"):
         s = sub.add_parser(name)
         s.add_argument("workdir")
         s.add_argument("--episodes", type=int, default=3)
@@ -336,9 +455,23 @@ def main() -> int:
     sub.choices["first-batch"].add_argument("--workers", type=int, default=2)
     sub.choices["first-batch"].add_argument("--batch-size", type=int, default=32)
     sub.choices["first-batch"].add_argument("--repeat", type=int, default=1)
+    sub.choices["resume"].add_argument("--dataset", help="train on a copy of this robodata dataset")
+    sub.choices["resume"].add_argument("--order", default="decode_once", choices=("decode_once", "uniform"))
+    sub.choices["resume"].add_argument("--before", default="4,2,2", help="batch size,workers,processes")
+    sub.choices["resume"].add_argument("--after", default="6,4,1", help="batch size,workers,processes")
+    sub.choices["resume"].add_argument("--save-at", type=int, default=5)
+    sub.choices["resume"].add_argument(
+        "--frame-size", default="64x48", help="the policy's frames (--robodata.frame_size): small, for a quick CPU step"
+    )
+    sub.choices["resume"].add_argument("--seed", type=int, default=1)
+    sub.choices["resume"].add_argument("--records", help="where the runs record their batches")
     args = p.parse_args()
+    if args.command == "record-train":
+        args.train_args = [a for a in args.train_args if a != "--"]
+        return record_train(args)
     started = time.perf_counter()
-    code = {"losses": losses, "first-batch": first_batch, "orders": orders, "loader": loader}[args.command](args)
+    commands = {"losses": losses, "first-batch": first_batch, "orders": orders, "loader": loader, "resume": resume}
+    code = commands[args.command](args)
     print(f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     return code
 

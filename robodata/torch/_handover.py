@@ -42,9 +42,11 @@ RECYCLED_SLABS = 64
 # Megabytes of slabs a worker keeps for reuse ($ROBODATA_SHM_KEEP_MB, else KEEP_MB). Beyond them a
 # batch's arrays get shared memory of their own, released as soon as the training process drops the
 # batch (as PyTorch's collate's is): the /dev/shm a worker holds is then at most this or its batches
-# in flight, whichever is larger.
+# in flight, whichever is larger. 128: as fast as 256 in lerobot-train's loader (2 workers, batch 32
+# of 640x480 + 2 x 320x240 uint8) and 60-90 MB less RSS per worker; 64 cost a third of the samples/s
+# (docs/training.md, "Memory").
 KEEP_MB_VARIABLE = "ROBODATA_SHM_KEEP_MB"
-KEEP_MB = 256
+KEEP_MB = 128
 # Where PyTorch's shared memory lives (shm_open), and what is left free there for others (the
 # DataLoader's own queues, other processes' small tensors) when a worker sizes its allocations.
 SHM_DIR = "/dev/shm"
