@@ -75,7 +75,6 @@ def test_the_cluster_config_opens_without_postgres_and_code_servers_wait_for_it(
     opening the storage does not connect, the definitions' state is read by the storage that
     waits, a code server may take that wait plus a load to start, and the docs give the figures."""
     import dagster as dg
-
     from dagster_postgres.utils import DagsterPostgresException
 
     from robodata.orchestration.cluster.defs_state import PatientDefsStateStorage
