@@ -3,8 +3,9 @@ launched into Celery through Redis, two worker processes, one s3:// dataset (mot
 
 One cluster for the whole module, started by docs/cluster.md's own walk-through and stopped by
 its own stop block (the last test); in between, on that cluster with its upload sensor on, a
-PostgreSQL restart, a terminate, a worker killed mid-run and a bad upload. The sensor ticks every
-5 s here (ROBODATA_SENSOR_INTERVAL_S; 30 s by default); everything else is as shipped."""
+PostgreSQL restart, a PostgreSQL outage while idle, a terminate, a worker killed mid-run, a bad
+upload and the daemon killed mid-backfill. The sensor ticks every 5 s here
+(ROBODATA_SENSOR_INTERVAL_S; 30 s by default); everything else is as shipped."""
 
 from __future__ import annotations
 
