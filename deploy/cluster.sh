@@ -116,7 +116,21 @@ start_bg() {  # NAME: start the supervised program NAME (already running: say so
     if running "$name"; then say "$name already running (pid $(ctl pid "$name"))"; return; fi
     ctl start "$name" >/dev/null || die "$name did not start; see $LOGS/$name.log"
 }
-running() { supervisor_up && ctl status "$1" 2>/dev/null | grep -q " RUNNING "; }
+running() {  # NAME: supervisord runs the program NAME now
+    local out
+    supervisor_up || return 1
+    out=$(ctl status "$1" 2>/dev/null) || true
+    [[ $out == *" RUNNING "* ]]
+}
+programs_active() {  # supervisord runs, starts, stops or restarts a program; not sure: yes
+    # Read the whole answer before matching it: `ctl status | grep -q` under pipefail fails
+    # when grep exits first, and an unanswered status (a busy supervisord) lists nothing; either
+    # made `down postgres` shut supervisord and every program down.
+    local out rc=0
+    out=$(ctl status 2>&1) || rc=$?
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || return 0  # 3: some program is stopped; else no answer
+    grep -Eq " (RUNNING|STARTING|BACKOFF|STOPPING) " <<<"$out"
+}
 stop_bg() {  # NAME: supervisord's stop (SIGTERM, then SIGKILL to the group after its stopwaitsecs)
     local name=$1 pid
     supervisor_up || return 0
@@ -234,9 +248,14 @@ prepare_dagster_home() {
 up_daemon() {
     need dagster-daemon "activate robodata's virtualenv"
     prepare_dagster_home
-    # Creates the tables once, and sets the pool's limit before any run: two runs creating the
-    # pool's row at once collide in PostgreSQL.
-    dagster instance concurrency set video_encode "${ROBODATA_ENCODE_SLOTS:-$((WORKERS * CONCURRENCY))}" >/dev/null
+    # Creates the tables once (the instance of every cluster process leaves them alone:
+    # should_autocreate_tables in deploy/dagster.yaml), and sets the pool's limit before any run:
+    # two runs creating the pool's row at once collide in PostgreSQL.
+    local setup=$DIR/dagster_setup
+    mkdir -p "$setup"
+    sed -E 's/^( *should_autocreate_tables:).*/\1 true/' "$DAGSTER_HOME/dagster.yaml" >"$setup/dagster.yaml"
+    DAGSTER_HOME=$setup dagster instance concurrency set video_encode \
+        "${ROBODATA_ENCODE_SLOTS:-$((WORKERS * CONCURRENCY))}" >/dev/null
     start_bg daemon
     # Ready when the daemon itself says so: a heartbeat it wrote after this start.
     local since
@@ -310,7 +329,7 @@ cmd_down() {
         esac
     done
     # Nothing left to supervise: supervisord goes too.
-    if supervisor_up && ! ctl status 2>/dev/null | grep -Eq " (RUNNING|STARTING|BACKOFF|STOPPING) "; then
+    if supervisor_up && ! programs_active; then
         local supervisord
         supervisord=$(cat "$RUN/supervisord.pid" 2>/dev/null || true)
         ctl shutdown >/dev/null 2>&1 || true

@@ -3,8 +3,9 @@ launched into Celery through Redis, two worker processes, one s3:// dataset (mot
 
 One cluster for the whole module, started by docs/cluster.md's own walk-through and stopped by
 its own stop block (the last test); in between, on that cluster with its upload sensor on, a
-PostgreSQL restart, a terminate, a worker killed mid-run and a bad upload. The sensor ticks every
-5 s here (ROBODATA_SENSOR_INTERVAL_S; 30 s by default); everything else is as shipped."""
+PostgreSQL restart, a PostgreSQL outage while idle, a terminate, a worker killed mid-run, a bad
+upload and the daemon killed mid-backfill. The sensor ticks every 5 s here
+(ROBODATA_SENSOR_INTERVAL_S; 30 s by default); everything else is as shipped."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import dagster as dg
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from dagster._core.scheduler.instigation import InstigatorType
+from dagster._core.scheduler.instigation import InstigatorType, TickStatus
 from dagster_graphql import DagsterGraphQLClient
 
 import robodata
@@ -221,6 +222,7 @@ def test_the_webserver_answers_every_request_across_a_postgres_restart(cluster):
         return None
 
     assert [ask() for _ in range(5)] == [None] * 5  # the webserver's pooled connections are open
+    supervised = supervised_pids(cluster.env)
     cluster.run(str(CLUSTER_SH), "down", "postgres")
     # Requests while PostgreSQL is down, and after it is back on the same pooled connections.
     restart = threading.Timer(2.0, lambda: cluster.run(str(CLUSTER_SH), "up", "postgres"))
@@ -238,6 +240,76 @@ def test_the_webserver_answers_every_request_across_a_postgres_restart(cluster):
         if failure := ask():
             failures.append(failure)
     assert asked >= 40 and failures == []
+    # `down postgres` stopped PostgreSQL alone (it once shut supervisord and every program down).
+    assert supervised_pids(cluster.env) == supervised
+
+
+def test_after_a_postgres_outage_while_idle_the_sensor_ingests_the_next_upload(cluster, instance, tmp_path):
+    """PostgreSQL stopped while nothing runs, for as long as the daemon takes to start a code
+    server (it starts a fresh one every 60 s) and that one to load or fail; then started again.
+    That code server loads the code location (it waited for PostgreSQL: before, it failed to
+    load, and the sensor was off until the next one), and the sensor's next tick requests a run
+    for a new upload, which succeeds."""
+    daemon = cluster.pid("daemon")
+    earlier = set(_code_servers(daemon))
+    cluster.run(str(CLUSTER_SH), "down", "postgres")
+    try:
+        started = wait_until(lambda: set(_code_servers(daemon)) - earlier, 300, "a code server started in the outage")
+        pid = min(started)
+        # Time to load, or to fail to: its socket is bound once it has (a hang guard, not a bound).
+        socket_path = _code_servers(daemon)[pid]
+        for _ in range(60):
+            if Path(socket_path).exists():
+                break
+            time.sleep(0.5)
+    finally:
+        cluster.run(str(CLUSTER_SH), "up", "postgres")
+    back = time.time()
+    assert wait_until(lambda: Path(socket_path).exists(), 300, "the code server listening")
+    assert _code_server_load_error(socket_path) is None
+    assert cluster.pid("daemon") == daemon  # the daemon rode it out; nothing restarted it
+
+    key = upload(cluster, tmp_path, 30, seconds=1)
+    run = sensor_run(instance, key)
+    requested = instance.get_run_record_by_id(run.run_id).create_timestamp.timestamp()
+    assert wait_until(lambda: finished(instance, run.run_id), 600, "the upload's run").status == (
+        dg.DagsterRunStatus.SUCCESS
+    )
+    print(f"postgres back: the upload's run requested after {requested - back:.0f} s (upload included)")
+    [state] = [
+        s for s in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR) if s.name == "upload_sensor"
+    ]
+    ticks = instance.get_ticks(state.instigator_origin_id, state.selector_id, limit=50)
+    [tick] = [t for t in ticks if run.run_id in t.run_ids]
+    assert tick.status == TickStatus.SUCCESS
+    episodes, pairs = stored(cluster.env)
+    assert episodes[30] == expected_rows(tmp_path, 30, 1.0) and len(pairs) == len(set(pairs))
+
+
+def _code_servers(daemon: int) -> dict[int, str]:
+    """The code servers the daemon runs now: process id -> the socket it serves on."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) != daemon:
+                continue
+            command = (proc / "cmdline").read_bytes().decode().split("\0")
+        except OSError:  # ended meanwhile
+            continue
+        if "api" in command and "grpc" in command and "--socket" in command:
+            found[int(proc.name)] = command[command.index("--socket") + 1]
+    return found
+
+
+def _code_server_load_error(socket_path: str) -> str | None:
+    """What the code server on ``socket_path`` reports about loading the code location: None
+    when it loaded it, else its error."""
+    from dagster._grpc.client import DagsterGrpcClient
+    from dagster._serdes import deserialize_value
+    from dagster._utils.error import SerializableErrorInfo
+
+    answer = deserialize_value(DagsterGrpcClient(socket=socket_path, host="localhost").list_repositories())
+    return answer.to_string() if isinstance(answer, SerializableErrorInfo) else None
 
 
 def test_terminate_cancels_a_running_run_and_both_workers_run_again(cluster, instance, tmp_path):
@@ -299,6 +371,7 @@ def test_a_killed_worker_s_run_is_retried_once_and_a_bad_upload_fails_once(clust
         return found[0] if found and found[0].status in FINISHED else None
 
     retried = wait_until(retry, 600, "retry finished")
+    print(f"the retry succeeded {time.monotonic() - killed_at:.0f} s after the kill")
     assert retried.status == dg.DagsterRunStatus.SUCCESS, failed_after
     assert retried.tags["dagster/retry_number"] == "1"
     # supervisord started the killed worker again (a new process), and a worker (the other, or
@@ -371,20 +444,25 @@ def test_a_daemon_killed_mid_backfill_is_restarted_and_the_backfill_finishes(clu
         "the backfill's first run leaving the queue",
     )
     os.killpg(daemon, signal.SIGKILL)
+    killed_at = time.monotonic()
     queued = sum(run.status == dg.DagsterRunStatus.QUEUED for run in backfill_runs())
     print(f"daemon killed with {queued} of {len(keys)} runs queued")
     restarted = wait_until(
         lambda: (pid := supervised_pids(cluster.env).get("daemon")) and pid != daemon and pid, 120, "daemon restarted"
     )
     assert restarted != daemon
+    print(f"daemon restarted {time.monotonic() - killed_at:.0f} s after the kill")
     done = wait_until(
         lambda: (runs := backfill_runs()) and all(run.status in FINISHED for run in runs) and runs,
         900,
         "every backfill run finished",
     )
+    print(f"every backfill run finished {time.monotonic() - killed_at:.0f} s after the kill")
     assert {run.tags["dagster/partition"]: run.status for run in done} == {
         key: dg.DagsterRunStatus.SUCCESS for key in keys
     }
+    _, pairs = stored(cluster.env)
+    assert len(pairs) == len(set(pairs))  # no row twice
 
 
 def test_the_docs_stop_block_stops_every_process(walkthrough):

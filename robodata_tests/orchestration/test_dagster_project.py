@@ -109,7 +109,7 @@ def test_the_packaged_dg_config_is_the_project_s(tmp_path):
     packaged = tomllib.loads((REPO / "robodata" / "orchestration" / "dg.toml").read_text())
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["dg"]["project"]
     assert packaged["directory_type"] == "project"
-    assert packaged["project"] == {key: project[key] for key in ("root_module", "defs_module")}
+    assert packaged["project"] == {key: project[key] for key in ("root_module", "defs_module", "code_location_name")}
 
 
 def test_an_installed_wheel_writes_its_instance_and_loads_the_location_outside_a_checkout(tmp_path, built_wheel):

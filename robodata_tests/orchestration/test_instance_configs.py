@@ -3,6 +3,7 @@ the same way, and the docs state the bounds they set."""
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from robodata.orchestration import INSTANCE_CONFIG
@@ -67,3 +68,44 @@ def test_the_docs_state_the_bounds_the_configs_set():
         "(`retry_on_asset_or_op_failure: false`)",
     ):
         assert said in cluster_md, said
+
+
+def test_the_cluster_config_opens_without_postgres_and_code_servers_wait_for_it(monkeypatch, tmp_path):
+    """What lets the daemon's code servers load during a PostgreSQL outage (docs/cluster.md):
+    opening the storage does not connect, the definitions' state is read by the storage that
+    waits, a code server may take that wait plus a load to start, and the docs give the figures."""
+    import dagster as dg
+    from dagster_postgres.utils import DagsterPostgresException
+
+    from robodata.orchestration.cluster.defs_state import PatientDefsStateStorage
+
+    cluster = _config(CLUSTER_CONFIG)
+    assert cluster["storage"]["custom"]["config"]["should_autocreate_tables"] is False
+    state = cluster["defs_state_storage"]
+    assert (state["module"], state["class"]) == (PatientDefsStateStorage.__module__, PatientDefsStateStorage.__name__)
+    wait, startup = state["config"]["wait_seconds"], cluster["code_servers"]["local_startup_timeout"]
+    assert wait + 60 <= startup
+    cluster_md = _page("cluster.md")
+    assert (
+        f"`wait_seconds`, {wait})" in cluster_md and f"`code_servers.local_startup_timeout` ({startup} s)" in cluster_md
+    )
+
+    # The instance opens with PostgreSQL unreachable (nothing listens on the port), with the
+    # storage and the defs-state storage deploy/dagster.yaml names; reading the state then fails
+    # with dagster-postgres's error once the (here 1 s) wait is spent.
+    home = tmp_path / "home"
+    home.mkdir()
+    config = CLUSTER_CONFIG.read_text().replace("wait_seconds: 120", "wait_seconds: 1")
+    (home / "dagster.yaml").write_text(config)
+    for name, value in {
+        "DAGSTER_HOME": str(home), "DAGSTER_PG_HOST": "127.0.0.1", "DAGSTER_PG_PORT": "9",
+        "DAGSTER_PG_USER": "u", "DAGSTER_PG_PASSWORD": "p", "DAGSTER_PG_DB": "d",
+        "DAGSTER_CELERY_BROKER_URL": "redis://127.0.0.1:9/0", "DAGSTER_CELERY_BACKEND_URL": "redis://127.0.0.1:9/1",
+    }.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    with dg.DagsterInstance.get() as instance:
+        storage = instance.defs_state_storage
+        assert isinstance(storage, PatientDefsStateStorage) and storage.wait_seconds == 1
+        assert str(storage.base_path) == str(home / "storage" / "defs_state")
+        with pytest.raises(DagsterPostgresException, match="too many retries for DB connection"):
+            storage.get_latest_defs_state_info()
