@@ -330,6 +330,7 @@ class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
             self.version,
             self.frame_buffer_bytes,
             byte_sizes=lambda refs: gop_store(self._lance_dataset()).byte_sizes(refs),
+            uri=self.uri,
         )
 
     def _frame_sizes(self) -> list[tuple[int, int]]:

@@ -28,7 +28,8 @@ class ItemSource:
     """What the orders need of the dataset: per item its row (``rows``) in the ``index``, the
     (height, width) of each camera frame an item holds (``frame_sizes()``: cameras without
     ``delta_timestamps``), the pinned version, the frame buffer's budget, and the stored bytes of
-    GOPs by ref_id (``byte_sizes``: what the runs of the decode-once order are cut by)."""
+    GOPs by ref_id (``byte_sizes``: what the runs of the decode-once order are cut by), and the
+    dataset's uri (``run_bytes_for``: runs by default on object storage only)."""
 
     rows: np.ndarray
     index: RowIndex
@@ -36,6 +37,7 @@ class ItemSource:
     version: int
     frame_buffer_bytes: int
     byte_sizes: Callable[[np.ndarray], np.ndarray] | None = None
+    uri: str = ""
 
     def places(self, blocks: np.ndarray) -> BlockPlaces:
         """The places of the items' blocks (``blocks``: per item), bytes over every camera."""
@@ -112,7 +114,7 @@ class DecodeOnceOrder:
             num_workers=num_workers,
             window_rows=window,
             places=source.places(blocks),
-            run_bytes=run_bytes_for(self.uri, run_bytes),
+            run_bytes=run_bytes_for(source.uri, run_bytes),
             pool_bytes=pool_bytes,
             **place,
             **options,
@@ -165,7 +167,7 @@ class DecodeOnceOrder:
             items=items,
             dataset_version=source.version,
             places=source.places(blocks),
-            run_bytes=run_bytes_for(self.uri, run_bytes),
+            run_bytes=run_bytes_for(source.uri, run_bytes),
             pool_bytes=pool_bytes,
         )
         self._order = sampler

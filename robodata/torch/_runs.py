@@ -55,7 +55,6 @@ ASSUMED_BLOCK_BYTES = 64 << 10  # a block's bytes when none are known (~3 camera
 MIN_RUNS_PER_STREAM = 8
 
 
-
 def run_bytes_for(uri: str, run_bytes: int | None) -> int:
     """``run_bytes`` as given, or the default for where ``uri`` lies: runs of ``DEFAULT_RUN_BYTES``
     on object storage, where each read costs a request's latency and fee, and blocks one by one
@@ -69,6 +68,7 @@ def run_bytes_for(uri: str, run_bytes: int | None) -> int:
     if run_bytes is not None:
         return int(run_bytes)
     return DEFAULT_RUN_BYTES if is_remote(uri) else 0
+
 
 @dataclass(frozen=True)
 class BlockPlaces:
