@@ -36,6 +36,7 @@ ALLOWED = {
     "errors": set(),
     "quiet_lance": set(),  # sets LANCE_LOG before lance loads: imports nothing of robodata
     "lazy_exports": set(),  # a package's public names imported on first use (torch, lerobot)
+    "env_settings": set(),  # settings read from the environment (ROBODATA_*_MB): imports nothing of robodata
     "source_checkout": {"errors"},  # finds benchmarks/ beside robodata/ in a source checkout
     "storage": {"errors"},
     "codec": set(),
@@ -44,7 +45,7 @@ ALLOWED = {
     # keep, so integrity sits below all of them: it opens tables through format.tables, never
     # through the reader (a caller that wants a read through the reader passes an opened dataset).
     "integrity": {"codec", "format", "storage", "errors"},
-    "reader": {"codec", "format", "storage", "errors", "integrity"},
+    "reader": {"codec", "format", "storage", "errors", "integrity", "env_settings"},
     # Write, audit, publish: an ingest checks what it staged with integrity's checks, not the reader.
     "ingest": {"codec", "format", "storage", "errors", "integrity"},
     "edits": {"format", "storage", "errors", "integrity"},  # gc reads integrity's GOP leases
@@ -59,6 +60,7 @@ ALLOWED = {
         "storage",
         "errors",
         "lazy_exports",
+        "env_settings",
     },  # the training loader: knows nothing of LeRobot's formats
     # Everything LeRobot: its formats, export and import (through ingest's driver), its stats,
     # and LeRobotCompatDataset on the training loader.

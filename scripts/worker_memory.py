@@ -40,8 +40,7 @@ def memory_mb(pid: int) -> dict[str, int]:
 
 def robodata_loader(args: argparse.Namespace, frame_size: tuple[int, int] | None):
     """robodata-train's dataset and sampler for ``args.dataset``."""
-    from robodata.lerobot._train_options import RobodataOptions
-    from robodata.lerobot.train import dataset_factory
+    from robodata.lerobot.train import RobodataOptions, dataset_factory
 
     make = dataset_factory(original=None, options=RobodataOptions(frame_size=frame_size))  # type: ignore[arg-type]
     dataset = make(args.dataset, return_uint8=not args.float)

@@ -45,6 +45,7 @@ NOT_STORAGE = ("np", "pa", "pc", "torch", "self.__dict__", "records.staged", "js
 # path, builds an operation without I/O, reads a manifest already in memory, or runs under the
 # helper in a way the walk cannot see. Nothing is listed as merely pending.
 UNWRAPPED: dict[tuple[str, str, str], str] = {
+    ("ingest/_one_copy.py", "in_storage_order", "table.take"): "an Arrow table in memory: no request",
     (
         "edits/_upkeep.py",
         "_compact",
