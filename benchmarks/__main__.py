@@ -75,6 +75,11 @@ SCENARIOS: dict[str, Scenario] = {
         "benchmarks.orchestration.batches",
         "the same episodes ingested as one Dagster run per episode and as one run per batch",
     ),
+    "cluster-drills": Scenario(
+        "benchmarks.orchestration.cluster_drills",
+        "the cluster in deploy/ (docs/cluster.md's walk-through) recovering from a PostgreSQL restart with runs in "
+        "flight, a Celery worker and the daemon killed with SIGKILL: seconds, lost runs, duplicate rows",
+    ),
 }
 
 

@@ -23,8 +23,8 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
 def _bench(args: argparse.Namespace) -> int:
     """Benchmarks, from a source checkout. Scenarios: report (the default: `robodata bench OUT
     --peers VENV`, robodata against LeRobot 0.6.1 and LanceDBDataset), readpath, loader, levers, lerobot-path,
-    s3-client, s3-epoch, order-randomness, order-loss, upkeep, sensor, landing, batches; `robodata bench SCENARIO
-    --help` shows a scenario's options."""
+    s3-client, s3-epoch, order-randomness, order-loss, upkeep, sensor, landing, batches, cluster-drills;
+    `robodata bench SCENARIO --help` shows a scenario's options."""
     from robodata._source_checkout import require_benchmarks
 
     require_benchmarks()
