@@ -169,11 +169,12 @@ class PostgresRestart:
 
 
 def restart_postgres_with_runs_in_flight(
-    cluster: Cluster, instance: dg.DagsterInstance, indexes: tuple[int, ...] = (40, 41), seconds: float = 2
+    cluster: Cluster, instance: dg.DagsterInstance, indexes: tuple[int, ...], seconds: float = 2
 ) -> PostgresRestart:
-    """Upload episodes ``indexes``; once each one's run encodes, stop PostgreSQL and start it
-    again 2 s later, asking the webserver for runs all along and 20 times after; then wait until
-    every upload landed or failed for good."""
+    """Upload episodes ``indexes`` (numbered after every earlier upload: the sensor may list only
+    the tail); once each one's run encodes, stop PostgreSQL and start it again 2 s later, asking
+    the webserver for runs all along and 20 times after; then wait until every upload landed or
+    failed for good."""
     keys = [upload(cluster, index, seconds) for index in indexes]
     runs = [sensor_run(instance, key) for key in keys]
     wait_until(lambda: all(in_step(instance, r.run_id, "gop_blobs") for r in runs), HANG_S, "the runs encoding")
@@ -247,11 +248,10 @@ class WorkerKill:
         )
 
 
-def kill_worker_mid_run(
-    cluster: Cluster, instance: dg.DagsterInstance, index: int = 20, seconds: float = 4
-) -> WorkerKill:
-    """Upload episode ``index`` and SIGKILL the worker (its process group: the worker and its
-    pool) that runs it once the run encodes; wait for the run to fail and its retry to finish."""
+def kill_worker_mid_run(cluster: Cluster, instance: dg.DagsterInstance, index: int, seconds: float = 4) -> WorkerKill:
+    """Upload episode ``index`` (numbered after every earlier upload) and SIGKILL the worker (its
+    process group: the worker and its pool) that runs it once the run encodes; wait for the run
+    to fail and its retry to finish."""
     key = upload(cluster, index, seconds)
     run = sensor_run(instance, key)
     wait_until(lambda: in_step(instance, run.run_id, "gop_blobs"), HANG_S, "the run encoding")

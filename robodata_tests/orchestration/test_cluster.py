@@ -5,7 +5,11 @@ One cluster for the whole module, started by docs/cluster.md's own walk-through 
 its own stop block (the last test); in between, on that cluster with its upload sensor on, a
 PostgreSQL restart, a PostgreSQL outage while idle, a terminate, a worker killed mid-run, a bad
 upload and the daemon killed mid-backfill. The sensor ticks every 5 s here
-(ROBODATA_SENSOR_INTERVAL_S; 30 s by default); everything else is as shipped."""
+(ROBODATA_SENSOR_INTERVAL_S; 30 s by default); everything else is as shipped.
+
+Each test's uploads are numbered after the previous tests' (10s, 20s, ...): names that sort in
+arrival order, as docs/cluster.md asks, so a sensor that lists only the tail of the uploads
+(after a slow full listing) still finds them on its next tick."""
 
 from __future__ import annotations
 
@@ -150,14 +154,14 @@ def test_a_postgres_restart_with_runs_in_flight_loses_no_run_and_no_request(clus
     along: the webserver answers every request, both uploads land exactly once, and every
     supervised process is still the one that ran before (``down postgres`` stops it alone)."""
     supervised = supervised_pids(cluster.env)
-    drill = restart_postgres_with_runs_in_flight(cluster, instance, (40, 41), seconds=2)
+    drill = restart_postgres_with_runs_in_flight(cluster, instance, (10, 11), seconds=2)
     print(drill.figures())
     assert drill.in_flight == 2  # the drill drilled something
     assert drill.asked >= 40 and drill.failed_requests == []
     assert drill.lost == [] and drill.duplicate_rows == 0
     episodes, pairs = stored(cluster.env)
-    assert (episodes[40], episodes[41]) == (expected_rows(tmp_path, 40, 2.0), expected_rows(tmp_path, 41, 2.0))
-    assert sum(1 for e, _ in pairs if e in (40, 41)) == episodes[40] + episodes[41]
+    assert (episodes[10], episodes[11]) == (expected_rows(tmp_path, 10, 2.0), expected_rows(tmp_path, 11, 2.0))
+    assert sum(1 for e, _ in pairs if e in (10, 11)) == episodes[10] + episodes[11]
     assert supervised_pids(cluster.env) == supervised
 
 
@@ -186,7 +190,7 @@ def test_after_a_postgres_outage_while_idle_the_sensor_ingests_the_next_upload(c
     assert _code_server_load_error(socket_path) is None
     assert cluster.pid("daemon") == daemon  # the daemon rode it out; nothing restarted it
 
-    key = upload(cluster, 30, seconds=1)
+    key = upload(cluster, 20, seconds=1)
     run = sensor_run(instance, key)
     requested = instance.get_run_record_by_id(run.run_id).create_timestamp.timestamp()
     assert wait_until(lambda: finished(instance, run.run_id), 600, "the upload's run").status == (
@@ -200,7 +204,7 @@ def test_after_a_postgres_outage_while_idle_the_sensor_ingests_the_next_upload(c
     [tick] = [t for t in ticks if run.run_id in t.run_ids]
     assert tick.status == TickStatus.SUCCESS
     episodes, pairs = stored(cluster.env)
-    assert episodes[30] == expected_rows(tmp_path, 30, 1.0) and len(pairs) == len(set(pairs))
+    assert episodes[20] == expected_rows(tmp_path, 20, 1.0) and len(pairs) == len(set(pairs))
 
 
 def _code_servers(daemon: int) -> dict[int, str]:
@@ -236,7 +240,7 @@ def test_terminate_cancels_a_running_run_and_both_workers_run_again(cluster, ins
     worker, other_worker = "w1", "w2"
     consume(cluster, other_worker, False)
     try:
-        key = upload(cluster, 10, seconds=4)
+        key = upload(cluster, 30, seconds=4)
         run = sensor_run(instance, key)
         wait_until(lambda: in_step(instance, run.run_id, "gop_blobs"), 300, "the run encoding")
         DagsterGraphQLClient("127.0.0.1", port_number=cluster.webserver_port).terminate_run(run.run_id)
@@ -251,7 +255,7 @@ def test_terminate_cancels_a_running_run_and_both_workers_run_again(cluster, ins
         assert worker_of(cluster, instance.get_run_by_id(again.run_id)) == worker
     finally:  # the module's later tests need both workers
         consume(cluster, other_worker, True)
-    other = sensor_run(instance, upload(cluster, 11, seconds=1))
+    other = sensor_run(instance, upload(cluster, 31, seconds=1))
     assert wait_until(lambda: finished(instance, other.run_id), 600, "the new upload's run").status == (
         dg.DagsterRunStatus.SUCCESS
     )
@@ -261,7 +265,7 @@ def test_terminate_cancels_a_running_run_and_both_workers_run_again(cluster, ins
     assert instance.get_runs(dg.RunsFilter(tags={"dagster/parent_run_id": run.run_id})) == []
     assert [r.status for r in runs_of(instance, key)] == [dg.DagsterRunStatus.CANCELED, dg.DagsterRunStatus.SUCCESS]
     episodes, pairs = stored(cluster.env)
-    assert episodes[10] == expected_rows(tmp_path, 10, 4.0) and episodes[11] == expected_rows(tmp_path, 11, 1.0)
+    assert episodes[30] == expected_rows(tmp_path, 30, 4.0) and episodes[31] == expected_rows(tmp_path, 31, 1.0)
     assert len(pairs) == len(set(pairs))  # no row twice
 
 
@@ -270,8 +274,8 @@ def test_a_killed_worker_s_run_is_retried_once_and_a_bad_upload_fails_once(clust
     whose worker is killed with SIGKILL in the middle of its run. Run monitoring fails the lost
     run and Dagster's run retries run it again (the sensor leaves it to them); the bad upload
     fails once: not retried as a run, not requested again."""
-    bad = bad_upload(cluster, tmp_path, 21, control_hz=10)
-    drill = kill_worker_mid_run(cluster, instance, 20, seconds=4)
+    bad = bad_upload(cluster, tmp_path, 40, control_hz=10)
+    drill = kill_worker_mid_run(cluster, instance, 41, seconds=4)
     print(drill.figures())
     key, run, retried = drill.key, drill.lost, drill.retry
     assert run.status == dg.DagsterRunStatus.FAILURE
@@ -286,9 +290,9 @@ def test_a_killed_worker_s_run_is_retried_once_and_a_bad_upload_fails_once(clust
     wait_until(
         lambda: any(succeeded in log.read_text() for log in cluster.worker_logs().values()), 300, "the retry's task log"
     )
-    assert drill.rows == expected_rows(tmp_path, 20, 4.0)
+    assert drill.rows == expected_rows(tmp_path, 41, 4.0)
     _, pairs = stored(cluster.env)
-    assert sum(1 for e, _ in pairs if e == 20) == drill.rows
+    assert sum(1 for e, _ in pairs if e == 41) == drill.rows
     assert drill.duplicate_rows == 0 and len(pairs) == len(set(pairs))  # no row twice
 
     # The bad upload: one failed run, given up on by the sensor, and no run after it.
@@ -296,7 +300,7 @@ def test_a_killed_worker_s_run_is_retried_once_and_a_bad_upload_fails_once(clust
     assert failed.status == dg.DagsterRunStatus.FAILURE and will_retry(instance, failed.run_id) == "false"
     cursor = wait_until(lambda: _sensor_cursor(instance, "failed", bad), 300, "the sensor giving up on the bad upload")
     assert cursor["failed"][bad] == failed.tags["robodata/upload_fingerprint"]
-    assert 21 not in stored(cluster.env)[0]
+    assert 40 not in stored(cluster.env)[0]
     # The run's summary, as the UI shows it: Dagster's Failure with one line naming the file and
     # the problem, nothing chained to it.
     [summary] = instance.all_logs(failed.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
