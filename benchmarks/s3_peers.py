@@ -45,6 +45,7 @@ from benchmarks.s3_aims import evaluate_s3_aims, format_aims
 from benchmarks.s3_epoch import BOTTLENECK_CPU_SHARE, MIB, full_resolution_gops, needed_gop_bytes
 from benchmarks.s3_scale import PRICE_NOTE, epoch_at_scale, scale_table
 from benchmarks.s3_store import LatencyProxy, StoreFigures, server_cpu_seconds
+from robodata.edits import upkeep_dataset
 
 # Which requests carry a system's video: robodata's GOPs; LanceDBDataset's videos table (its MP4s).
 VIDEO_KIND = {"robodata": "gops.lance data", "train": "gops.lance data", "lancedb": "videos.lance data"}
@@ -387,6 +388,8 @@ def main(args: argparse.Namespace) -> int:
         )
         local = str(work / "dataset")
         ingest_footage(uploads, local, None, None)
+        # as a lab's copy lies once Dagster's upkeep has run: one fragment per table, GOPs in order
+        upkept = upkeep_dataset(local).summary().splitlines()
         roots, _ = write_peer_layouts(uploads, work, python, log)
         needed = needed_gop_bytes(local)
         stored = {"robodata": folder_bytes(local), "lancedb": folder_bytes(roots["lance"])}
@@ -434,6 +437,9 @@ def main(args: argparse.Namespace) -> int:
             "rate): samples/s against the peers compare unequal samples, and so do the aims against LanceDBDataset; "
             "--source aloha records both at 50 Hz"
         )
+    print(
+        f"robodata's dataset after upkeep (robodata.edits.upkeep_dataset, as the Dagster upkeep asset runs it): {'; '.join(upkept[:2])}"
+    )
     print(
         "D: samples/s of an epoch timed in full after a cold one; first batch: opening the dataset and the cold "
         "epoch's first batch. StreamingLeRobotDataset reads a local root: LeRobot 0.6.1 cannot read s3://."
