@@ -20,6 +20,9 @@ from __future__ import annotations
 from benchmarks.aims import _aim
 
 MIB = 1 << 20
+# A video GET this large or larger is a span's range; robodata's smaller ones are each worker's scan
+# of the GOP index's columns (a 64 KiB footer, then ~50 KiB a column) and each read's blob descriptors.
+LARGE_GET_BYTES = 256 << 10
 S3_VS_LOCAL = 0.9  # D from s3:// / D from the local disk, same run
 S3_VS_LANCEDB = 3.0  # robodata from s3:// / LanceDBDataset from the same store
 MEAN_GET_BYTES = MIB
@@ -125,7 +128,9 @@ def gets_profile(figures: dict) -> str:
     return (
         f"{f['gets']:g} GETs on gops.lance data for {f['gops']} GOPs ({f['gets'] / max(f['gops'], 1):.2f} per GOP), "
         f"{f['mean_bytes_per_get'] / 1024:.1f} KiB each, {f['bytes'] / MIB:.2f} MiB for {f['needed_gop_bytes'] / MIB:.2f} "
-        "MiB of GOPs"
+        f"MiB of GOPs; {f['large_gets']:g} of them span ranges of {f['large_get_mean_bytes'] / 1024:.1f} KiB each, "
+        f"{f['gets'] - f['large_gets']:g} under {LARGE_GET_BYTES // 1024} KiB (each worker's scan of the GOP index, "
+        "each read's blob descriptors)"
     )
 
 

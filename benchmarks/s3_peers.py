@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.order_randomness import randomness_aim
-from benchmarks.s3_aims import evaluate_s3_aims, format_aims
+from benchmarks.s3_aims import LARGE_GET_BYTES, evaluate_s3_aims, format_aims
 from benchmarks.s3_epoch import BOTTLENECK_CPU_SHARE, MIB, full_resolution_gops, needed_gop_bytes
 from benchmarks.s3_scale import PRICE_NOTE, epoch_at_scale, scale_table
 from benchmarks.s3_store import LatencyProxy, StoreFigures, server_cpu_seconds
@@ -90,6 +90,15 @@ class Epoch:
             raise ValueError(f"{self.system} from {self.where}: no store figures")
         kind = VIDEO_KIND[self.system]
         return self.store.gets_by_kind()[kind], self.store.bytes_by_kind()[kind]
+
+    def large_video_gets(self) -> tuple[int, int]:
+        """GETs and bytes of this s3:// epoch's video requests of at least ``LARGE_GET_BYTES``
+        (robodata's span ranges; the rest are scans of the GOP index and blob descriptors)."""
+        self.video()  # the same refusal without store figures
+        assert self.store is not None
+        sizes = [r.body_bytes for r in self.store.requests if r.method == "GET" and r.kind == VIDEO_KIND[self.system]]
+        large = [size for size in sizes if size >= LARGE_GET_BYTES]
+        return len(large), sum(large)
 
 
 class EpochBoundary:
@@ -267,6 +276,9 @@ def summarize(epochs: list[Epoch], cfg: RunConfig, needed: int, gops: int) -> di
     figures["gets"] = _median(g for g, _ in video)
     figures["bytes"] = _median(b for _, b in video)
     figures["mean_bytes_per_get"] = _median(b / g for g, b in video if g)
+    large = [e.large_video_gets() for e in cold_s3 if e.store]
+    figures["large_gets"] = _median(g for g, _ in large)
+    figures["large_get_mean_bytes"] = _median(b / g for g, b in large if g)
     figures["needed_gop_bytes"] = needed
     figures["gops"] = gops
     figures["first_batch_s3_s"] = _median(e.first_batch_s for e in cold_s3)

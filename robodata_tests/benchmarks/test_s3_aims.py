@@ -23,6 +23,8 @@ FIGURES = {
     "gets": 10,
     "bytes": 12 * MIB,
     "mean_bytes_per_get": 1.2 * MIB,
+    "large_gets": 8,
+    "large_get_mean_bytes": 1.5 * MIB,
     "needed_gop_bytes": 10 * MIB,
     "gops": 8,
     "first_batch_s3_s": 3.0,
@@ -62,10 +64,11 @@ def test_aims_met_and_missed_with_the_profile_of_a_miss():
         "robodata: s3:// epoch 4.00 s against 3.00 s local; server CPU 1.00 s (25% of the wall); 10 GETs x 30 ms / 2 workers "
         "= 0.15 s of first-byte waits (4%); the local epoch is 75% of it. Bound: decode and the rest (the local epoch)"
     )
-    # 10 GETs for 8 GOPs, 12 MiB for 10 MiB of GOPs
-    assert (
-        aims["epoch_bytes"]["why"]
-        == "10 GETs on gops.lance data for 8 GOPs (1.25 per GOP), 1228.8 KiB each, 12.00 MiB for 10.00 MiB of GOPs"
+    # 10 GETs for 8 GOPs, 12 MiB for 10 MiB of GOPs; 8 of the 10 are span ranges
+    assert aims["epoch_bytes"]["why"] == (
+        "10 GETs on gops.lance data for 8 GOPs (1.25 per GOP), 1228.8 KiB each, 12.00 MiB for 10.00 MiB of GOPs; "
+        "8 of them span ranges of 1536.0 KiB each, 2 under 256 KiB (each worker's scan of the GOP index, each "
+        "read's blob descriptors)"
     )
 
 
@@ -115,8 +118,9 @@ def test_ten_terabytes_from_the_measured_bytes_per_get():
         epoch_at_scale("peer", stored_bytes=1, bytes_per_epoch=1, gets_per_epoch=0)
 
 
-def store(video_gets: int, video_bytes: int, other_gets: int, cpu: float) -> StoreFigures:
+def store(video_gets: int, video_bytes: int, other_gets: int, cpu: float, small_video_gets: int = 0) -> StoreFigures:
     requests = [ProxiedRequest("GET", "gops.lance data", 206, video_bytes // video_gets) for _ in range(video_gets)]
+    requests += [ProxiedRequest("GET", "gops.lance data", 206, 100) for _ in range(small_video_gets)]
     requests += [ProxiedRequest("GET", "frames.lance manifests", 200, 1000) for _ in range(other_gets)]
     return StoreFigures(tuple(requests), cpu)
 
@@ -151,6 +155,10 @@ def test_summary_tables_and_scale_from_recorded_epochs():
         3.0,
     )
     assert (figures["robodata_timed_gets"], figures["robodata_server_cpu_s"], figures["gops"]) == (6, 0.4, 4)
+    assert (figures["large_gets"], figures["large_get_mean_bytes"]) == (4, 2 * MIB)
+    # index scans and blob descriptors are small video GETs: counted in gets, not among the span ranges
+    scanned = Epoch("robodata", "s3", True, 100, 3.0, first_batch_s=2.0, store=store(4, 8 * MIB, 6, 0.5, 3))
+    assert scanned.video() == (7, 8 * MIB + 300) and scanned.large_video_gets() == (4, 8 * MIB)
     assert d_table(epochs).splitlines()[2] == "| robodata make_dataloader | 100.0 | 37.5 | 0.38x | 1.0 s | 3.0 s |"
     lines = store_table(epochs, 8 * MIB).splitlines()
     assert lines[1].split() == ["robodata", "cold", "3.00", "10", "8.01", "0.801", "4", "2.000", "1.00", "0.50", "0.17"]
