@@ -6,6 +6,8 @@ server's CPU, the GETs' first-byte latency, or decoding: the local epoch of the 
 
 - ``{robodata,train,lancedb}_{s3,local}``: samples/s after the first batch (``train``: the
   ``robodata-train`` path, ``LeRobotCompatDataset`` in the DataLoader it builds);
+  ``{robodata224,lancedb224}_local``: the same at 224x224 (robodata's training rendition,
+  LanceDBDataset's documented ``v2.Resize``);
 - ``gets``, ``bytes``, ``mean_bytes_per_get``: robodata's s3:// epoch (make_dataloader);
   ``needed_gop_bytes``: the GOP bytes one epoch must fetch;
 - ``first_batch_s3_s``, ``first_batch_local_s``: robodata's first batch (opening the dataset
@@ -28,6 +30,7 @@ S3_VS_LANCEDB = 3.0  # robodata from s3:// / LanceDBDataset from the same store
 MEAN_GET_BYTES = MIB
 BYTES_VS_NEEDED = 1.1  # bytes an epoch reads / the GOP bytes it needs
 LOCAL_VS_LANCEDB = 3.5  # local D must not fall: robodata / LanceDBDataset native, local disk
+LOCAL_VS_LANCEDB_224 = 5.0  # ... and at 224x224: robodata's training rendition / LanceDBDataset + v2.Resize
 
 
 def evaluate_s3_aims(figures: dict, randomness: dict | None = None) -> list[dict]:
@@ -75,6 +78,13 @@ def evaluate_s3_aims(figures: dict, randomness: dict | None = None) -> list[dict
             LOCAL_VS_LANCEDB,
             f["robodata_local"] / f["lancedb_local"],
         ),
+        _aim(
+            "local_vs_lancedb_224",
+            "local D at 224x224 does not fall: robodata make_dataloader (training rendition) / LanceDBDataset "
+            "(v2.Resize), local disk",
+            LOCAL_VS_LANCEDB_224,
+            f["robodata224_local"] / f["lancedb224_local"],
+        ),
     ]
     if randomness is not None:
         aims.append(randomness)
@@ -91,6 +101,10 @@ def evaluate_s3_aims(figures: dict, randomness: dict | None = None) -> list[dict
         "local_vs_lancedb": lambda: (
             f"local disk, no store: robodata {f['robodata_local']:.1f} samples/s, LanceDBDataset "
             f"{f['lancedb_local']:.1f}; the peers report (robodata bench OUT --peers VENV) profiles local reads"
+        ),
+        "local_vs_lancedb_224": lambda: (
+            f"local disk, 224x224: robodata {f['robodata224_local']:.1f} samples/s, LanceDBDataset "
+            f"{f['lancedb224_local']:.1f}; the peers report (robodata bench OUT --peers VENV) profiles local reads"
         ),
     }
     for aim in aims:

@@ -46,6 +46,7 @@ from benchmarks.s3_epoch import BOTTLENECK_CPU_SHARE, MIB, full_resolution_gops,
 from benchmarks.s3_scale import PRICE_NOTE, epoch_at_scale, scale_table
 from benchmarks.s3_store import LatencyProxy, StoreFigures, server_cpu_seconds
 from robodata.edits import upkeep_dataset
+from robodata.ingest import add_rendition
 
 # Which requests carry a system's video: robodata's GOPs; LanceDBDataset's videos table (its MP4s).
 VIDEO_KIND = {"robodata": "gops.lance data", "train": "gops.lance data", "lancedb": "videos.lance data"}
@@ -55,7 +56,10 @@ LABELS = {
     "lancedb": "LanceDBDataset 0.3.1",
     "streaming": "LeRobot 0.6.1 StreamingLeRobotDataset",
     "lerobot": "LeRobot 0.6.1 LeRobotDataset (map-style)",
+    "robodata224": "robodata make_dataloader, 224x224 (training rendition)",
+    "lancedb224": "LanceDBDataset 0.3.1, 224x224 (its documented v2.Resize)",
 }
+POLICY_SIZE = (224, 224)  # the policy input size of #43's second local aim (systems named *224)
 
 
 def add_peer_options(p: argparse.ArgumentParser) -> None:
@@ -137,11 +141,12 @@ def robodata_epochs(system: str, where: str, uri: str, options: dict | None, cfg
     ``LeRobotCompatDataset`` in the DataLoader robodata-train builds (``train``)."""
     marks = [boundary.now()] if boundary else []
     start = time.perf_counter()
-    if system == "robodata":
+    if system in ("robodata", "robodata224"):
         from robodata.torch import make_dataloader
 
+        sized = {"resolution": POLICY_SIZE} if system == "robodata224" else {}
         loader = make_dataloader(
-            uri, batch_size=cfg.batch_size, num_workers=cfg.workers, storage_options=options, seed=cfg.seed
+            uri, batch_size=cfg.batch_size, num_workers=cfg.workers, storage_options=options, seed=cfg.seed, **sized
         )
         rows_of, close = (lambda b: int((~b["padding"]).sum())), loader.close
     else:
@@ -194,11 +199,13 @@ def peer_epochs(system: str, where: str, root: str, options: dict | None, cfg, b
     if boundary is not None:
         measurement["epoch_boundary"] = list(boundary.address)
     job = {
-        "system": {"streaming": "lerobot-streaming"}.get(system, system),
+        "system": {"streaming": "lerobot-streaming", "lancedb224": "lancedb"}.get(system, system),
         "root": root,
         "measurements": [measurement],
         "workers": cfg.workers,  # the streaming dataset is sharded for them
     }
+    if system == "lancedb224":
+        job["size"] = list(POLICY_SIZE)
     if options:
         job["storage_options"] = options
     before = boundary.now() if boundary else None
@@ -240,7 +247,7 @@ def run_rounds(rounds: int, cfg: RunConfig, places: dict, boundary: EpochBoundar
     epochs: list[Epoch] = []
     for r in range(rounds):
         wheres = ("s3", "local") if r % 2 == 0 else ("local", "s3")
-        for system in ("robodata", "train", "lancedb", "streaming", "lerobot"):
+        for system in ("robodata", "train", "lancedb", "streaming", "lerobot", "robodata224", "lancedb224"):
             for where in wheres:
                 place = places.get((system, where))
                 if place is None:
@@ -248,7 +255,7 @@ def run_rounds(rounds: int, cfg: RunConfig, places: dict, boundary: EpochBoundar
                 say(f"round {r + 1}/{rounds}: {LABELS[system]} from {where} ...")
                 uri, options = place
                 store = boundary if where == "s3" else None
-                if system in ("robodata", "train"):
+                if system in ("robodata", "train", "robodata224"):
                     epochs += robodata_epochs(system, where, uri, options, cfg, store)
                 else:
                     rows = lerobot_rows(places[("lerobot", "local")][0])
@@ -271,6 +278,8 @@ def summarize(epochs: list[Epoch], cfg: RunConfig, needed: int, gops: int) -> di
     for system in ("robodata", "train", "lancedb"):
         for where in ("s3", "local"):
             figures[f"{system}_{where}"] = _median(e.rate for e in of(system, where, False))
+    for system in ("robodata224", "lancedb224"):
+        figures[f"{system}_local"] = _median(e.rate for e in of(system, "local", False))
     cold_s3 = of("robodata", "s3", True)
     video = [e.video() for e in cold_s3 if e.store]
     figures["gets"] = _median(g for g, _ in video)
@@ -410,6 +419,8 @@ def main(args: argparse.Namespace) -> int:
             uris = {"robodata": s3.uri(f"s3-peers-{run}/robodata"), "lance": s3.uri(f"s3-peers-{run}/lance")}
             upload_tree(local, uris["robodata"], s3.storage_options)
             upload_tree(roots["lance"], uris["lance"], s3.storage_options)
+            # the local copy only (after counting what is stored and uploading): robodata224 reads it
+            add_rendition(local, POLICY_SIZE)
             host, port = s3.endpoint.removeprefix("http://").split(":")
             bandwidth = args.bandwidth_mibps * MIB if args.bandwidth_mibps else None
             with LatencyProxy((host, int(port)), latency_s=cfg.latency_s, bandwidth=bandwidth) as proxy:
@@ -423,6 +434,8 @@ def main(args: argparse.Namespace) -> int:
                     ("lancedb", "local"): (roots["lance"], None),
                     ("streaming", "local"): (roots["lerobot"], None),
                     ("lerobot", "local"): (roots["lerobot"], None),
+                    ("robodata224", "local"): (local, None),
+                    ("lancedb224", "local"): (roots["lance"], None),
                 }
                 boundary = EpochBoundary(proxy, s3.pid)
                 try:

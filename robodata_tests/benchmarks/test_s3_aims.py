@@ -3,6 +3,8 @@ venv, no store): exact verdicts, exact numbers, exact lines."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from benchmarks.peers.runner_measurements import epoch_boundary
@@ -20,6 +22,8 @@ FIGURES = {
     "train_local": 800.0,
     "lancedb_s3": 150.0,
     "lancedb_local": 200.0,
+    "robodata224_local": 900.0,
+    "lancedb224_local": 200.0,
     "gets": 10,
     "bytes": 12 * MIB,
     "mean_bytes_per_get": 1.2 * MIB,
@@ -53,6 +57,7 @@ def test_aims_met_and_missed_with_the_profile_of_a_miss():
         "epoch_bytes": False,  # 1.2 > 1.1
         "first_batch": True,  # 3 s <= 4 s
         "local_vs_lancedb": True,  # 4.0
+        "local_vs_lancedb_224": False,  # 4.5 < 5
     }
     assert aims["s3_local_loader"]["measured"] == 0.75
     assert aims["s3_local_loader"]["missed_by"] == pytest.approx(1 / 6)
@@ -95,6 +100,10 @@ def test_format_aims_lines():
         "MET    bytes an s3:// epoch reads / the GOP bytes it needs: 1 <= 1.1",
         "MET    first batch (s): robodata from s3:// at most LeRobotDataset's map-style from the local disk: 3 <= 4",
         "MET    local D does not fall: robodata make_dataloader / LanceDBDataset, local disk: 4 >= 3.5",
+        "MISSED local D at 224x224 does not fall: robodata make_dataloader (training rendition) / LanceDBDataset "
+        "(v2.Resize), local disk: 4.5 >= 5",
+        "       profile: local disk, 224x224: robodata 900.0 samples/s, LanceDBDataset 200.0; the peers report "
+        "(robodata bench OUT --peers VENV) profiles local reads",
     ]
 
 
@@ -135,6 +144,7 @@ def run_epochs() -> list[Epoch]:
             Epoch("robodata", "local", True, 100, 1.5, first_batch_s=1.0),
             Epoch("robodata", "local", False, 100, 1.0),
             Epoch("lerobot", "local", True, 0, 5.0, first_batch_s=5.0),
+            Epoch("robodata224", "local", False, 100, wall / 8),
         ]
     return epochs
 
@@ -160,6 +170,9 @@ def test_summary_tables_and_scale_from_recorded_epochs():
     scanned = Epoch("robodata", "s3", True, 100, 3.0, first_batch_s=2.0, store=store(4, 8 * MIB, 6, 0.5, 3))
     assert scanned.video() == (7, 8 * MIB + 300) and scanned.large_video_gets() == (4, 8 * MIB)
     assert d_table(epochs).splitlines()[2] == "| robodata make_dataloader | 100.0 | 37.5 | 0.38x | 1.0 s | 3.0 s |"
+    assert figures["robodata224_local"] == 300.0  # median of 400 and 200 samples/s
+    assert math.isnan(figures["lancedb224_local"])  # not run: its aim reads nan, never met
+    assert "| robodata make_dataloader, 224x224 (training rendition) | 300.0 | - | - | - | - |" in d_table(epochs)
     lines = store_table(epochs, 8 * MIB).splitlines()
     assert lines[1].split() == ["robodata", "cold", "3.00", "10", "8.01", "0.801", "4", "2.000", "1.00", "0.50", "0.17"]
     assert lines[-1] == "server CPU under 80% of a core in every timed epoch: not the bottleneck"
