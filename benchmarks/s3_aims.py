@@ -6,6 +6,8 @@ server's CPU, the GETs' first-byte latency, or decoding: the local epoch of the 
 
 - ``{robodata,train,lancedb}_{s3,local}``: samples/s after the first batch (``train``: the
   ``robodata-train`` path, ``LeRobotCompatDataset`` in the DataLoader it builds);
+  ``{robodata224,lancedb224}_local``: the same at 224x224 (robodata's training rendition,
+  LanceDBDataset's documented ``v2.Resize``);
 - ``gets``, ``bytes``, ``mean_bytes_per_get``: robodata's s3:// epoch (make_dataloader);
   ``needed_gop_bytes``: the GOP bytes one epoch must fetch;
 - ``first_batch_s3_s``, ``first_batch_local_s``: robodata's first batch (opening the dataset
@@ -20,11 +22,15 @@ from __future__ import annotations
 from benchmarks.aims import _aim
 
 MIB = 1 << 20
+# A video GET this large or larger is a span's range; robodata's smaller ones are each worker's scan
+# of the GOP index's columns (a 64 KiB footer, then ~50 KiB a column) and each read's blob descriptors.
+LARGE_GET_BYTES = 256 << 10
 S3_VS_LOCAL = 0.9  # D from s3:// / D from the local disk, same run
 S3_VS_LANCEDB = 3.0  # robodata from s3:// / LanceDBDataset from the same store
 MEAN_GET_BYTES = MIB
 BYTES_VS_NEEDED = 1.1  # bytes an epoch reads / the GOP bytes it needs
 LOCAL_VS_LANCEDB = 3.5  # local D must not fall: robodata / LanceDBDataset native, local disk
+LOCAL_VS_LANCEDB_224 = 5.0  # ... and at 224x224: robodata's training rendition / LanceDBDataset + v2.Resize
 
 
 def evaluate_s3_aims(figures: dict, randomness: dict | None = None) -> list[dict]:
@@ -72,6 +78,13 @@ def evaluate_s3_aims(figures: dict, randomness: dict | None = None) -> list[dict
             LOCAL_VS_LANCEDB,
             f["robodata_local"] / f["lancedb_local"],
         ),
+        _aim(
+            "local_vs_lancedb_224",
+            "local D at 224x224 does not fall: robodata make_dataloader (training rendition) / LanceDBDataset "
+            "(v2.Resize), local disk",
+            LOCAL_VS_LANCEDB_224,
+            f["robodata224_local"] / f["lancedb224_local"],
+        ),
     ]
     if randomness is not None:
         aims.append(randomness)
@@ -88,6 +101,10 @@ def evaluate_s3_aims(figures: dict, randomness: dict | None = None) -> list[dict
         "local_vs_lancedb": lambda: (
             f"local disk, no store: robodata {f['robodata_local']:.1f} samples/s, LanceDBDataset "
             f"{f['lancedb_local']:.1f}; the peers report (robodata bench OUT --peers VENV) profiles local reads"
+        ),
+        "local_vs_lancedb_224": lambda: (
+            f"local disk, 224x224: robodata {f['robodata224_local']:.1f} samples/s, LanceDBDataset "
+            f"{f['lancedb224_local']:.1f}; the peers report (robodata bench OUT --peers VENV) profiles local reads"
         ),
     }
     for aim in aims:
@@ -125,7 +142,9 @@ def gets_profile(figures: dict) -> str:
     return (
         f"{f['gets']:g} GETs on gops.lance data for {f['gops']} GOPs ({f['gets'] / max(f['gops'], 1):.2f} per GOP), "
         f"{f['mean_bytes_per_get'] / 1024:.1f} KiB each, {f['bytes'] / MIB:.2f} MiB for {f['needed_gop_bytes'] / MIB:.2f} "
-        "MiB of GOPs"
+        f"MiB of GOPs; {f['large_gets']:g} of them span ranges of {f['large_get_mean_bytes'] / 1024:.1f} KiB each, "
+        f"{f['gets'] - f['large_gets']:g} under {LARGE_GET_BYTES // 1024} KiB (each worker's scan of the GOP index, "
+        "each read's blob descriptors)"
     )
 
 

@@ -41,10 +41,12 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.order_randomness import randomness_aim
-from benchmarks.s3_aims import evaluate_s3_aims, format_aims
+from benchmarks.s3_aims import LARGE_GET_BYTES, evaluate_s3_aims, format_aims
 from benchmarks.s3_epoch import BOTTLENECK_CPU_SHARE, MIB, full_resolution_gops, needed_gop_bytes
 from benchmarks.s3_scale import PRICE_NOTE, epoch_at_scale, scale_table
 from benchmarks.s3_store import LatencyProxy, StoreFigures, server_cpu_seconds
+from robodata.edits import upkeep_dataset
+from robodata.ingest import add_rendition
 
 # Which requests carry a system's video: robodata's GOPs; LanceDBDataset's videos table (its MP4s).
 VIDEO_KIND = {"robodata": "gops.lance data", "train": "gops.lance data", "lancedb": "videos.lance data"}
@@ -54,7 +56,10 @@ LABELS = {
     "lancedb": "LanceDBDataset 0.3.1",
     "streaming": "LeRobot 0.6.1 StreamingLeRobotDataset",
     "lerobot": "LeRobot 0.6.1 LeRobotDataset (map-style)",
+    "robodata224": "robodata make_dataloader, 224x224 (training rendition)",
+    "lancedb224": "LanceDBDataset 0.3.1, 224x224 (its documented v2.Resize)",
 }
+POLICY_SIZE = (224, 224)  # the policy input size of #43's second local aim (systems named *224)
 
 
 def add_peer_options(p: argparse.ArgumentParser) -> None:
@@ -89,6 +94,15 @@ class Epoch:
             raise ValueError(f"{self.system} from {self.where}: no store figures")
         kind = VIDEO_KIND[self.system]
         return self.store.gets_by_kind()[kind], self.store.bytes_by_kind()[kind]
+
+    def large_video_gets(self) -> tuple[int, int]:
+        """GETs and bytes of this s3:// epoch's video requests of at least ``LARGE_GET_BYTES``
+        (robodata's span ranges; the rest are scans of the GOP index and blob descriptors)."""
+        self.video()  # the same refusal without store figures
+        assert self.store is not None
+        sizes = [r.body_bytes for r in self.store.requests if r.method == "GET" and r.kind == VIDEO_KIND[self.system]]
+        large = [size for size in sizes if size >= LARGE_GET_BYTES]
+        return len(large), sum(large)
 
 
 class EpochBoundary:
@@ -127,11 +141,12 @@ def robodata_epochs(system: str, where: str, uri: str, options: dict | None, cfg
     ``LeRobotCompatDataset`` in the DataLoader robodata-train builds (``train``)."""
     marks = [boundary.now()] if boundary else []
     start = time.perf_counter()
-    if system == "robodata":
+    if system in ("robodata", "robodata224"):
         from robodata.torch import make_dataloader
 
+        sized = {"resolution": POLICY_SIZE} if system == "robodata224" else {}
         loader = make_dataloader(
-            uri, batch_size=cfg.batch_size, num_workers=cfg.workers, storage_options=options, seed=cfg.seed
+            uri, batch_size=cfg.batch_size, num_workers=cfg.workers, storage_options=options, seed=cfg.seed, **sized
         )
         rows_of, close = (lambda b: int((~b["padding"]).sum())), loader.close
     else:
@@ -184,11 +199,13 @@ def peer_epochs(system: str, where: str, root: str, options: dict | None, cfg, b
     if boundary is not None:
         measurement["epoch_boundary"] = list(boundary.address)
     job = {
-        "system": {"streaming": "lerobot-streaming"}.get(system, system),
+        "system": {"streaming": "lerobot-streaming", "lancedb224": "lancedb"}.get(system, system),
         "root": root,
         "measurements": [measurement],
         "workers": cfg.workers,  # the streaming dataset is sharded for them
     }
+    if system == "lancedb224":
+        job["size"] = list(POLICY_SIZE)
     if options:
         job["storage_options"] = options
     before = boundary.now() if boundary else None
@@ -230,7 +247,7 @@ def run_rounds(rounds: int, cfg: RunConfig, places: dict, boundary: EpochBoundar
     epochs: list[Epoch] = []
     for r in range(rounds):
         wheres = ("s3", "local") if r % 2 == 0 else ("local", "s3")
-        for system in ("robodata", "train", "lancedb", "streaming", "lerobot"):
+        for system in ("robodata", "train", "lancedb", "streaming", "lerobot", "robodata224", "lancedb224"):
             for where in wheres:
                 place = places.get((system, where))
                 if place is None:
@@ -238,7 +255,7 @@ def run_rounds(rounds: int, cfg: RunConfig, places: dict, boundary: EpochBoundar
                 say(f"round {r + 1}/{rounds}: {LABELS[system]} from {where} ...")
                 uri, options = place
                 store = boundary if where == "s3" else None
-                if system in ("robodata", "train"):
+                if system in ("robodata", "train", "robodata224"):
                     epochs += robodata_epochs(system, where, uri, options, cfg, store)
                 else:
                     rows = lerobot_rows(places[("lerobot", "local")][0])
@@ -261,11 +278,16 @@ def summarize(epochs: list[Epoch], cfg: RunConfig, needed: int, gops: int) -> di
     for system in ("robodata", "train", "lancedb"):
         for where in ("s3", "local"):
             figures[f"{system}_{where}"] = _median(e.rate for e in of(system, where, False))
+    for system in ("robodata224", "lancedb224"):
+        figures[f"{system}_local"] = _median(e.rate for e in of(system, "local", False))
     cold_s3 = of("robodata", "s3", True)
     video = [e.video() for e in cold_s3 if e.store]
     figures["gets"] = _median(g for g, _ in video)
     figures["bytes"] = _median(b for _, b in video)
     figures["mean_bytes_per_get"] = _median(b / g for g, b in video if g)
+    large = [e.large_video_gets() for e in cold_s3 if e.store]
+    figures["large_gets"] = _median(g for g, _ in large)
+    figures["large_get_mean_bytes"] = _median(b / g for g, b in large if g)
     figures["needed_gop_bytes"] = needed
     figures["gops"] = gops
     figures["first_batch_s3_s"] = _median(e.first_batch_s for e in cold_s3)
@@ -387,6 +409,8 @@ def main(args: argparse.Namespace) -> int:
         )
         local = str(work / "dataset")
         ingest_footage(uploads, local, None, None)
+        # as a lab's copy lies once Dagster's upkeep has run: one fragment per table, GOPs in order
+        upkept = upkeep_dataset(local).summary().splitlines()
         roots, _ = write_peer_layouts(uploads, work, python, log)
         needed = needed_gop_bytes(local)
         stored = {"robodata": folder_bytes(local), "lancedb": folder_bytes(roots["lance"])}
@@ -395,6 +419,8 @@ def main(args: argparse.Namespace) -> int:
             uris = {"robodata": s3.uri(f"s3-peers-{run}/robodata"), "lance": s3.uri(f"s3-peers-{run}/lance")}
             upload_tree(local, uris["robodata"], s3.storage_options)
             upload_tree(roots["lance"], uris["lance"], s3.storage_options)
+            # the local copy only (after counting what is stored and uploading): robodata224 reads it
+            add_rendition(local, POLICY_SIZE)
             host, port = s3.endpoint.removeprefix("http://").split(":")
             bandwidth = args.bandwidth_mibps * MIB if args.bandwidth_mibps else None
             with LatencyProxy((host, int(port)), latency_s=cfg.latency_s, bandwidth=bandwidth) as proxy:
@@ -408,6 +434,8 @@ def main(args: argparse.Namespace) -> int:
                     ("lancedb", "local"): (roots["lance"], None),
                     ("streaming", "local"): (roots["lerobot"], None),
                     ("lerobot", "local"): (roots["lerobot"], None),
+                    ("robodata224", "local"): (local, None),
+                    ("lancedb224", "local"): (roots["lance"], None),
                 }
                 boundary = EpochBoundary(proxy, s3.pid)
                 try:
@@ -434,6 +462,9 @@ def main(args: argparse.Namespace) -> int:
             "rate): samples/s against the peers compare unequal samples, and so do the aims against LanceDBDataset; "
             "--source aloha records both at 50 Hz"
         )
+    print(
+        f"robodata's dataset after upkeep (robodata.edits.upkeep_dataset, as the Dagster upkeep asset runs it): {'; '.join(upkept[:2])}"
+    )
     print(
         "D: samples/s of an epoch timed in full after a cold one; first batch: opening the dataset and the cold "
         "epoch's first batch. StreamingLeRobotDataset reads a local root: LeRobot 0.6.1 cannot read s3://."

@@ -3,6 +3,8 @@ venv, no store): exact verdicts, exact numbers, exact lines."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from benchmarks.peers.runner_measurements import epoch_boundary
@@ -20,9 +22,13 @@ FIGURES = {
     "train_local": 800.0,
     "lancedb_s3": 150.0,
     "lancedb_local": 200.0,
+    "robodata224_local": 900.0,
+    "lancedb224_local": 200.0,
     "gets": 10,
     "bytes": 12 * MIB,
     "mean_bytes_per_get": 1.2 * MIB,
+    "large_gets": 8,
+    "large_get_mean_bytes": 1.5 * MIB,
     "needed_gop_bytes": 10 * MIB,
     "gops": 8,
     "first_batch_s3_s": 3.0,
@@ -51,6 +57,7 @@ def test_aims_met_and_missed_with_the_profile_of_a_miss():
         "epoch_bytes": False,  # 1.2 > 1.1
         "first_batch": True,  # 3 s <= 4 s
         "local_vs_lancedb": True,  # 4.0
+        "local_vs_lancedb_224": False,  # 4.5 < 5
     }
     assert aims["s3_local_loader"]["measured"] == 0.75
     assert aims["s3_local_loader"]["missed_by"] == pytest.approx(1 / 6)
@@ -62,10 +69,11 @@ def test_aims_met_and_missed_with_the_profile_of_a_miss():
         "robodata: s3:// epoch 4.00 s against 3.00 s local; server CPU 1.00 s (25% of the wall); 10 GETs x 30 ms / 2 workers "
         "= 0.15 s of first-byte waits (4%); the local epoch is 75% of it. Bound: decode and the rest (the local epoch)"
     )
-    # 10 GETs for 8 GOPs, 12 MiB for 10 MiB of GOPs
-    assert (
-        aims["epoch_bytes"]["why"]
-        == "10 GETs on gops.lance data for 8 GOPs (1.25 per GOP), 1228.8 KiB each, 12.00 MiB for 10.00 MiB of GOPs"
+    # 10 GETs for 8 GOPs, 12 MiB for 10 MiB of GOPs; 8 of the 10 are span ranges
+    assert aims["epoch_bytes"]["why"] == (
+        "10 GETs on gops.lance data for 8 GOPs (1.25 per GOP), 1228.8 KiB each, 12.00 MiB for 10.00 MiB of GOPs; "
+        "8 of them span ranges of 1536.0 KiB each, 2 under 256 KiB (each worker's scan of the GOP index, each "
+        "read's blob descriptors)"
     )
 
 
@@ -92,6 +100,10 @@ def test_format_aims_lines():
         "MET    bytes an s3:// epoch reads / the GOP bytes it needs: 1 <= 1.1",
         "MET    first batch (s): robodata from s3:// at most LeRobotDataset's map-style from the local disk: 3 <= 4",
         "MET    local D does not fall: robodata make_dataloader / LanceDBDataset, local disk: 4 >= 3.5",
+        "MISSED local D at 224x224 does not fall: robodata make_dataloader (training rendition) / LanceDBDataset "
+        "(v2.Resize), local disk: 4.5 >= 5",
+        "       profile: local disk, 224x224: robodata 900.0 samples/s, LanceDBDataset 200.0; the peers report "
+        "(robodata bench OUT --peers VENV) profiles local reads",
     ]
 
 
@@ -115,8 +127,9 @@ def test_ten_terabytes_from_the_measured_bytes_per_get():
         epoch_at_scale("peer", stored_bytes=1, bytes_per_epoch=1, gets_per_epoch=0)
 
 
-def store(video_gets: int, video_bytes: int, other_gets: int, cpu: float) -> StoreFigures:
+def store(video_gets: int, video_bytes: int, other_gets: int, cpu: float, small_video_gets: int = 0) -> StoreFigures:
     requests = [ProxiedRequest("GET", "gops.lance data", 206, video_bytes // video_gets) for _ in range(video_gets)]
+    requests += [ProxiedRequest("GET", "gops.lance data", 206, 100) for _ in range(small_video_gets)]
     requests += [ProxiedRequest("GET", "frames.lance manifests", 200, 1000) for _ in range(other_gets)]
     return StoreFigures(tuple(requests), cpu)
 
@@ -131,6 +144,7 @@ def run_epochs() -> list[Epoch]:
             Epoch("robodata", "local", True, 100, 1.5, first_batch_s=1.0),
             Epoch("robodata", "local", False, 100, 1.0),
             Epoch("lerobot", "local", True, 0, 5.0, first_batch_s=5.0),
+            Epoch("robodata224", "local", False, 100, wall / 8),
         ]
     return epochs
 
@@ -151,7 +165,14 @@ def test_summary_tables_and_scale_from_recorded_epochs():
         3.0,
     )
     assert (figures["robodata_timed_gets"], figures["robodata_server_cpu_s"], figures["gops"]) == (6, 0.4, 4)
+    assert (figures["large_gets"], figures["large_get_mean_bytes"]) == (4, 2 * MIB)
+    # index scans and blob descriptors are small video GETs: counted in gets, not among the span ranges
+    scanned = Epoch("robodata", "s3", True, 100, 3.0, first_batch_s=2.0, store=store(4, 8 * MIB, 6, 0.5, 3))
+    assert scanned.video() == (7, 8 * MIB + 300) and scanned.large_video_gets() == (4, 8 * MIB)
     assert d_table(epochs).splitlines()[2] == "| robodata make_dataloader | 100.0 | 37.5 | 0.38x | 1.0 s | 3.0 s |"
+    assert figures["robodata224_local"] == 300.0  # median of 400 and 200 samples/s
+    assert math.isnan(figures["lancedb224_local"])  # not run: its aim reads nan, never met
+    assert "| robodata make_dataloader, 224x224 (training rendition) | 300.0 | - | - | - | - |" in d_table(epochs)
     lines = store_table(epochs, 8 * MIB).splitlines()
     assert lines[1].split() == ["robodata", "cold", "3.00", "10", "8.01", "0.801", "4", "2.000", "1.00", "0.50", "0.17"]
     assert lines[-1] == "server CPU under 80% of a core in every timed epoch: not the bottleneck"

@@ -8,6 +8,7 @@ import pytest
 
 import robodata
 from robodata.reader._dataset import gop_store
+from robodata.torch._runs import run_of_blocks, runs_for_streams
 
 pytest.importorskip("torch")
 from robodata.torch._torch_dataset import make_dataloader
@@ -31,10 +32,12 @@ def s3_dataset(module_s3, eight_short_uploads) -> str:
     return root
 
 
-def epoch_reads(s3, root: str, shuffle: str, **options) -> tuple[list[int], int, object]:
+def epoch_reads(s3, root: str, shuffle: str, batch_size: int = 8, **options) -> tuple[list[int], int, object]:
     """One epoch over every camera in ``shuffle`` order: the GOP-data GETs it made, the GOP bytes
-    it needed, and its GOP cache."""
-    loader = make_dataloader(root, storage_options=s3.storage_options, batch_size=8, shuffle=shuffle, **options)
+    it needed, and its GOP cache (``cache.loader``: the loader, closed)."""
+    loader = make_dataloader(
+        root, storage_options=s3.storage_options, batch_size=batch_size, shuffle=shuffle, **options
+    )
     ds, cache = loader.reader.dataset, loader.reader.cache
     store = gop_store(ds)
     needed = store.refs(np.arange(len(ds)), ds.cameras)
@@ -44,6 +47,7 @@ def epoch_reads(s3, root: str, shuffle: str, **options) -> tuple[list[int], int,
     gets = gop_data_gets(s3, mark)
     assert np.array_equal(np.sort(rows), np.arange(len(ds)))  # every row once
     loader.close()
+    cache.loader = loader
     return gets, needed_bytes, cache
 
 
@@ -59,6 +63,20 @@ def test_decode_once_epoch_fetches_every_gop_byte_once_in_spans(module_s3, s3_da
     gets, needed_bytes, cache = epoch_reads(module_s3, s3_dataset, "block")
     assert cache.on_demand_gops == 0 and cache.spans_fetched >= 3
     assert sum(size > SMALL_GET for size in gets) <= cache.spans_fetched and len(gets) <= 3 * cache.spans_fetched
+    assert needed_bytes <= sum(gets) <= MAX_EXTRA * needed_bytes
+
+
+def test_the_order_s_runs_are_each_read_whole(module_s3, s3_dataset):
+    """Runs of the decode-once order drawn a block at a time from a pool, rows mixed in a window:
+    each run's GOPs lie together and each is fetched in one span (or with a neighbouring run), never
+    in pieces between GOPs already held."""
+    gets, needed_bytes, cache = epoch_reads(module_s3, s3_dataset, "block", batch_size=2, run_bytes=64 << 10)
+    sampler = cache.loader.batch_sampler
+    ids = np.unique(sampler.block_of_row)
+    runs = np.unique(run_of_blocks(sampler.places, ids, runs_for_streams(sampler.places, ids, 64 << 10, 1))[0])
+    assert len(runs) >= 6  # several runs an episode, all open in the pool at once
+    assert cache.on_demand_gops == 0 and cache.spans_fetched <= len(runs)
+    assert sum(size > SMALL_GET for size in gets) <= len(runs)
     assert needed_bytes <= sum(gets) <= MAX_EXTRA * needed_bytes
 
 
