@@ -35,13 +35,14 @@ workers read for decoding per epoch.
 ``resume`` trains with ``robodata-train`` (the small ACT of ``losses``, ``--robodata.order``
 ``--order``), checkpointing after ``--save-at`` steps in the layout ``--before`` (batch size,
 workers, processes), then resumes that checkpoint (``--resume=true``) in the layout ``--after``
-to past the end of the epoch; more than one process is ``torchrun --standalone --nproc_per_node=P``
-as docs/training.md documents. Each process records the ``index`` of every batch LeRobot's training
-loop takes (``record-train``: lerobot-train's ``cycle`` with the pass over the DataLoader noted);
-it prints, as JSON, the items of the resumed epoch read twice and never (both 0 when the resume is
-exact). ``--dataset`` trains on a copy of that dataset, else on the sample data; ``--records DIR``
-keeps the records. The policy sees ``--frame-size`` frames (``--robodata.frame_size``, default
-64x48, so that a CPU step takes a fraction of a second; the order does not depend on it).
+to two batches into the next epoch, checkpointing once at its end; more than one process is
+``torchrun --standalone --nproc_per_node=P`` as docs/training.md documents. Each process records
+the ``index`` of every batch LeRobot's training loop takes (``record-train``: lerobot-train's
+``cycle`` with the pass over the DataLoader noted); it prints, as JSON, the items of the resumed
+epoch read twice and never (both 0 when the resume is exact). ``--dataset`` trains on a copy of
+that dataset, else on the sample data; ``--records DIR`` keeps the records. The policy sees
+``--frame-size`` frames (``--robodata.frame_size``, default 64x48, so that a CPU step takes a
+fraction of a second; the order does not depend on it).
 
 ``first-batch`` prints the seconds from creating a DataLoader (``num_workers`` workers, default
 collate, shuffled) to its first batch for ``LeRobotCompatDataset`` and for ``LeRobotDataset``
@@ -404,7 +405,11 @@ def resume(args: argparse.Namespace) -> int:
     first = [i for r in recorded(records / "first") if r["pass"] == 0 for i in r["index"]]
     rounds = -(-(items - len(first)) // (after[0] * after[2]))
     config = out / "checkpoints" / "last" / "pretrained_model" / "train_config.json"
-    robodata_train("second", after, args.save_at + rounds + 2, f"--config_path={config}", "--resume=true")
+    # --save_freq=0: the resumed run checkpoints once, after its last step (not a 130 MB checkpoint
+    # of the small ACT every --save-at steps)
+    robodata_train(
+        "second", after, args.save_at + rounds + 2, f"--config_path={config}", "--resume=true", "--save_freq=0"
+    )
     second = recorded(records / "second")
     if not any(r["pass"] == 1 for r in second):
         raise SystemExit(f"the resumed run did not reach the next epoch ({records / 'second'})")

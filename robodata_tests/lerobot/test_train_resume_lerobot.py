@@ -1,7 +1,8 @@
 """robodata-train's resume on another layout through real LeRobot (0.6.1, Python >= 3.12): a run of
 two processes (``torchrun``, docs/training.md's multi-process command) with 2 DataLoader workers
 and batch 4 checkpoints after 5 steps; ``--resume=true`` from that checkpoint in one process with
-4 workers and batch 6 reads every item of the epoch it resumes exactly once (issue 42.1).
+4 workers and batch 6 reads every item of the epoch it resumes exactly once (issue 42.1), and
+its own checkpoint records where the order stands in its layout.
 
 What each process's training loop took is recorded by ``scripts/lerobot_compare.py record-train``
 (lerobot-train's ``cycle``, noting each pass over the DataLoader); ``lerobot_compare.py resume``
@@ -60,6 +61,12 @@ def test_a_resume_with_more_workers_one_process_and_another_batch_size_reads_the
     assert sorted(epoch) == list(range(items))  # no item of the resumed epoch left unread...
     assert set(epoch.values()) == {1}  # ... or read twice
     assert len(second[1]) == len(set(second[1]))  # the next epoch, in the new layout
+
+    # the resumed run's own checkpoint (after its last step): where the order stands, in its layout
+    checkpoint = tmp_path / "work" / "train-resume" / "checkpoints" / "last"
+    state = json.loads((checkpoint / "robodata_order.json").read_text())
+    place = {key: state[key] for key in ("epoch", "start_index", "batch_size", "num_workers", "world_size")}
+    assert place == {"epoch": 1, "start_index": len(second[1]), "batch_size": 6, "num_workers": 4, "world_size": 1}
 
     log = (tmp_path / "work" / "resume-second.log").read_text()
     assert "robodata-train: the order resumes at epoch 0, item 40" in log
