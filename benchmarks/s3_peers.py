@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -409,8 +410,9 @@ def main(args: argparse.Namespace) -> int:
         )
         local = str(work / "dataset")
         ingest_footage(uploads, local, None, None)
-        # as a lab's copy lies once Dagster's upkeep has run: one fragment per table, GOPs in order
-        upkept = upkeep_dataset(local).summary().splitlines()
+        # as a lab's copy lies once Dagster's upkeep has run: one fragment per table, GOPs in order;
+        # the versions before it removed, so that what the copy stores (the 10 TB table) is its live bytes
+        upkept = upkeep_dataset(local, older_than=timedelta(0), gc_min_age=timedelta(0)).summary().splitlines()
         roots, _ = write_peer_layouts(uploads, work, python, log)
         needed = needed_gop_bytes(local)
         stored = {"robodata": folder_bytes(local), "lancedb": folder_bytes(roots["lance"])}
