@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -145,7 +146,7 @@ def robodata_epochs(system: str, where: str, uri: str, options: dict | None, cfg
     if system in ("robodata", "robodata224"):
         from robodata.torch import make_dataloader
 
-        sized = {"resolution": POLICY_SIZE} if system == "robodata224" else {}
+        sized: dict[str, Any] = {"resolution": POLICY_SIZE} if system == "robodata224" else {}
         loader = make_dataloader(
             uri, batch_size=cfg.batch_size, num_workers=cfg.workers, storage_options=options, seed=cfg.seed, **sized
         )
