@@ -264,8 +264,10 @@ class GopCache:
                         if ref not in fetched:
                             self._failed.add(ref)
                     for ref, data in fetched.items():
+                        # room first: a read of several spans lands at once, and GOPs the consumer
+                        # released while it was in flight may go now
+                        self._evict(len(data))
                         self._store(ref, data)
-                    self._evict(0)
                 self._lock.notify_all()
 
     def _list(self, first: int, listed: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
