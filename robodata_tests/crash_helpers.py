@@ -49,8 +49,13 @@ if args.get("kill_on_delete"):
     libc = ctypes.CDLL(None, use_errno=True)
     watch_fd = libc.inotify_init()
     assert libc.inotify_add_watch(watch_fd, os.path.join(root, args["kill_on_delete"]).encode(), 0x200) >= 0
+    import select
+    def deleted_yet(timeout=None):
+        # Polled, never read: an IN_DELETE stays queued, so the check before "done" sees it
+        # even when this thread has not been scheduled since (the delete was the last step).
+        return bool(select.select([watch_fd], [], [], timeout)[0])
     def on_delete():
-        os.read(watch_fd, 4096)  # IN_DELETE
+        deleted_yet()
         die()
     threading.Thread(target=on_delete, daemon=True).start()
 if args.get("kill_at"):
@@ -110,6 +115,8 @@ try:
         upkeep_dataset(root, older_than=timedelta(0), gc_min_age=timedelta(0), storage_options=options)
     elif op == "gc":
         robodata.collect_garbage(root, min_age=timedelta(0), storage_options=options)
+    if args.get("kill_on_delete") and deleted_yet(0):
+        die()
     print("done", flush=True)
 except Exception:
     print("FAILED " + traceback.format_exc().replace("\n", " | "), flush=True)
