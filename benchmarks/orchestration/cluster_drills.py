@@ -2,8 +2,8 @@
 figures. It starts the cluster as docs/cluster.md's walk-through does (six episodes ingested),
 then runs, per round:
 
-- PostgreSQL restarted (``deploy/cluster.sh down postgres``, ``up postgres`` 2 s later) while
-  two uploads' runs encode: GraphQL requests asked throughout and failed, runs failed, uploads
+- PostgreSQL restarted (``deploy/cluster.sh down postgres``, ``up postgres`` 12 s later: a
+  slow restart or a failover) while two uploads' runs encode: GraphQL requests asked throughout and failed, runs failed, uploads
   lost, seconds from PostgreSQL back until both uploads landed, duplicate rows;
 - a Celery worker killed with SIGKILL in the middle of a run: seconds from the kill until run
   monitoring failed the run and until its retry landed the episode, runs of the upload, rows
@@ -49,6 +49,10 @@ from robodata.storage import storage_options_from_env
 FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 HANG_S = 900  # how long a wait goes on before it gives up: a hang guard on a shared machine
 WALKTHROUGH_KEYS = [f"episode_{i:06d}" for i in range(6)]
+# PostgreSQL's outage in the restart drill: `up postgres` this long after `down postgres`
+# (then its own start). Before connects waited for PostgreSQL (cluster/postgres_storage.py), an
+# outage this long failed both runs in flight.
+POSTGRES_OUTAGE_S = 12
 
 
 def stored(env: dict[str, str]) -> tuple[dict[int, int], list[tuple[int, int]]]:
@@ -169,10 +173,14 @@ class PostgresRestart:
 
 
 def restart_postgres_with_runs_in_flight(
-    cluster: Cluster, instance: dg.DagsterInstance, indexes: tuple[int, ...], seconds: float = 2
+    cluster: Cluster,
+    instance: dg.DagsterInstance,
+    indexes: tuple[int, ...],
+    seconds: float = 2,
+    outage_s: float = POSTGRES_OUTAGE_S,
 ) -> PostgresRestart:
     """Upload episodes ``indexes`` (numbered after every earlier upload: the sensor may list only
-    the tail); once each one's run encodes, stop PostgreSQL and start it again 2 s later, asking
+    the tail); once each one's run encodes, stop PostgreSQL and start it again ``outage_s`` later, asking
     the webserver for runs all along and 20 times after; then wait until every upload landed or
     failed for good."""
     keys = [upload(cluster, index, seconds) for index in indexes]
@@ -184,7 +192,7 @@ def restart_postgres_with_runs_in_flight(
     back: list[float] = []
 
     def restart() -> None:
-        time.sleep(2)
+        time.sleep(outage_s)
         cluster.run(str(CLUSTER_SH), "up", "postgres")
         back.append(time.time())
 
@@ -358,6 +366,9 @@ def kill_daemon_mid_backfill(
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, default=1, help="the three drills this many times on one cluster")
+    p.add_argument(
+        "--postgres-outage", type=float, default=POSTGRES_OUTAGE_S, help="seconds between `down` and `up postgres`"
+    )
     p.add_argument("--sensor-interval", type=int, default=5, help="the upload sensor's tick (s), as the tests set it")
 
 
@@ -370,7 +381,9 @@ def main(args: argparse.Namespace) -> int:
         with cluster_instance(cluster) as instance:
             for number in range(args.rounds):
                 base = 100 + 10 * number  # new episodes each round
-                postgres = restart_postgres_with_runs_in_flight(cluster, instance, (base, base + 1))
+                postgres = restart_postgres_with_runs_in_flight(
+                    cluster, instance, (base, base + 1), outage_s=args.postgres_outage
+                )
                 print(f"round {number + 1}: {postgres.figures()}; load {_load()}", flush=True)
                 worker = kill_worker_mid_run(cluster, instance, base + 2)
                 print(f"round {number + 1}: {worker.figures()}; load {_load()}", flush=True)

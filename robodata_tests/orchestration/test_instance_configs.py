@@ -101,6 +101,7 @@ def test_the_cluster_config_opens_without_postgres_and_code_servers_wait_for_it(
         "DAGSTER_HOME": str(home), "DAGSTER_PG_HOST": "127.0.0.1", "DAGSTER_PG_PORT": "9",
         "DAGSTER_PG_USER": "u", "DAGSTER_PG_PASSWORD": "p", "DAGSTER_PG_DB": "d",
         "DAGSTER_CELERY_BROKER_URL": "redis://127.0.0.1:9/0", "DAGSTER_CELERY_BACKEND_URL": "redis://127.0.0.1:9/1",
+        "ROBODATA_PG_CONNECT_WAIT_S": "1",  # each connect's own wait for PostgreSQL (postgres_storage)
     }.items():  # fmt: skip
         monkeypatch.setenv(name, value)
     with dg.DagsterInstance.get() as instance:
