@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import statistics
 import threading
@@ -43,6 +44,7 @@ from benchmarks.orchestration.cluster import (
     wait_until,
     walkthrough_cluster,
 )
+from robodata.orchestration._upload_queue import UploadSensorSettings
 from robodata.sample_data import write_sample_episode_to
 from robodata.storage import storage_options_from_env
 
@@ -53,6 +55,9 @@ WALKTHROUGH_KEYS = [f"episode_{i:06d}" for i in range(6)]
 # (then its own start). Before connects waited for PostgreSQL (cluster/postgres_storage.py), an
 # outage this long failed both runs in flight.
 POSTGRES_OUTAGE_S = 12
+# What a run's worker logs when a PostgreSQL connect fails: robodata's wait
+# (cluster/postgres_storage.py), or dagster-postgres's own retry without it.
+FAILED_CONNECT = re.compile(r"PostgreSQL is not answering|Retrying failed database connection")
 
 
 def stored(env: dict[str, str]) -> tuple[dict[int, int], list[tuple[int, int]]]:
@@ -111,6 +116,16 @@ def in_step(instance: dg.DagsterInstance, run_id: str, step: str) -> bool:
     return any(e.step_key == step for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_START))
 
 
+def run_error(instance: dg.DagsterInstance, run_id: str) -> str:
+    """The failed run's error as its RUN_FAILURE event gives it: the first line."""
+    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_FAILURE):
+        data = record.dagster_event.event_specific_data if record.dagster_event else None
+        error = getattr(data, "error", None)
+        if error is not None:
+            return error.message.strip().splitlines()[0]
+    return ""
+
+
 def finished(instance: dg.DagsterInstance, run_id: str) -> dg.DagsterRun | None:
     run = instance.get_run_by_id(run_id)
     return run if run is not None and run.status in FINISHED else None
@@ -154,11 +169,12 @@ def graphql_failure(cluster: Cluster) -> str | None:
 @dataclass
 class PostgresRestart:
     keys: list[str]  # the uploads whose runs were in flight
-    in_flight: int  # their runs not finished when PostgreSQL stopped
-    down_s: float  # `down postgres` started until `up postgres` returned
+    in_flight: int  # their runs that met the outage: a failed PostgreSQL connect in the run's worker
+    down_s: float  # `down postgres` started until `up postgres` returned (outage_s, or until every run met it)
     asked: int  # GraphQL requests during the outage and after it
     failed_requests: list[str]
-    failed_runs: int  # runs of those uploads that failed (run retries ran them again)
+    failed_runs: int  # runs of those uploads that failed (the sensor requested them again)
+    errors: list[str]  # each failed run's error, its first line
     lost: list[str]  # uploads with no successful run
     landed_after_s: float  # PostgreSQL back until the last upload's run succeeded
     duplicate_rows: int
@@ -166,7 +182,8 @@ class PostgresRestart:
     def figures(self) -> str:
         return (
             f"postgres restart: {self.in_flight} runs in flight, down {self.down_s:.0f} s; "
-            f"{len(self.failed_requests)} of {self.asked} GraphQL requests failed; {self.failed_runs} runs failed, "
+            f"{len(self.failed_requests)} of {self.asked} GraphQL requests failed; {self.failed_runs} runs failed"
+            f"{' (' + '; '.join(sorted(set(self.errors))) + ')' if self.errors else ''}, "
             f"{len(self.lost)} lost; landed {self.landed_after_s:.0f} s after PostgreSQL was back; "
             f"{self.duplicate_rows} duplicate rows"
         )
@@ -180,21 +197,36 @@ def restart_postgres_with_runs_in_flight(
     outage_s: float = POSTGRES_OUTAGE_S,
 ) -> PostgresRestart:
     """Upload episodes ``indexes`` (numbered after every earlier upload: the sensor may list only
-    the tail); once each one's run encodes, stop PostgreSQL and start it again ``outage_s`` later, asking
-    the webserver for runs all along and 20 times after; then wait until every upload landed or
-    failed for good."""
+    the tail); once each one's run encodes, stop PostgreSQL and start it again ``outage_s`` later,
+    or once each run has met the outage (a failed connect in its worker's log: on a loaded
+    machine a run may encode through the whole outage without asking PostgreSQL anything),
+    asking the webserver for runs all along and 20 times after; then wait until every upload
+    landed or failed for good."""
     keys = [upload(cluster, index, seconds) for index in indexes]
     runs = [sensor_run(instance, key) for key in keys]
     wait_until(lambda: all(in_step(instance, r.run_id, "gop_blobs") for r in runs), HANG_S, "the runs encoding")
-    in_flight = sum(not finished(instance, r.run_id) for r in runs)
+    logs = cluster.worker_logs()
+    workers = [worker_of(cluster, instance.get_run_by_id(r.run_id) or r) for r in runs]  # one run each
+
+    def failed_connects() -> dict[str, int]:
+        return {w: len(FAILED_CONNECT.findall(logs[w].read_text(errors="replace"))) for w in workers}
+
+    before = failed_connects()
     down_at = time.time()
     cluster.run(str(CLUSTER_SH), "down", "postgres")
     back: list[float] = []
+    met: list[int] = []
 
     def restart() -> None:
-        time.sleep(outage_s)
-        cluster.run(str(CLUSTER_SH), "up", "postgres")
-        back.append(time.time())
+        try:
+            time.sleep(outage_s)
+            wait_until(
+                lambda: all(n > before[w] for w, n in failed_connects().items()), HANG_S, "the runs meeting the outage"
+            )
+        finally:
+            met.append(sum(n > before[w] for w, n in failed_connects().items()))
+            cluster.run(str(CLUSTER_SH), "up", "postgres")
+            back.append(time.time())
 
     restarter = threading.Thread(target=restart)
     restarter.start()
@@ -214,11 +246,14 @@ def restart_postgres_with_runs_in_flight(
             failures.append(failure)
 
     def settled(key: str) -> bool:
-        """The upload landed, or its last run failed and no retry comes."""
+        """The upload landed, or the sensor gave up on it: a failed run that run retries do not
+        start again (a step failed) is requested again by the upload sensor at its next tick (a
+        failure not on bad input), up to its ``max_attempts``."""
         runs = runs_of(instance, key)
         if any(r.status == dg.DagsterRunStatus.SUCCESS for r in runs):
             return True
-        return bool(runs) and runs[-1].status in FINISHED and runs[-1].tags.get("dagster/will_retry") == "false"
+        given_up = [r for r in runs if r.status in FINISHED and r.tags.get("dagster/will_retry") != "true"]
+        return len(given_up) >= UploadSensorSettings().max_attempts
 
     wait_until(lambda: all(settled(key) for key in keys), HANG_S, "the uploads landing")
     every = [r for key in keys for r in runs_of(instance, key)]
@@ -226,11 +261,12 @@ def restart_postgres_with_runs_in_flight(
     landed = {r.tags["dagster/partition"] for r in succeeded}
     return PostgresRestart(
         keys=keys,
-        in_flight=in_flight,
+        in_flight=met[0],
         down_s=back[0] - down_at,
         asked=asked,
         failed_requests=failures,
         failed_runs=sum(r.status == dg.DagsterRunStatus.FAILURE for r in every),
+        errors=[run_error(instance, r.run_id) for r in every if r.status == dg.DagsterRunStatus.FAILURE],
         lost=[key for key in keys if key not in landed],
         landed_after_s=max((ended_at(instance, r.run_id) for r in succeeded), default=back[0]) - back[0],
         duplicate_rows=duplicate_rows(cluster.env),

@@ -59,6 +59,11 @@ from robodata.storage._put_folder import put_folder
 # 10 minutes in pyproject.toml are for everything else).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 SENSOR_INTERVAL_S = 5
+# A query in flight when PostgreSQL stopped: psycopg2's error for the connection the server closed.
+QUERY_CUT_OFF = re.compile(
+    r"^sqlalchemy\.exc\.OperationalError: \(psycopg2\.OperationalError\) "
+    r"(server closed the connection unexpectedly|terminating connection due to administrator command)"
+)
 
 
 @dataclass
@@ -150,19 +155,27 @@ def test_the_docs_walkthrough_ingests_six_episodes_into_s3(walkthrough, instance
 
 
 def test_a_postgres_restart_with_runs_in_flight_loses_no_request_and_writes_nothing_twice(cluster, instance, tmp_path):
-    """PostgreSQL stopped and started again 12 s later (then its own start: a slow restart or a
-    failover) while two uploads' runs encode, GraphQL asked all along: the webserver answers
-    every request, both runs wait for PostgreSQL and succeed (before connects waited, both failed
-    their step with dagster-postgres's "too many retries for DB connection" and were not
-    retried), each upload lands exactly once, and every supervised process is still the one that
-    ran before (``down postgres`` stops it alone)."""
+    """PostgreSQL stopped while two uploads' runs encode, and started again 12 s later (then its
+    own start: a slow restart or a failover) once both runs have met the outage, GraphQL asked
+    all along: the webserver answers every request, the runs wait for PostgreSQL, each upload
+    lands exactly once, and every supervised process is still the one that ran before (``down
+    postgres`` stops it alone). Before connects waited, runs failed their step with
+    dagster-postgres's "too many retries for DB connection" and were not retried as runs, and a
+    GraphQL request failed. A query running at the instant PostgreSQL stops still fails (the
+    server closed its connection; nothing can wait for that): its run fails, and the upload
+    sensor requests the upload again, which lands it (docs/cluster.md)."""
     supervised = supervised_pids(cluster.env)
     drill = restart_postgres_with_runs_in_flight(cluster, instance, (10, 11), seconds=2)
     print(drill.figures())
-    assert drill.in_flight == 2  # the drill drilled something
+    assert drill.in_flight == 2  # both runs met the outage
     assert drill.asked >= 40 and drill.failed_requests == []
-    assert (drill.failed_runs, drill.lost, drill.duplicate_rows) == (0, [], 0)
-    assert [[r.status for r in runs_of(instance, key)] for key in drill.keys] == [[dg.DagsterRunStatus.SUCCESS]] * 2
+    assert (drill.lost, drill.duplicate_rows) == ([], 0)
+    assert len(drill.errors) == drill.failed_runs
+    assert all(QUERY_CUT_OFF.search(error) for error in drill.errors), drill.errors
+    for key in drill.keys:
+        runs = runs_of(instance, key)
+        assert [r.status for r in runs].count(dg.DagsterRunStatus.SUCCESS) == 1
+        assert runs[-1].status == dg.DagsterRunStatus.SUCCESS
     episodes, pairs = stored(cluster.env)
     for index in (10, 11):
         assert episodes[index] == expected_rows(tmp_path, index, 2.0)
