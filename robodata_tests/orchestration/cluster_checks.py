@@ -10,9 +10,17 @@ from pathlib import Path
 import dagster as dg
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
 from benchmarks.orchestration.cluster import Cluster, cluster_instance
 from robodata.sample_data import write_sample_episode
+
+# The upload sensor's tick on the tests' clusters (ROBODATA_SENSOR_INTERVAL_S; 30 s by default).
+SENSOR_INTERVAL_S = 5
+# What the cluster test modules are: slow, started first on their test worker, and allowed the
+# walk-through's own 25 minutes on a slow machine (pytest-timeout's 10 minutes in pyproject.toml
+# are for everything else).
+CLUSTER_TEST_MARKS = [pytest.mark.slow, pytest.mark.scheduled_first, pytest.mark.timeout(3600)]
 
 
 @contextlib.contextmanager

@@ -42,12 +42,14 @@ from benchmarks.orchestration.cluster_drills import (
     stored,
     upload,
 )
-from robodata_tests.orchestration.cluster_checks import checked_instance, expected_rows
+from robodata_tests.orchestration.cluster_checks import (
+    CLUSTER_TEST_MARKS,
+    SENSOR_INTERVAL_S,
+    checked_instance,
+    expected_rows,
+)
 
-# The walk-through may take its bash block's own 25 minutes on a slow machine (pytest-timeout's
-# 10 minutes in pyproject.toml are for everything else).
-pytestmark = [pytest.mark.slow, pytest.mark.scheduled_first, pytest.mark.timeout(3600)]
-SENSOR_INTERVAL_S = 5
+pytestmark = CLUSTER_TEST_MARKS
 
 
 @dataclass

@@ -34,10 +34,14 @@ from benchmarks.orchestration.cluster_drills import (
 from robodata.sample_data import write_sample_episode
 from robodata.storage import storage_options_from_env
 from robodata.storage._put_folder import put_folder
-from robodata_tests.orchestration.cluster_checks import checked_instance, expected_rows
+from robodata_tests.orchestration.cluster_checks import (
+    CLUSTER_TEST_MARKS,
+    SENSOR_INTERVAL_S,
+    checked_instance,
+    expected_rows,
+)
 
-pytestmark = [pytest.mark.slow, pytest.mark.scheduled_first, pytest.mark.timeout(3600)]
-SENSOR_INTERVAL_S = 5
+pytestmark = CLUSTER_TEST_MARKS
 
 
 @pytest.fixture(scope="module")
