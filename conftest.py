@@ -115,6 +115,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if missing or _deselected(config, needs) else None
 
 
+@pytest.hookimpl(trylast=True)  # the order is set once the other hooks have marked and deselected
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     outside = []
     for item in items:
@@ -128,6 +129,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if outside:
         config.hook.pytest_deselected(items=outside)
         items[:] = [item for item in items if item not in outside]
+    items[:] = _scheduled_first(items)
+
+
+def _scheduled_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` file by file (scripts/xdist.args hands xdist whole files in this order, with its
+    own reordering off): the files marked ``scheduled_first`` (minutes of waiting on servers and
+    runs), then the rest, more tests first, as xdist would order them. A long file started last
+    would leave one worker running it alone at the end of the stage."""
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def first(name: str) -> tuple[bool, int]:
+        return files[name][0].get_closest_marker("scheduled_first") is None, -len(files[name])
+
+    return [item for name in sorted(files, key=first) for item in files[name]]
 
 
 @pytest.fixture(scope="session")

@@ -224,22 +224,10 @@ def _absolute_imports(path: Path):
             yield node, name
 
 
-# The one exception, named with its reason: private modules a file outside the wheel may import.
-WHITE_BOX = {
-    # Its setup appends thousands of new episodes' rows past the writer's merge (which scans the
-    # whole table per episode: hours at 2,000 episodes) by patching the writer.
-    "benchmarks/upkeep_scale.py": {"robodata.ingest._writer", "robodata.ingest._label_counts"},
-}
-
-
-def _private_outside_imports(
-    outside: list[Path] = OUTSIDE, root: Path = PACKAGE.parent, white_box: dict[str, set[str]] | None = None
-) -> list[str]:
+def _private_outside_imports(outside: list[Path] = OUTSIDE, root: Path = PACKAGE.parent) -> list[str]:
     """Imports of a private robodata module or name (a ``_name`` anywhere in the dotted path or
     among the imported names) from the code outside the wheel (benchmarks, examples, scripts):
-    it uses robodata as a user would, so a refactor of robodata's insides cannot break it.
-    ``white_box`` (file -> modules) lists the named exceptions."""
-    white_box = WHITE_BOX if white_box is None else white_box
+    it uses robodata as a user would, so a refactor of robodata's insides cannot break it."""
     found = []
     for path in [p for folder in outside for p in sorted(folder.rglob("*.py"))]:
         where = path.relative_to(root)
@@ -248,17 +236,12 @@ def _private_outside_imports(
             parts = name.split(".")
             if id(node) not in reported and parts[0] == "robodata" and any(_private(part) for part in parts[1:]):
                 reported.add(id(node))
-                module = next(".".join(parts[: i + 1]) for i in range(1, len(parts)) if _private(parts[i]))
-                if module not in white_box.get(str(where), set()):
-                    found.append(f"{where}:{node.lineno} imports {name}")
+                found.append(f"{where}:{node.lineno} imports {name}")
     return found
 
 
 def test_code_outside_the_wheel_imports_only_public_names():
     assert _private_outside_imports() == []
-    # each exception is still needed (an unused one would hide the next private import there)
-    needed = {(f.split(":")[0], f.split(" imports ")[1]) for f in _private_outside_imports(white_box={})}
-    assert needed == {(file, module) for file, modules in WHITE_BOX.items() for module in modules}
 
 
 def test_the_public_names_rule_names_each_private_import(tmp_path):
@@ -272,11 +255,11 @@ def test_the_public_names_rule_names_each_private_import(tmp_path):
         "from robodata.ingest import _writer\n"
     )
     (bench / "peers" / "probe.py").write_text("def f():\n    from robodata.format._ids import camera_filter\n")
-    white_box = {"benchmarks/probe.py": {"robodata.ingest._writer"}}
-    assert _private_outside_imports([bench], tmp_path, white_box) == [
+    assert _private_outside_imports([bench], tmp_path) == [
         "benchmarks/peers/probe.py:2 imports robodata.format._ids",
         "benchmarks/probe.py:1 imports robodata.storage._uris",
         "benchmarks/probe.py:2 imports robodata.reader._decode_pool",
+        "benchmarks/probe.py:5 imports robodata.ingest._writer",
     ]
 
 

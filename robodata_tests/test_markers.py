@@ -3,6 +3,7 @@ need torch skip cleanly where torch is not installed."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,14 @@ def test_quick_loop_selects_no_slow_s3_or_dagster_test():
     assert not [i for i in ids if "test_benchmark.py" in i or "chromium" in i or "test_defs_interop" in i]
     assert "robodata_tests/view/test_view.py::test_page_states_the_episode_its_version_and_labels_as_bands" in ids
     assert "dagster imported: False" in run.stdout  # deselected files (and defs/conftest.py) never load
+    # the files marked scheduled_first come first, and every file's tests stay together (xdist
+    # hands out whole files in this order)
+    runs = [file for file, _ in itertools.groupby(i.split("::")[0] for i in ids)]
+    assert len(runs) == len(set(runs))
+    assert set(runs[:2]) == {
+        "robodata_tests/benchmarks/peers/test_peer_runner.py",
+        "robodata_tests/lerobot/test_compat_dataset.py",
+    }
 
 
 @pytest.mark.slow

@@ -39,7 +39,8 @@ QUICK="not slow and not s3 and not dagster"
 CORES=$(nproc)
 QUICK_WORKERS=${ROBODATA_TEST_WORKERS:-$CORES}
 REST_WORKERS=${ROBODATA_TEST_WORKERS:-$((2 * CORES))}
-PARALLEL=(@scripts/xdist.args)
+# Each stage ends with its 25 slowest test phases: where the suite's time goes, on CI's machine.
+PARALLEL=(@scripts/xdist.args --durations=25)
 # A stage that outlives its bound is interrupted (pytest prints what ran and what failed), then
 # killed: a stage's time at this 2-core machine's slower speed, plus a hung test's 10 minutes.
 # --foreground keeps pytest in the terminal's process group, so Ctrl-C still stops it all.

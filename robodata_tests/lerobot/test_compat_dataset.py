@@ -14,6 +14,8 @@ from torch.utils.data import DataLoader  # noqa: E402
 from robodata.lerobot import LeRobotCompatDataset  # noqa: E402
 from robodata_tests.lerobot.lerobot_reference import LeRobotReference  # noqa: E402
 
+pytestmark = pytest.mark.scheduled_first  # DataLoader workers started again and again
+
 DELTAS = {
     "observation.images.top": [-0.02, 0.0],
     "observation.state": [-0.01, 0.0],

@@ -43,6 +43,8 @@ from robodata_tests.orchestration.conftest import (
 )
 from robodata_tests.orchestration.sensor_ticks import evaluate
 
+pytestmark = pytest.mark.scheduled_first  # many Dagster runs, minutes
+
 REPO = Path(__file__).resolve().parents[2]
 
 

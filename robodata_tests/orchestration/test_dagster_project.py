@@ -11,10 +11,13 @@ import zipfile
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 import robodata
 from robodata import orchestration as instance
 from robodata.orchestration.defs import resources
+
+pytestmark = pytest.mark.scheduled_first  # a wheel built and installed, Dagster started from it
 
 REPO = Path(__file__).resolve().parents[2]
 INSTANCE_IN_PACKAGE = instance.INSTANCE_CONFIG

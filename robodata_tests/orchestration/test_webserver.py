@@ -13,6 +13,8 @@ from robodata_tests.orchestration.webserver import (
     running_webserver,
 )
 
+pytestmark = pytest.mark.scheduled_first  # a real webserver and its runs, minutes
+
 EXPECTED_ASSETS = {
     "raw_episodes",
     "gop_blobs",

@@ -17,6 +17,8 @@ from benchmarks.peers.runner_resize import ResizeFrame, resize_hwc
 from robodata.reader._dataset import gop_store
 from robodata.torch._block_order import BlockSampler
 
+pytestmark = pytest.mark.scheduled_first  # the quick stage's longest file
+
 
 def test_runner_measures_robodata_in_its_own_process(ingested, tmp_path):
     ds = robodata.open(ingested)
