@@ -44,7 +44,7 @@ from benchmarks.orchestration.cluster import (
     wait_until,
     walkthrough_cluster,
 )
-from robodata.orchestration._upload_queue import UploadSensorSettings
+from robodata.orchestration import UploadSensorSettings
 from robodata.sample_data import write_sample_episode_to
 from robodata.storage import storage_options_from_env
 

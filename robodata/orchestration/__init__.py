@@ -6,7 +6,8 @@
 - ``cluster``: what deploy/dagster.yaml names for a cluster (storage, run launcher) and
   ``deploy/cluster.sh wait``.
 - the instance (``write_dagster_home``, ``prepare_dagster_home``, the shipped ``dagster.yaml``),
-  the ``robodata`` commands that act on it, the upload sensor's plan (its cursor, ``UploadCursor``)
+  the ``robodata`` commands that act on it, the upload sensor's plan (its cursor, ``UploadCursor``, and
+  its settings, ``UploadSensorSettings``)
   and the demo, in private modules; their public names are importable from here, loaded on first use so that
   importing this package (as Dagster does to load ``cluster``) loads no definitions.
 """
@@ -28,6 +29,7 @@ _EXPORTS = {
     "run_demo": "robodata.orchestration._demo",
     "run_named_job": "robodata.orchestration._demo",
     "UploadCursor": "robodata.orchestration._upload_queue",
+    "UploadSensorSettings": "robodata.orchestration._upload_queue",
 }
 __all__ = sorted(_EXPORTS)
 
