@@ -16,6 +16,7 @@ from robodata.format._tables import frames_uri, open_frames
 from robodata.integrity._frames_checksums import adopt_frames_check, verify_frames_bytes, verify_frames_on_read
 from robodata.reader._batches import FrameBatch, WindowBatch, to_numpy
 from robodata.reader._decode_pool import run_tasks
+from robodata.reader._gop_index import GopIndex
 from robodata.reader._gop_store import GopStore
 from robodata.reader._held_rows import HeldRows
 from robodata.reader._output_pool import OutputPool
@@ -154,10 +155,13 @@ class RoboDataset(VersionHistory):
         """
         return self._rows
 
-    def _share_rows(self) -> SharedArrays:  # share_rows below
+    def _share_rows(self, gop_index: bool = False) -> SharedArrays:  # share_rows below
         if self._row_files is None:
             self._adopt_rows(self._rows.share())
         assert self._row_files is not None
+        if gop_index and not GopIndex.is_shared(self._row_files):
+            self._gop_store.index.share(self._row_files)
+            self._adopt_gop_index(self._row_files)  # this process maps the files too
         return self._row_files
 
     def _adopt_rows(self, shared: SharedArrays) -> None:  # adopt_rows below
@@ -166,6 +170,12 @@ class RoboDataset(VersionHistory):
         self._rows = RowIndex.mapped(shared, self.cameras)
         self._row_files = shared
         adopt_frames_check(self.uri, self._frames)  # the sharing process checked the bytes it indexed
+        self._adopt_gop_index(shared)
+
+    def _adopt_gop_index(self, shared: SharedArrays) -> None:
+        index = GopIndex.mapped(shared)
+        if index is not None:
+            self._gop_store.adopt_index(index)
 
     @cached_property
     def _gop_store(self) -> GopStore:  # gop_store below; get_frames decodes through it
@@ -461,24 +471,27 @@ class RoboDataset(VersionHistory):
 
 # --- for training loaders, not users: the dataset module's own functions, the only code outside
 # the class that touches its private state (nothing else in robodata does, test_layers pins it) ---
-def share_rows(dataset: RoboDataset) -> SharedArrays:
+def share_rows(dataset: RoboDataset, *, gop_index: bool = False) -> SharedArrays:
     """``dataset``'s row index as memory-mappable files that other processes ``adopt_rows`` (made
-    once; this process maps the files too, rather than keep a private copy beside them).
+    once; this process maps the files too, rather than keep a private copy beside them). With
+    ``gop_index``, its GOP index too (built here if it was not), for processes that read frames:
+    they then never scan gops.lance, and read the version of it this process indexed.
 
     Returns
     -------
     SharedArrays
         Picklable: it travels to DataLoader workers as a directory name.
 
-    >>> share_rows(ds) is share_rows(ds)
+    >>> share_rows(ds) is share_rows(ds, gop_index=True)
     True
     """
-    return dataset._share_rows()
+    return dataset._share_rows(gop_index)
 
 
 def adopt_rows(dataset: RoboDataset, shared: SharedArrays) -> None:
     """Make ``dataset`` use the row index another process shared (``share_rows``) instead of
-    building one; a no-op when it uses those files already.
+    building one, and the GOP index where it was shared too; a no-op when it uses those files
+    already.
 
     Raises
     ------

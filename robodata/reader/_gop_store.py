@@ -54,9 +54,12 @@ class GopStore:
 
     @cached_property
     def lance_dataset(self) -> lance.LanceDataset:
-        """gops.lance (latest version: GOPs are never rewritten in place), for what robodata
-        does not wrap."""
-        gops = open_table(gops_uri(self._ds.uri), self._ds.storage_options)
+        """gops.lance at the version the GOP index describes, for what robodata does not wrap: the
+        latest when this process builds the index (GOPs are never rewritten in place), the sharing
+        process's when it adopted one (``adopt_index``)."""
+        adopted = self.__dict__.get("index")
+        version = None if adopted is None else adopted.version
+        gops = open_table(gops_uri(self._ds.uri), self._ds.storage_options, version)
         if gops is None:
             raise FileNotFoundError(f"{gops_uri(self._ds.uri)} does not exist")
         return gops
@@ -64,9 +67,19 @@ class GopStore:
     @cached_property
     def index(self) -> GopIndex:
         """ref_id -> where each GOP's bytes live, its packets, codec, frame times and checksum;
-        built on first use by one scan of gops.lance's small columns."""
+        built on first use by one scan of gops.lance's small columns, unless adopted."""
         ds = self._ds
         return storage_call("indexing GOPs", gops_uri(ds.uri), ds.storage_options, GopIndex, self.lance_dataset)
+
+    def adopt_index(self, index: GopIndex) -> None:
+        """Use ``index`` (another process's, ``GopIndex.mapped``) instead of scanning gops.lance:
+        reads then go to the gops.lance version it was built from. Its rows are still checked
+        against their checksums in this process, each once."""
+        opened = self.__dict__.get("lance_dataset")
+        if opened is not None and opened.version != index.version:
+            self.__dict__.pop("lance_dataset")
+            self.__dict__.pop("_local_files", None)  # where the other version's GOPs sit
+        self.__dict__["index"] = index
 
     def refs(
         self, indices: RowIndices, cameras: str | Sequence[str], resolution: tuple[int, int] | None = None

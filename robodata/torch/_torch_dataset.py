@@ -4,12 +4,13 @@ DataLoader calls ``__getitems__`` with a whole batch of indices (from the RowSam
 ``batch_sampler``, or any sampler with ``batch_size=``), so a batch costs one coalesced GOP read
 and one decode per GOP. ``__getitems__`` returns a ``SampleBatch``: a sequence of per-sample
 dicts, which PyTorch's default collate hands over as the batch already stacked, without
-copying (``robodata.torch._handover``). The training process builds the row index once
-and its workers memory-map it (``robodata.reader.share_rows`` / ``adopt_rows``). Workers
-are started by spawn (Lance is not fork-safe); each opens the pinned dataset version lazily
-from the pickled (uri, version, storage options). Inside a worker, ``get_worker_info`` tells
-which of the rank's batches DataLoader will hand to it (batches w, w + n, ...), and a
-background thread prefetches their GOPs within the byte budget.
+copying (``robodata.torch._handover``). The training process builds the row index and the
+GOP index once and its workers memory-map them (``robodata.reader._dataset.share_rows`` /
+``adopt_rows``): a worker never scans gops.lance, and reads the version of it the training
+process indexed. Workers are started by spawn (Lance is not fork-safe); each opens the pinned
+dataset version lazily from the pickled (uri, version, storage options). Inside a worker,
+``get_worker_info`` tells which of the rank's batches DataLoader will hand to it (batches w,
+w + n, ...), and a background thread prefetches their GOPs within the byte budget.
 
 >>> loader = make_dataloader("data/demo", batch_size=64)
 >>> next(iter(loader))["observation_images_top"].shape
@@ -51,9 +52,12 @@ def adopt_shared_rows(reader: BatchReader, shared: SharedArrays | None) -> None:
 
 
 def share_rows(reader: BatchReader) -> SharedArrays | None:
-    """The training process's row index as memory-mappable files (made once per dataset); None
-    where the reader has not opened its dataset (a worker's copy)."""
-    return share_dataset_rows(reader.dataset) if reader.is_open else None
+    """The training process's row index, and its GOP index where the reader decodes frames, as
+    memory-mappable files (made once per dataset); None where the reader has not opened its
+    dataset (a worker's copy)."""
+    if not reader.is_open:
+        return None
+    return share_dataset_rows(reader.dataset, gop_index=bool(reader.image_columns))
 
 
 START_METHODS = ("spawn", "forkserver")
