@@ -445,7 +445,8 @@ def main(args: argparse.Namespace) -> int:
                     epochs = run_rounds(args.rounds, cfg, places, boundary, python, log, say)
                 finally:
                     boundary.close()
-    figures = summarize(epochs, cfg, needed, full_resolution_gops(local))
+        gops = full_resolution_gops(local)  # before the work folder goes (a temporary one without --work)
+    figures = summarize(epochs, cfg, needed, gops)
     randomness = randomness_aim(episodes=200)
     aims = evaluate_s3_aims(figures, randomness)
     cap = f"{args.bandwidth_mibps:g} MiB/s per connection" if args.bandwidth_mibps else "no bandwidth cap"
