@@ -32,6 +32,13 @@ def postgres():
         teardown(env)
 
 
+@pytest.fixture(autouse=True)
+def no_outage_seen_yet(monkeypatch):
+    """Each test starts in a process that has seen no outage: the wait is counted per process, and
+    an earlier test on this test worker may have left one open (its last connect failed)."""
+    monkeypatch.setattr(postgres_storage, "_unreachable_since", None)
+
+
 def _url(env: dict[str, str], password: str | None = None) -> sqlalchemy.URL:
     return sqlalchemy.URL.create(
         "postgresql+psycopg2",
