@@ -3,8 +3,9 @@ figures. It starts the cluster as docs/cluster.md's walk-through does (six episo
 then runs, per round:
 
 - PostgreSQL restarted (``deploy/cluster.sh down postgres``, ``up postgres`` 12 s later: a
-  slow restart or a failover) while two uploads' runs encode: GraphQL requests asked throughout and failed, runs failed, uploads
-  lost, seconds from PostgreSQL back until both uploads landed, duplicate rows;
+  slow restart or a failover) while two uploads' runs encode: GraphQL requests asked throughout
+  and failed, runs failed, uploads lost, seconds from PostgreSQL back until both uploads landed,
+  duplicate rows;
 - a Celery worker killed with SIGKILL in the middle of a run: seconds from the kill until run
   monitoring failed the run and until its retry landed the episode, runs of the upload, rows
   stored twice;
