@@ -91,7 +91,8 @@ CONF
         if [ "${ROBODATA_S3_SERVER:-}" = moto ]; then
             program s3 30 moto_server -H "$(url_host "$AWS_ENDPOINT_URL")" -p "$(url_port "$AWS_ENDPOINT_URL" 80)"
         fi
-        program daemon 30 dagster-daemon run -m robodata.orchestration.definitions
+        # The daemon first queues again any run its predecessor was killed while launching.
+        program daemon 30 python -m robodata.orchestration.cluster.daemon -m robodata.orchestration.definitions
         program webserver 30 dagster-webserver -m robodata.orchestration.definitions \
             -h "${ROBODATA_WEBSERVER_HOST:-127.0.0.1}" -p "${ROBODATA_WEBSERVER_PORT:-3000}"
         for i in $(seq "$WORKERS"); do

@@ -46,6 +46,7 @@ from benchmarks.orchestration.cluster import (
     walkthrough_cluster,
 )
 from robodata.orchestration import UploadSensorSettings
+from robodata.orchestration.cluster.daemon import REQUEUED_MESSAGE
 from robodata.sample_data import write_sample_episode_to
 from robodata.storage import storage_options_from_env
 
@@ -332,6 +333,7 @@ def kill_worker_mid_run(cluster: Cluster, instance: dg.DagsterInstance, index: i
 @dataclass
 class DaemonKill:
     queued_at_kill: int  # runs of the backfill still QUEUED when the daemon was killed
+    requeued: int  # runs the killed daemon was launching, queued again by the new one
     statuses: dict[str, dg.DagsterRunStatus]  # partition -> its backfill run's status, once all finished
     restarted_after_s: float  # SIGKILL until supervisord ran a new daemon
     healthy_after_s: float  # SIGKILL until every daemon the instance needs beat healthy from the new one
@@ -340,7 +342,8 @@ class DaemonKill:
 
     def figures(self) -> str:
         return (
-            f"killed daemon: {self.queued_at_kill} of {len(self.statuses)} runs queued; restarted "
+            f"killed daemon: {self.queued_at_kill} of {len(self.statuses)} runs queued, "
+            f"{self.requeued} queued again after the restart (lost while launching); restarted "
             f"{self.restarted_after_s:.0f} s after SIGKILL, healthy {self.healthy_after_s:.0f} s after, "
             f"{sum(s == dg.DagsterRunStatus.SUCCESS for s in self.statuses.values())} runs succeeded "
             f"{self.succeeded_after_s:.0f} s after; {self.duplicate_rows} duplicate rows"
@@ -393,6 +396,7 @@ def kill_daemon_mid_backfill(
     )
     return DaemonKill(
         queued_at_kill=queued,
+        requeued=sum(any(entry.message == REQUEUED_MESSAGE for entry in instance.all_logs(run.run_id)) for run in done),
         statuses={run.tags["dagster/partition"]: run.status for run in done},
         restarted_after_s=restarted_after,
         healthy_after_s=healthy_after,

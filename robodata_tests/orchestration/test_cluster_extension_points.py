@@ -39,6 +39,13 @@ def test_the_run_launcher_s_private_dagster_shapes_are_unchanged():
     # dagster-celery's: the launcher's health check and its Celery app, which ours extends
     assert DagsterCeleryRunLauncher.check_run_worker_health is not RunLauncher.check_run_worker_health
     assert "celery" in inspect.getsource(DagsterCeleryRunLauncher.__init__)
+    # the send that ours records the task id before (test_runs_lost_at_launch.py sends through it)
+    assert list(inspect.signature(DagsterCeleryRunLauncher._launch_celery_task_run).parameters) == [
+        "self",
+        "run",
+        "task_signature",
+        "routing_key",
+    ]
 
 
 def test_the_storage_is_dagster_postgres_s_own_with_its_own_config():

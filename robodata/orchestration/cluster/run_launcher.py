@@ -5,6 +5,9 @@
   so the run would stay STARTED for ever. Here a STARTED task that no live worker reports as
   active, for ``lost_after_seconds`` in a row, is a failed worker: run monitoring marks the run
   failed and run retries start it again.
+- A daemon killed while launching: dagster-celery sends the task, then records its id on the run.
+  Here the id is recorded first, so that a STARTING run without one was never sent, and the next
+  daemon can queue it again safely (robodata.orchestration.cluster.daemon).
 - Terminate: dagster-celery only revokes the task with SIGTERM, which Dagster turns into an
   interrupt that the step's retry policy retried: the run went on and succeeded. Here the run is
   marked CANCELING, the task revoked with SIGKILL (the pool starts a fresh process: the worker is
@@ -13,8 +16,9 @@
 
 Dagster offers no public way to report a run worker's health: ``CheckRunHealthResult`` and
 ``WorkerStatus`` live in ``dagster._core.launcher`` (the run launcher base class is documented,
-its health types are not), and a launcher reaches its instance through ``self._instance``. They
-are imported here only, and robodata_tests/orchestration/test_cluster_extension_points.py fails
+its health types are not), and a launcher reaches its instance through ``self._instance``.
+Recording the task id first overrides dagster-celery's private ``_launch_celery_task_run``. They
+are used here only, and robodata_tests/orchestration/test_cluster_extension_points.py fails
 loudly, naming them, when a Dagster release changes their shape (the upstream request:
 docs/upstream/dagster-run-worker-health.md).
 """
@@ -96,6 +100,11 @@ class CeleryRunLauncher(_CeleryRunLauncher):
         ids = None if not replies else {t["id"] for tasks in replies.values() for t in tasks}
         self._active = (time.monotonic(), ids)
         return ids
+
+    def _launch_celery_task_run(self, run, task_signature, routing_key) -> None:
+        task_id = task_signature.freeze().id  # the id apply_async sends the task under
+        self._instance.add_run_tags(run.run_id, {DAGSTER_CELERY_TASK_ID_TAG: task_id})
+        super()._launch_celery_task_run(run, task_signature, routing_key)
 
     def terminate(self, run_id: str) -> bool:
         run = self._instance.get_run_by_id(run_id)
