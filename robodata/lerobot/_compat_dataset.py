@@ -107,7 +107,7 @@ class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
         self.episodes = None if episodes is None else sorted(set(int(e) for e in episodes))
         self._owner_pid, self._unpickled = os.getpid(), False
         # Owned by this process (named after it), filled by whichever process reads the dataset:
-        # the item order and camera frame numbers, and the row index.
+        # the item order and camera frame numbers, and the row index with the GOP index.
         self._shared = SharedArrays("lerobot")
         self._shared_rows = SharedArrays("rows")
         self._arrays: dict[str, np.ndarray] = {}
@@ -167,6 +167,8 @@ class LeRobotCompatDataset(DecodeOnceOrder, Dataset):
         rows = ds.rows
         for key, array in rows.arrays.items():
             self._shared_rows.put(key, array)
+        if ds.cameras:  # every item holds every camera: one scan of gops.lance for all the readers
+            gop_store(ds).index.share(self._shared_rows)
         sorted_rows = np.asarray(rows.order)
         if self.episodes is not None:
             wanted_episodes = np.asarray(self.episodes, dtype=np.int64)
