@@ -39,6 +39,9 @@ QUICK="not slow and not s3 and not dagster"
 CORES=$(nproc)
 QUICK_WORKERS=${ROBODATA_TEST_WORKERS:-$CORES}
 REST_WORKERS=${ROBODATA_TEST_WORKERS:-$((2 * CORES))}
+# The cluster test (test_cluster.py, started first) mostly waits on its cluster's processes: its
+# worker lowers the other workers' CPU priority (robodata_tests/xdist_priority.py), which still
+# use every core it leaves idle.
 # Each stage ends with its 25 slowest test phases: where the suite's time goes, on CI's machine.
 PARALLEL=(@scripts/xdist.args --durations=25)
 # A stage that outlives its bound is interrupted (pytest prints what ran and what failed), then

@@ -56,6 +56,7 @@ from benchmarks.orchestration.cluster_drills import (
 from robodata.sample_data import write_sample_episode
 from robodata.storage import storage_options_from_env
 from robodata.storage._put_folder import put_folder
+from robodata_tests.xdist_priority import other_test_workers_yield_cpu
 
 # Slow, started first on its test worker, and allowed the walk-through's own 25 minutes on a slow
 # machine (pytest-timeout's 10 minutes in pyproject.toml are for everything else).
@@ -79,7 +80,9 @@ class Walkthrough:
 
 @pytest.fixture(scope="module")
 def walkthrough():
-    """docs/cluster.md's walk-through, run as written; torn down afterwards whatever happens."""
+    """docs/cluster.md's walk-through, run as written; torn down afterwards whatever happens. The
+    suite's other test workers yield the CPU to the cluster's processes meanwhile."""
+    other_test_workers_yield_cpu()
     with walkthrough_cluster(workers=2, sensor_interval_s=SENSOR_INTERVAL_S) as cluster:
         yield Walkthrough(cluster, supervised_pids(cluster.env))
 
