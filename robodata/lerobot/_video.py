@@ -10,6 +10,7 @@ from fractions import Fraction
 import av
 import numpy as np
 
+from robodata.codec._realtime_threads import no_realtime_threads_left
 from robodata.errors import BadUploadError
 
 LIBSVTAV1_DEFAULT_PRESET = 12  # lerobot/configs/video.py
@@ -68,6 +69,8 @@ class SharedVideoWriter:
                 raise ValueError(f"{vcodec!r} is not a video codec")
             self._stream = stream
             self._stream.width, self._stream.height, self._stream.pix_fmt = width, height, pix_fmt
+            with no_realtime_threads_left():  # libsvtav1 run as root makes its threads real-time
+                self._stream.codec_context.open()
         except Exception:
             self._container.close()
             raise
