@@ -7,7 +7,10 @@ same pieces behind a PyTorch DataLoader with worker processes.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -155,8 +158,33 @@ def worker_death(exc: BaseException, num_workers: int) -> str | None:
         how = found.group(2).replace("is killed", "was killed").strip()
         return f"DataLoader worker (pid {found.group(1).strip()}) {how}"
     if num_workers > 0 and isinstance(exc, ConnectionError | EOFError):
-        return f"a DataLoader worker's connection closed while it sent a batch ({type(exc).__name__}: the worker died)"
+        closed = f"its connection closed while it sent a batch ({type(exc).__name__})"
+        dead = dead_child()
+        if dead is not None:
+            return f"DataLoader worker (pid {dead[0]}) {dead[1]}: {closed}"
+        return f"a DataLoader worker died: {closed}"
     return None
+
+
+def dead_child(wait_s: float = 1.0) -> tuple[int, str] | None:
+    """(pid, how it ended) of a child process of this one that has ended and is not reaped yet,
+    waiting up to ``wait_s`` for one; None if there is none. It is only looked at (``WNOWAIT``):
+    whoever waits for the child still gets its status. A DataLoader worker's end reaches the
+    training process as a closed connection a moment before the worker is a zombie, and
+    PyTorch's own check of its workers may not have run yet."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return None
+        if info is not None and info.si_pid:
+            if info.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
+                return info.si_pid, f"was killed by signal: {signal.Signals(info.si_status).name}"
+            return info.si_pid, f"exited with status {info.si_status}"
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.02)
 
 
 class TrainingLoader(ResumableLoader):
