@@ -118,7 +118,11 @@ class ResumableLoader:
                 self._yielded += 1
                 yield batch
         except (RuntimeError, ConnectionError, EOFError) as exc:
-            how = worker_death(exc, getattr(self, "num_workers", 0))
+            workers = getattr(self, "num_workers", 0)
+            try:
+                how = worker_death(exc, workers)
+            except RuntimeError as report:  # PyTorch's SIGCHLD handler raised its own report meanwhile
+                how = worker_death(report, workers)
             if how is None:
                 raise
             raise LoaderWorkerError(
