@@ -39,12 +39,12 @@ from robodata._env_settings import megabytes_setting
 # prefetched batches in flight and the training process holds one or two: about 7 batches of 3
 # cameras at prefetch 4. With every slab held, an array is allocated anew and not kept.
 RECYCLED_SLABS = 64
-# Megabytes of slabs a worker keeps for reuse ($ROBODATA_SHM_KEEP_MB, else KEEP_MB). Beyond them a
-# batch's arrays get shared memory of their own, released as soon as the training process drops the
-# batch (as PyTorch's collate's is): the /dev/shm a worker holds is then at most this or its batches
-# in flight, whichever is larger. 128: as fast as 256 in lerobot-train's loader (2 workers, batch 32
-# of 640x480 + 2 x 320x240 uint8) and 60-90 MB less RSS per worker; 64 cost a third of the samples/s
-# (docs/training.md, "Memory").
+# A worker keeps the slabs its batches in flight used at most at once, for the next batches of that
+# size: fresh shared memory for a batch costs more than decoding it. Of free slabs of other sizes (a
+# short last batch, another resolution) it keeps at most $ROBODATA_SHM_KEEP_MB megabytes, else
+# KEEP_MB. So a worker's /dev/shm is at most its batches in flight at their most, plus this. (When
+# this bounded the slabs in flight too, make_dataloader read half as fast on 3 cameras of 640x480:
+# 128 MB kept one batch of 88 MB.)
 KEEP_MB_VARIABLE = "ROBODATA_SHM_KEEP_MB"
 KEEP_MB = 128
 # Where PyTorch's shared memory lives (shm_open), and what is left free there for others (the
@@ -120,9 +120,9 @@ class SharedOutputs:
     >>> batch.slots, shared.held()  # the frames' slab stays held; the float32 array's is free
     ({'frames': 0}, [0])
 
-    The slabs it keeps add up to at most ``keep_bytes`` (free ones of other sizes are let go to make
-    room; past that, an array gets memory of its own, not kept), and every new slab is checked
-    against the room left in /dev/shm first (``new_shared_storage``).
+    It keeps as many slabs of a size as were in flight at once, and at most ``keep_bytes`` of free
+    slabs of other sizes; with every slot taken an array gets memory of its own, not kept. Every new
+    slab is checked against the room left in /dev/shm first (``new_shared_storage``).
     """
 
     def __init__(self, slabs: int = RECYCLED_SLABS, keep_bytes: int | None = None) -> None:
@@ -144,22 +144,31 @@ class SharedOutputs:
         return array
 
     def _slab(self, nbytes: int) -> torch.UntypedStorage:
-        """A free slab of ``nbytes``: a kept one of that size, else a new one kept in an empty slot
-        (free slabs of other sizes let go, so the kept bytes stay within ``keep_bytes``); memory of
-        its own, not kept, when every slab is held or the held ones already take ``keep_bytes``."""
+        """A free slab of ``nbytes``: a kept one of that size, else a new one kept in an empty slot;
+        memory of its own, not kept, when every slot is taken."""
         free = [int(i) for i in np.flatnonzero(self._held == 0)]
         same = [i for i in free if i in self._slabs and self._slabs[i].nbytes() == nbytes]
         if same:
-            return self._take(same[0])
-        for slot in free:  # let go of free slabs of other sizes until the new one fits
-            if self.kept_bytes() + nbytes <= self.keep_bytes:
+            storage = self._take(same[0])
+        else:
+            empty = [i for i in free if i not in self._slabs]
+            if not empty:
+                return new_shared_storage(nbytes)  # released once the training process drops it
+            self._slabs[empty[0]] = new_shared_storage(nbytes)  # in shared memory from the start
+            storage = self._take(empty[0])
+        self._let_go_beyond_keep(nbytes)
+        return storage
+
+    def _let_go_beyond_keep(self, nbytes: int) -> None:
+        """Free slabs of other sizes than ``nbytes`` beyond ``keep_bytes`` go: the frames' size
+        changed (another resolution, a short last batch). Free slabs of this size stay for the
+        next batches: as many as were in flight at once."""
+        other = [slot for slot in self.spare_slots() if self._slabs[slot].nbytes() != nbytes]
+        spare = sum(self._slabs[slot].nbytes() for slot in other)
+        for slot in other:
+            if spare <= self.keep_bytes:
                 break
-            self._slabs.pop(slot, None)
-        empty = [i for i in free if i not in self._slabs]
-        if not empty or self.kept_bytes() + nbytes > self.keep_bytes:
-            return new_shared_storage(nbytes)  # released once the training process drops it
-        self._slabs[empty[0]] = new_shared_storage(nbytes)  # in shared memory from the start
-        return self._take(empty[0])
+            spare -= self._slabs.pop(slot).nbytes()
 
     def _take(self, slot: int) -> torch.UntypedStorage:
         self._held[slot] = 1
@@ -169,6 +178,10 @@ class SharedOutputs:
     def kept_bytes(self) -> int:
         """Bytes of the slabs kept (held or free): this worker's /dev/shm besides arrays of their own."""
         return sum(slab.nbytes() for slab in self._slabs.values())
+
+    def spare_slots(self) -> list[int]:
+        """The kept slabs no batch holds now."""
+        return [int(i) for i in np.flatnonzero(self._held == 0) if int(i) in self._slabs]
 
     def tensor(self, array) -> torch.Tensor | None:
         """The shared tensor ``array`` views (forgotten once asked for), or None."""

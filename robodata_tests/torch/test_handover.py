@@ -105,18 +105,42 @@ def test_held_batches_stay_exact_while_workers_reuse_their_memory(ingested):
     loader.close()
 
 
-def test_the_slabs_kept_stay_within_keep_bytes():
+def test_the_slabs_in_flight_are_kept_past_keep_bytes_and_used_again():
+    """Fresh shared memory costs more than decoding into it: a batch's slabs are kept however
+    many are in flight, and the next batch of that size writes into the same memory."""
+    slab = int(np.prod(SHAPE))
+    shared = SharedOutputs(keep_bytes=slab)
+
+    def batch() -> dict:
+        return send(shared, {f"camera{i}": shared.as_tensor(shared(SHAPE)) for i in range(3)})
+
+    first = batch()
+    assert shared.held() == [0, 1, 2] and shared.kept_bytes() == 3 * slab
+    memory = [shared._slabs[slot].data_ptr() for slot in range(3)]
+    del first
+    gc.collect()
+    second = batch()  # taken while the first was in flight; its arrival frees the first's slabs
+    assert shared.held() == [3, 4, 5] and shared.kept_bytes() == 6 * slab
+    third = batch()
+    assert shared.held() == [0, 1, 2, 3, 4, 5]
+    assert [shared._slabs[slot].data_ptr() for slot in range(3)] == memory and shared.kept_bytes() == 6 * slab
+    del second, third
+
+
+def test_free_slabs_of_another_size_stay_within_keep_bytes():
     slab = int(np.prod(SHAPE))
     shared = SharedOutputs(keep_bytes=2 * slab)
-    held = send(shared, {f"camera{i}": shared.as_tensor(shared(SHAPE)) for i in range(3)})
-    assert held.keys() == {"camera0", "camera1", "camera2"} and shared.kept_bytes() == 2 * slab
-    assert shared.held() == [0, 1]  # the third array has memory of its own, freed when dropped
-    del held
-    wider = (2, 8, 16, 3)  # another size: the free slabs make room for it within the bound
-    frames = shared.as_tensor(shared(wider))
+    first = send(shared, {f"camera{i}": shared.as_tensor(shared(SHAPE)) for i in range(3)})
+    del first
+    gc.collect()
+    wider = (2, 8, 16, 3)  # the frames' size changed
+    second = send(shared, {"frames": shared.as_tensor(shared(wider))})  # its arrival frees the first's slabs
+    frames = shared.as_tensor(shared(wider))  # three free slabs of the old size: one is let go
     frames.fill_(7)
-    received = send(shared, {"frames": frames})
-    assert shared.kept_bytes() <= 2 * slab and torch.equal(received["frames"], torch.full(wider, 7, dtype=torch.uint8))
+    third = send(shared, {"frames": frames})
+    assert sorted(s.nbytes() for s in shared._slabs.values()) == [slab, slab, 2 * slab, 2 * slab]
+    assert torch.equal(third["frames"], torch.full(wider, 7, dtype=torch.uint8))
+    del second
 
 
 def tmpfs_with(free_bytes: int):
