@@ -146,12 +146,11 @@ class SharedOutputs:
     def _slab(self, nbytes: int) -> torch.UntypedStorage:
         """A free slab of ``nbytes``: a kept one of that size, else a new one kept in an empty slot;
         memory of its own, not kept, when every slot is taken."""
-        free = [int(i) for i in np.flatnonzero(self._held == 0)]
-        same = [i for i in free if i in self._slabs and self._slabs[i].nbytes() == nbytes]
+        same = [slot for slot in self.spare_slots() if self._slabs[slot].nbytes() == nbytes]
         if same:
             storage = self._take(same[0])
         else:
-            empty = [i for i in free if i not in self._slabs]
+            empty = [int(i) for i in np.flatnonzero(self._held == 0) if int(i) not in self._slabs]
             if not empty:
                 return new_shared_storage(nbytes)  # released once the training process drops it
             self._slabs[empty[0]] = new_shared_storage(nbytes)  # in shared memory from the start

@@ -289,8 +289,8 @@ def make_dataloader(
         ``block``: the decode-once order (``robodata.torch._block_order``): each GOP's rows read
         by one worker, which decodes the GOP once per epoch and keeps its frames for their
         batches; rows mixed in a window of ``window_rows`` rows. ``uniform``: all rows in a
-        uniform random order (every frame pays for its GOP; ``global`` is its earlier name). ``episode``: episodes pooled
-        ``pool_episodes`` at a time. ``none``: in order.
+        uniform random order (every frame pays for its GOP; ``global`` is its earlier name).
+        ``episode``: episodes pooled ``pool_episodes`` at a time. ``none``: in order.
     drop_last : bool, default False
         Drop the last, short step instead of padding it.
     pool_episodes : int, default 8
